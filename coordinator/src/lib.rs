@@ -1,0 +1,25 @@
+//! The farm's coordinator: takes matrices, pushes runs to agents, stores results.
+//!
+//! Layout:
+//! - [`server`]: options, start-up and the gRPC endpoint.
+//! - [`service`]: `AgentService` and `FarmService`, thin adapters to events.
+//! - [`scheduler`]: the single event loop that owns all state, batches
+//!   commits, pushes runs to idle agents and enforces leases.
+//! - [`store`]: the embedded SQLite store (durable before acknowledged).
+//! - [`matrix`]: matrix files: parsing, validation, expansion into cells and runs.
+//! - [`placement`]: which agent can serve which cell, and why none can.
+//! - [`results`]: per-cell medians and ratios to baselines.
+//! - [`auth`]: agent and submitter tokens.
+#![forbid(unsafe_code)]
+#![deny(rust_2018_idioms)]
+
+pub mod auth;
+pub mod matrix;
+pub mod placement;
+pub mod results;
+pub mod scheduler;
+pub mod server;
+pub mod service;
+pub mod store;
+
+pub use server::{Coordinator, Options};

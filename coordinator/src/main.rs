@@ -1,0 +1,69 @@
+//! `farm-coordinator`: the gRPC coordinator as a daemon.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use farm_coordinator::{Options, scheduler::Config};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(version, about = "Coordinator of the scheduler regression farm")]
+struct Args {
+    /// Address to listen on; port 0 picks a free one (written to DATA_DIR/coordinator.addr).
+    #[arg(long, default_value = "127.0.0.1:7700", env = "FARM_LISTEN")]
+    listen: SocketAddr,
+    /// Holds the store and the tokens (agent.token, submit.token, mode 0600).
+    #[arg(long, default_value = "/var/lib/farm", env = "FARM_DATA_DIR")]
+    data_dir: PathBuf,
+    /// How often agents send heartbeats.
+    #[arg(long, default_value_t = 1000)]
+    heartbeat_ms: u32,
+    /// An agent silent this long loses its run, which is re-queued.
+    #[arg(long, default_value_t = 5000)]
+    lease_ms: u32,
+    /// Attempts after which a run whose agents keep vanishing fails.
+    #[arg(long, default_value_t = 3)]
+    max_attempts: u32,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    if args.lease_ms <= args.heartbeat_ms {
+        anyhow::bail!("--lease-ms ({}) must exceed --heartbeat-ms ({})", args.lease_ms, args.heartbeat_ms);
+    }
+    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    rt.block_on(async {
+        let coordinator = Options {
+            listen: args.listen,
+            data_dir: args.data_dir,
+            scheduler: Config {
+                heartbeat_ms: args.heartbeat_ms,
+                lease_ms: args.lease_ms,
+                max_attempts: args.max_attempts,
+            },
+            tls: None,
+        }
+        .build()
+        .await?;
+        coordinator.run(shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

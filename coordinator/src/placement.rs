@@ -1,0 +1,123 @@
+//! Which agent may serve which cell, and, when none may, why.
+//!
+//! Pure functions over capabilities and cells: the scheduler calls
+//! [`satisfies`] on its hot path and [`waiting_reason`] when it reports a
+//! matrix's status.
+
+use std::fmt;
+
+use farm_proto::{Capabilities, Cell};
+
+/// The value of a cell's `kernel` that accepts whatever kernel an agent runs.
+pub const RUNNING_KERNEL: &str = "running";
+
+/// One thing a cell asks of an agent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Requirement {
+    Arch(String),
+    MinCpus(u32),
+    MinNumaNodes(u32),
+    Executor(String),
+    Kernel(String),
+    Workload(String),
+    /// A machine-state kind the agent must be able to apply and restore.
+    State(&'static str),
+}
+
+impl fmt::Display for Requirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Requirement::Arch(a) => write!(f, "arch={a}"),
+            Requirement::MinCpus(n) => write!(f, "cpus>={n}"),
+            Requirement::MinNumaNodes(n) => write!(f, "numa_nodes>={n}"),
+            Requirement::Executor(e) => write!(f, "executor={e}"),
+            Requirement::Kernel(k) => write!(f, "kernel={k}"),
+            Requirement::Workload(w) => write!(f, "workload={w}"),
+            Requirement::State(s) => write!(f, "state={s}"),
+        }
+    }
+}
+
+impl Requirement {
+    pub fn holds(&self, caps: &Capabilities) -> bool {
+        match self {
+            Requirement::Arch(a) => caps.arch == *a,
+            Requirement::MinCpus(n) => caps.cpus_online >= *n,
+            // s390x and non-NUMA kernels expose no node directory: that is one node.
+            Requirement::MinNumaNodes(n) => (caps.numa_nodes.len().max(1) as u32) >= *n,
+            Requirement::Executor(e) => caps.executors.iter().any(|x| x == e),
+            Requirement::Kernel(k) => k == RUNNING_KERNEL || caps.kernel_release == *k,
+            Requirement::Workload(w) => caps.workloads.iter().any(|x| x == w),
+            Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s),
+        }
+    }
+}
+
+/// Everything `cell` asks of an agent, in a stable order.
+pub fn requirements(cell: &Cell) -> Vec<Requirement> {
+    let mut out = Vec::new();
+    if let Some(h) = &cell.host {
+        if !h.arch.is_empty() {
+            out.push(Requirement::Arch(h.arch.clone()));
+        }
+        if h.min_cpus > 0 {
+            out.push(Requirement::MinCpus(h.min_cpus));
+        }
+        if h.min_numa_nodes > 1 {
+            out.push(Requirement::MinNumaNodes(h.min_numa_nodes));
+        }
+        if !h.executor.is_empty() {
+            out.push(Requirement::Executor(h.executor.clone()));
+        }
+    }
+    if cell.kernel != RUNNING_KERNEL {
+        out.push(Requirement::Kernel(cell.kernel.clone()));
+    }
+    if let Some(w) = &cell.workload {
+        out.push(Requirement::Workload(w.name.clone()));
+    }
+    if let Some(s) = &cell.state {
+        if !s.hotplug.is_empty() {
+            out.push(Requirement::State("hotplug"));
+        }
+        if !s.cgroup.is_empty() {
+            out.push(Requirement::State("cgroup"));
+        }
+        if s.autogroup.is_some() {
+            out.push(Requirement::State("autogroup"));
+        }
+    }
+    out
+}
+
+pub fn satisfies(reqs: &[Requirement], caps: &Capabilities) -> bool {
+    reqs.iter().all(|r| r.holds(caps))
+}
+
+/// Why no agent among `agents` can serve a cell with these requirements, or
+/// `None` when one can (it may be busy).
+pub fn waiting_reason<'a>(
+    reqs: &[Requirement],
+    agents: impl IntoIterator<Item = &'a Capabilities>,
+) -> Option<String> {
+    let agents: Vec<&Capabilities> = agents.into_iter().collect();
+    if agents.is_empty() {
+        return Some("no agent connected".to_string());
+    }
+    if agents.iter().any(|a| satisfies(reqs, a)) {
+        return None;
+    }
+    let missing: Vec<String> = reqs
+        .iter()
+        .filter(|r| !agents.iter().any(|a| r.holds(a)))
+        .map(|r| format!("no agent with {r}"))
+        .collect();
+    if !missing.is_empty() {
+        return Some(missing.join("; "));
+    }
+    let all: Vec<String> = reqs.iter().map(ToString::to_string).collect();
+    Some(format!("no single agent has {}", all.join(" and ")))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,127 @@
+//! Putting a coordinator together: `Options` → [`Options::build`] → [`Coordinator::run`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use farm_proto::{agent_service_server::AgentServiceServer, farm_service_server::FarmServiceServer};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Server, ServerTlsConfig};
+use tracing::info;
+
+use crate::auth::{Role, Tokens};
+use crate::scheduler::{self, Config, Event, Handle};
+use crate::service::{Agents, Farm};
+use crate::store::Store;
+
+/// The file in the data directory that holds the address actually bound.
+pub const ADDR_FILE: &str = "coordinator.addr";
+pub const DB_FILE: &str = "farm.db";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("data directory {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Auth(#[from] crate::auth::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    #[error(transparent)]
+    Scheduler(#[from] scheduler::Error),
+    #[error("listening on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("the scheduler thread stopped unexpectedly")]
+    SchedulerGone,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub scheduler: Config,
+    /// TLS for the gRPC endpoint (rustls); plaintext when `None`.
+    pub tls: Option<ServerTlsConfig>,
+}
+
+pub struct Coordinator {
+    listener: TcpListener,
+    handle: Handle,
+    tokens: Tokens,
+    tls: Option<ServerTlsConfig>,
+    scheduler: std::thread::JoinHandle<Result<(), scheduler::Error>>,
+}
+
+impl Options {
+    /// Opens the data directory (tokens, store), recovers state and binds the port.
+    pub async fn build(self) -> Result<Coordinator, Error> {
+        let dir_err = |source| Error::DataDir { path: self.data_dir.clone(), source };
+        std::fs::create_dir_all(&self.data_dir).map_err(dir_err)?;
+        let tokens = Tokens::load_or_create(&self.data_dir)?;
+        let store = Store::open(&self.data_dir.join(DB_FILE))?;
+        let (handle, scheduler) = scheduler::spawn(store, self.scheduler)?;
+        let listener =
+            TcpListener::bind(self.listen).await.map_err(|source| Error::Listen { addr: self.listen, source })?;
+        let addr = listener.local_addr().map_err(|source| Error::Listen { addr: self.listen, source })?;
+        std::fs::write(self.data_dir.join(ADDR_FILE), format!("{addr}\n")).map_err(dir_err)?;
+        info!(%addr, data_dir = %self.data_dir.display(), "coordinator listening");
+        Ok(Coordinator { listener, handle, tokens, tls: self.tls, scheduler })
+    }
+}
+
+impl Coordinator {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    pub fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+
+    /// Serves until `shutdown` resolves.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<(), Error> {
+        let Coordinator { listener, handle, tokens, tls, scheduler } = self;
+        let ticker = {
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(Duration::from_millis(100));
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                loop {
+                    every.tick().await;
+                    if handle.send(Event::Tick).is_err() {
+                        break;
+                    }
+                }
+            })
+        };
+        let agent_tokens = tokens.clone();
+        let agents = AgentServiceServer::with_interceptor(Agents::new(handle.clone()), move |req| {
+            agent_tokens.check(Role::Agent, &req)?;
+            Ok(req)
+        });
+        let farm = FarmServiceServer::with_interceptor(Farm { handle: handle.clone() }, move |req| {
+            tokens.check(Role::Submitter, &req)?;
+            Ok(req)
+        });
+        let mut server = Server::builder()
+            .http2_keepalive_interval(Some(Duration::from_secs(10)))
+            .tcp_nodelay(true);
+        if let Some(tls) = tls {
+            server = server.tls_config(tls)?;
+        }
+        let stream = TcpListenerStream::new(listener);
+        let served = server.add_service(agents).add_service(farm).serve_with_incoming_shutdown(stream, shutdown).await;
+        ticker.abort();
+        drop(handle);
+        served?;
+        if scheduler.is_finished() {
+            match scheduler.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(Error::SchedulerGone),
+            }
+        }
+        Ok(())
+    }
+}

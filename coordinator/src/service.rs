@@ -1,0 +1,167 @@
+//! The two gRPC services: thin adapters from RPCs to scheduler events.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use farm_proto::{
+    AgentMessage, CancelMatrixRequest, CancelMatrixResponse, CoordinatorMessage, GetMatrixRequest,
+    GetResultsRequest, GetResultsResponse, ListAgentsRequest, ListAgentsResponse, MatrixState, MatrixStatus,
+    RegisterRequest, RegisterResponse, SubmitMatrixRequest, SubmitMatrixResponse, WatchMatrixRequest,
+    agent_message, agent_service_server::AgentService, farm_service_server::FarmService,
+};
+use tokio::sync::mpsc;
+use tokio_stream::{Stream, wrappers::UnboundedReceiverStream};
+use tonic::{Request, Response, Status, Streaming};
+use tracing::debug;
+
+use crate::matrix;
+use crate::scheduler::{Event, Handle};
+
+/// The largest matrix file accepted; a real one is a few KiB.
+pub const MAX_MATRIX_BYTES: usize = 1 << 20;
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+pub struct Agents {
+    pub handle: Handle,
+    /// Numbers each stream so that a late close of an old one is told apart.
+    sessions: AtomicU64,
+}
+
+impl Agents {
+    pub fn new(handle: Handle) -> Agents {
+        Agents { handle, sessions: AtomicU64::new(1) }
+    }
+}
+
+#[tonic::async_trait]
+impl AgentService for Agents {
+    async fn register(&self, req: Request<RegisterRequest>) -> Result<Response<RegisterResponse>, Status> {
+        let req = req.into_inner();
+        let caps = req.capabilities.ok_or_else(|| Status::invalid_argument("register: capabilities missing"))?;
+        if caps.arch.is_empty() || caps.cpus_online == 0 {
+            return Err(Status::invalid_argument("register: capabilities need an arch and at least one online cpu"));
+        }
+        let resume = req.resume_agent_id;
+        let agent_id = self
+            .handle
+            .call(|reply| Event::Register { capabilities: Box::new(caps), resume_agent_id: resume, reply })
+            .await?;
+        Ok(Response::new(RegisterResponse {
+            agent_id,
+            heartbeat_interval_ms: self.handle.config.heartbeat_ms,
+            lease_ms: self.handle.config.lease_ms,
+        }))
+    }
+
+    type SessionStream = BoxStream<CoordinatorMessage>;
+
+    async fn session(
+        &self,
+        req: Request<Streaming<AgentMessage>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        let mut inbound = req.into_inner();
+        let hello = match inbound.message().await? {
+            Some(AgentMessage { msg: Some(agent_message::Msg::Hello(h)) }) => h,
+            _ => return Err(Status::invalid_argument("session: the first message must be hello")),
+        };
+        let agent_id = hello.agent_id.clone();
+        let session = self.sessions.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.handle.call(|reply| Event::SessionOpen { hello, session, tx, reply }).await?;
+        let handle = self.handle.clone();
+        tokio::spawn(async move {
+            loop {
+                match inbound.message().await {
+                    Ok(Some(AgentMessage { msg: Some(msg) })) => {
+                        if handle.send(Event::FromAgent { agent_id: agent_id.clone(), msg }).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(Some(AgentMessage { msg: None })) => {}
+                    Ok(None) => break,
+                    Err(e) => {
+                        debug!(agent = %agent_id, "stream error: {e}");
+                        break;
+                    }
+                }
+            }
+            let _ = handle.send(Event::SessionClosed { agent_id, session });
+        });
+        Ok(Response::new(Box::pin(UnboundedReceiverStream::new(rx))))
+    }
+}
+
+pub struct Farm {
+    pub handle: Handle,
+}
+
+#[tonic::async_trait]
+impl FarmService for Farm {
+    async fn submit_matrix(
+        &self,
+        req: Request<SubmitMatrixRequest>,
+    ) -> Result<Response<SubmitMatrixResponse>, Status> {
+        let SubmitMatrixRequest { file_name, toml } = req.into_inner();
+        if toml.len() > MAX_MATRIX_BYTES {
+            return Err(Status::invalid_argument(format!(
+                "{file_name}: matrix file is {} bytes; the limit is {MAX_MATRIX_BYTES}",
+                toml.len()
+            )));
+        }
+        // Validation runs here, off the scheduler thread; only a valid
+        // matrix ever reaches the store.
+        let m = matrix::parse(&file_name, &toml).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let r = self
+            .handle
+            .call(|reply| Event::Submit { matrix: Box::new(m), file_name, source: toml, reply })
+            .await?;
+        Ok(Response::new(r))
+    }
+
+    async fn get_matrix(&self, req: Request<GetMatrixRequest>) -> Result<Response<MatrixStatus>, Status> {
+        let matrix_id = req.into_inner().matrix_id;
+        Ok(Response::new(self.handle.call(|reply| Event::Status { matrix_id, reply }).await?))
+    }
+
+    type WatchMatrixStream = BoxStream<MatrixStatus>;
+
+    async fn watch_matrix(
+        &self,
+        req: Request<WatchMatrixRequest>,
+    ) -> Result<Response<Self::WatchMatrixStream>, Status> {
+        let matrix_id = req.into_inner().matrix_id;
+        let mut rx = self.handle.call(|reply| Event::Watch { matrix_id, reply }).await?;
+        let (tx, out) = mpsc::channel(4);
+        tokio::spawn(async move {
+            loop {
+                let status = rx.borrow_and_update().clone();
+                let running = status.state == MatrixState::Running as i32;
+                // The last status sent is the terminal one; then the stream ends.
+                if tx.send(Ok(status)).await.is_err() || !running || rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(out))))
+    }
+
+    async fn list_agents(&self, _: Request<ListAgentsRequest>) -> Result<Response<ListAgentsResponse>, Status> {
+        let agents = self.handle.call(|reply| Event::ListAgents { reply }).await?;
+        Ok(Response::new(ListAgentsResponse { agents }))
+    }
+
+    async fn cancel_matrix(
+        &self,
+        req: Request<CancelMatrixRequest>,
+    ) -> Result<Response<CancelMatrixResponse>, Status> {
+        let matrix_id = req.into_inner().matrix_id;
+        let cancelled_runs = self.handle.call(|reply| Event::Cancel { matrix_id, reply }).await?;
+        Ok(Response::new(CancelMatrixResponse { cancelled_runs }))
+    }
+
+    async fn get_results(&self, req: Request<GetResultsRequest>) -> Result<Response<GetResultsResponse>, Status> {
+        let matrix_id = req.into_inner().matrix_id;
+        Ok(Response::new(self.handle.call(|reply| Event::Results { matrix_id, reply }).await?))
+    }
+}
