@@ -1,0 +1,87 @@
+//! The farm agent: runs on each benchmark host, dials out to the coordinator,
+//! and executes the runs it is pushed, one at a time.
+//!
+//! Layout:
+//! - [`capabilities`]: what this machine is and can do, read from /proc and /sys.
+//! - [`session`]: the stream to the coordinator, heartbeats, the outbox of
+//!   unacknowledged results, reconnection with backoff.
+//! - [`run`]: checking an assignment and turning it into a result.
+//! - [`executor`]: where the workload executes ([`executor::host`] today).
+#![deny(unsafe_code)]
+#![deny(rust_2018_idioms)]
+
+pub mod capabilities;
+pub mod executor;
+pub mod run;
+pub mod session;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tonic::transport::{ClientTlsConfig, Endpoint};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Capabilities(#[from] capabilities::Error),
+    #[error("coordinator address {url}: {source}")]
+    Endpoint { url: String, source: tonic::transport::Error },
+    #[error("workload binary {0} not found (build it with `cargo build -p farmctl --bin farm-workload`)")]
+    WorkloadBin(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// e.g. `http://127.0.0.1:7700`.
+    pub coordinator: String,
+    pub token: String,
+    pub workload_bin: PathBuf,
+    /// Where /proc and /sys are; "/" except in tests.
+    pub root: PathBuf,
+    pub tls: Option<ClientTlsConfig>,
+}
+
+pub struct Agent {
+    session: session::Session,
+}
+
+impl Options {
+    pub fn build(self) -> Result<Agent, Error> {
+        let capabilities = capabilities::discover(&self.root)?;
+        if !self.workload_bin.is_file() {
+            return Err(Error::WorkloadBin(self.workload_bin));
+        }
+        let endpoint_err = |source| Error::Endpoint { url: self.coordinator.clone(), source };
+        let mut endpoint = Endpoint::from_shared(self.coordinator.clone())
+            .map_err(endpoint_err)?
+            .connect_timeout(Duration::from_secs(5))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_while_idle(true);
+        if let Some(tls) = self.tls {
+            endpoint = endpoint.tls_config(tls).map_err(endpoint_err)?;
+        }
+        Ok(Agent {
+            session: session::Session {
+                endpoint,
+                token: self.token,
+                capabilities,
+                workload_bin: self.workload_bin,
+                shared: Arc::new(Mutex::new(Default::default())),
+                result_ready: Arc::new(tokio::sync::Notify::new()),
+            },
+        })
+    }
+}
+
+impl Agent {
+    pub fn capabilities(&self) -> &farm_proto::Capabilities {
+        &self.session.capabilities
+    }
+
+    /// Serves the coordinator until `shutdown` resolves, reconnecting as needed.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        self.session.run(shutdown).await;
+    }
+}

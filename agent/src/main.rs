@@ -1,0 +1,68 @@
+//! `farm-agent`: the agent as a daemon.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(version, about = "Agent of the scheduler regression farm: executes pushed runs on this host")]
+struct Args {
+    /// The coordinator's gRPC URL.
+    #[arg(long, default_value = "http://127.0.0.1:7700", env = "FARM_COORDINATOR")]
+    coordinator: String,
+    /// File holding the agent token (the coordinator's DATA_DIR/agent.token).
+    #[arg(long, env = "FARM_AGENT_TOKEN_FILE", conflicts_with = "token")]
+    token_file: Option<PathBuf>,
+    /// The agent token itself.
+    #[arg(long, env = "FARM_AGENT_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// The farm-workload binary; by default the one beside this executable.
+    #[arg(long, env = "FARM_WORKLOAD_BIN")]
+    workload_bin: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let token = match (args.token, args.token_file) {
+        (Some(t), _) => t,
+        (None, Some(f)) => std::fs::read_to_string(&f)
+            .with_context(|| format!("reading the agent token {}", f.display()))?
+            .trim()
+            .to_string(),
+        (None, None) => anyhow::bail!("no agent token: pass --token-file or set FARM_AGENT_TOKEN"),
+    };
+    let workload_bin = match args.workload_bin {
+        Some(p) => p,
+        None => std::env::current_exe()
+            .context("locating this executable")?
+            .with_file_name("farm-workload"),
+    };
+    let agent = farm_agent::Options {
+        coordinator: args.coordinator,
+        token,
+        workload_bin,
+        root: "/".into(),
+        tls: None,
+    }
+    .build()?;
+    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    rt.block_on(agent.run(shutdown_signal()));
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

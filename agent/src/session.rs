@@ -1,0 +1,237 @@
+//! The agent's side of the coordinator stream: register, say hello, then
+//! heartbeats up, runs down, results up until acknowledged; reconnect with
+//! backoff whenever the stream breaks.
+//!
+//! A run does not belong to a connection: it executes on its own thread and
+//! leaves its result in the outbox, which every new stream drains first. So
+//! a run in progress when the coordinator goes away still delivers its
+//! result once the agent is back.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use farm_proto::{
+    AgentMessage, Capabilities, Heartbeat, Hello, RegisterRequest, RunAssignment, RunRef, RunResult, agent_message,
+    agent_service_client::AgentServiceClient, coordinator_message,
+};
+use tokio::sync::{Notify, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Endpoint;
+use tracing::{debug, info, warn};
+
+use crate::executor::host::Killer;
+use crate::run;
+
+/// What outlives a connection.
+#[derive(Default)]
+pub(crate) struct Shared {
+    running: Option<(RunRef, Killer)>,
+    /// Results not yet acknowledged, by run id and attempt.
+    outbox: BTreeMap<(String, u32), RunResult>,
+}
+
+pub(crate) struct Session {
+    pub endpoint: Endpoint,
+    pub token: String,
+    pub capabilities: Capabilities,
+    pub workload_bin: PathBuf,
+    pub shared: Arc<Mutex<Shared>>,
+    /// Wakes the connection when a run leaves a result in the outbox.
+    pub result_ready: Arc<Notify>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("connecting to the coordinator: {0}")]
+    Connect(#[from] tonic::transport::Error),
+    #[error("coordinator: {0}")]
+    Rpc(#[from] tonic::Status),
+    #[error("the coordinator closed the stream")]
+    Closed,
+    #[error("bad token: {0}")]
+    Token(String),
+}
+
+enum End {
+    Shutdown,
+    /// The stream broke after it was established: start the backoff afresh.
+    Broken(Error),
+}
+
+fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Session {
+    /// Keeps a stream to the coordinator open until `shutdown` resolves.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let policy = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(5))
+            .with_jitter()
+            .without_max_times();
+        let mut backoff = policy.build();
+        let mut agent_id = String::new();
+        loop {
+            let end = tokio::select! {
+                _ = &mut shutdown => End::Shutdown,
+                r = self.connect_once(&mut agent_id) => match r {
+                    Ok(e) => e,
+                    Err(e) => { warn!("{e}"); End::Broken(e) }
+                },
+            };
+            match end {
+                End::Shutdown => break,
+                End::Broken(e) => {
+                    if matches!(e, Error::Closed | Error::Rpc(_)) {
+                        // We had a stream: the next failure is a new outage.
+                        backoff = policy.build();
+                    }
+                }
+            }
+            let delay = backoff.next().unwrap_or(Duration::from_secs(5));
+            debug!(delay_ms = delay.as_millis() as u64, "reconnecting");
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+        if let Some((r, killer)) = lock(&self.shared).running.take() {
+            info!(run = %r.run_id, "stopping the run in progress");
+            killer.cancel();
+        }
+    }
+
+    async fn connect_once(&self, agent_id: &mut String) -> Result<End, Error> {
+        let channel = self.endpoint.connect().await?;
+        let header: tonic::metadata::MetadataValue<_> =
+            format!("Bearer {}", self.token).parse().map_err(|_| Error::Token("not ASCII".into()))?;
+        let mut client = AgentServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
+            req.metadata_mut().insert(farm_proto::AUTHORIZATION, header.clone());
+            Ok(req)
+        });
+        let reg = client
+            .register(RegisterRequest { capabilities: Some(self.capabilities.clone()), resume_agent_id: agent_id.clone() })
+            .await?
+            .into_inner();
+        if *agent_id != reg.agent_id {
+            info!(agent = %reg.agent_id, "registered");
+        }
+        *agent_id = reg.agent_id.clone();
+        let (tx, rx) = mpsc::channel::<AgentMessage>(64);
+        let hello = {
+            let s = lock(&self.shared);
+            Hello {
+                agent_id: reg.agent_id.clone(),
+                running: s.running.as_ref().map(|(r, _)| r.clone()),
+                pending_results: s.outbox.values().filter_map(|r| r.run.clone()).collect(),
+            }
+        };
+        send(&tx, agent_message::Msg::Hello(hello)).await?;
+        let mut inbound = client.session(ReceiverStream::new(rx)).await?.into_inner();
+        info!(agent = %reg.agent_id, "connected to the coordinator");
+        let mut sent: HashSet<(String, u32)> = HashSet::new();
+        self.flush(&tx, &mut sent).await?;
+        let mut heartbeat = tokio::time::interval(Duration::from_millis(u64::from(reg.heartbeat_interval_ms.max(50))));
+        let mut seq = 0u64;
+        loop {
+            tokio::select! {
+                msg = inbound.message() => {
+                    let msg = msg?.ok_or(Error::Closed)?;
+                    match msg.msg {
+                        Some(coordinator_message::Msg::Assign(a)) => self.start(a),
+                        Some(coordinator_message::Msg::Ack(r)) => {
+                            debug!(run = %r.run_id, attempt = r.attempt, "acknowledged");
+                            lock(&self.shared).outbox.remove(&(r.run_id, r.attempt));
+                        }
+                        Some(coordinator_message::Msg::Cancel(r)) => self.cancel(&r),
+                        None => {}
+                    }
+                    // A result produced synchronously (a refused assignment) goes out now.
+                    self.flush(&tx, &mut sent).await?;
+                }
+                _ = heartbeat.tick() => {
+                    seq += 1;
+                    send(&tx, agent_message::Msg::Heartbeat(Heartbeat { seq })).await?;
+                }
+                _ = self.result_ready.notified() => self.flush(&tx, &mut sent).await?,
+            }
+        }
+    }
+
+    /// Sends every outbox result not yet sent on this stream.
+    async fn flush(&self, tx: &mpsc::Sender<AgentMessage>, sent: &mut HashSet<(String, u32)>) -> Result<(), Error> {
+        let fresh: Vec<RunResult> = {
+            let s = lock(&self.shared);
+            s.outbox.iter().filter(|(k, _)| !sent.contains(*k)).map(|(_, r)| r.clone()).collect()
+        };
+        for r in fresh {
+            if let Some(rr) = &r.run {
+                sent.insert((rr.run_id.clone(), rr.attempt));
+                info!(run = %rr.run_id, attempt = rr.attempt, ok = r.ok, "sending result");
+            }
+            send(tx, agent_message::Msg::Result(r)).await?;
+        }
+        Ok(())
+    }
+
+    fn start(&self, a: RunAssignment) {
+        let Some(rref) = a.run.clone() else {
+            warn!("assignment without a run reference ignored");
+            return;
+        };
+        let mut s = lock(&self.shared);
+        if let Some((busy, _)) = &s.running {
+            // The coordinator sends one run at a time; refuse rather than
+            // disturb the measurement in progress.
+            warn!(run = %rref.run_id, busy = %busy.run_id, "assignment while busy refused");
+            let result = RunResult {
+                run: Some(rref.clone()),
+                error: format!("agent busy with {}", busy.run_id),
+                ..Default::default()
+            };
+            s.outbox.insert((rref.run_id, rref.attempt), result);
+            return;
+        }
+        info!(run = %rref.run_id, attempt = rref.attempt, workload = ?a.workload.as_ref().map(|w| &w.name), "run assigned");
+        let killer = Killer::default();
+        s.running = Some((rref.clone(), killer.clone()));
+        drop(s);
+        let shared = self.shared.clone();
+        let notify = self.result_ready.clone();
+        let caps = self.capabilities.clone();
+        let bin = self.workload_bin.clone();
+        let spawned = std::thread::Builder::new().name(format!("run {}", rref.run_id)).spawn(move || {
+            let result = run::execute(&a, &caps, &bin, &killer);
+            let mut s = lock(&shared);
+            if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
+                s.running = None;
+            }
+            s.outbox.insert((rref.run_id.clone(), rref.attempt), result);
+            drop(s);
+            notify.notify_one();
+        });
+        if let Err(e) = spawned {
+            warn!("cannot start a run thread: {e}");
+            lock(&self.shared).running = None;
+        }
+    }
+
+    fn cancel(&self, r: &RunRef) {
+        let s = lock(&self.shared);
+        if let Some((cur, killer)) = &s.running {
+            if cur == r {
+                info!(run = %r.run_id, attempt = r.attempt, "cancelled by the coordinator");
+                killer.cancel();
+            }
+        }
+    }
+}
+
+async fn send(tx: &mpsc::Sender<AgentMessage>, msg: agent_message::Msg) -> Result<(), Error> {
+    tx.send(AgentMessage { msg: Some(msg) }).await.map_err(|_| Error::Closed)
+}
