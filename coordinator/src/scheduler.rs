@@ -109,7 +109,8 @@ struct MatrixMem {
     runs: Vec<String>,
     status: watch::Sender<MatrixStatus>,
     dirty: bool,
-    published: Instant,
+    /// When watchers last got a status; `None` until the first one.
+    published: Option<Instant>,
     /// Durations of finished runs, for ETAs.
     durations_s: Vec<f64>,
 }
@@ -270,7 +271,7 @@ impl Scheduler {
                 runs: Vec::new(),
                 status,
                 dirty: true,
-                published: Instant::now(),
+                published: None,
                 durations_s: Vec::new(),
             },
         );
@@ -807,13 +808,13 @@ impl Scheduler {
             let Some(st) = self.status(&id) else { continue };
             let Some(m) = self.matrices.get_mut(&id) else { continue };
             let ended = st.state != MatrixState::Running as i32;
-            if ended || tick || m.published.elapsed() >= PUBLISH_EVERY {
+            if ended || tick || m.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY) {
                 if ended && m.status.borrow().state == MatrixState::Running as i32 {
                     info!(matrix = %id, state = ?MatrixState::try_from(st.state).ok(), "matrix ended");
                 }
                 m.status.send_replace(st);
                 m.dirty = false;
-                m.published = Instant::now();
+                m.published = Some(Instant::now());
             }
         }
     }

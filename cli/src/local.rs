@@ -1,0 +1,71 @@
+//! `farmctl run`: the whole farm in one process, on this machine.
+//!
+//! An embedded coordinator listens on a loopback port with a private data
+//! directory, a local agent dials it exactly as a remote one would, and the
+//! matrix goes through the same gRPC path as `submit` + `watch` + `results`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use farm_proto::{GetResultsRequest, SubmitMatrixRequest};
+use tokio::sync::oneshot;
+
+use crate::{BadInput, client, outcome, print_results, read_matrix, watch};
+
+pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<ExitCode> {
+    let toml = read_matrix(file)?;
+    let file_name = file.display().to_string();
+    // Refuse a bad file before starting anything.
+    farm_coordinator::matrix::parse(&file_name, &toml).map_err(|e| BadInput(e.to_string()))?;
+
+    let tmp;
+    let dir = match data_dir {
+        Some(d) => d.to_path_buf(),
+        None => {
+            tmp = tempfile::tempdir().context("creating a data directory")?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let coordinator = farm_coordinator::Options {
+        listen: "127.0.0.1:0".parse().context("loopback address")?,
+        data_dir: dir,
+        scheduler: Default::default(),
+        tls: None,
+    }
+    .build()
+    .await?;
+    let url = format!("http://{}", coordinator.local_addr());
+    let tokens = coordinator.tokens().clone();
+    let (stop_coordinator, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(coordinator.run(async {
+        let _ = stopped.await;
+    }));
+
+    let workload_bin = std::env::current_exe().context("locating farmctl")?.with_file_name("farm-workload");
+    let agent = farm_agent::Options {
+        coordinator: url.clone(),
+        token: tokens.agent.clone(),
+        workload_bin,
+        root: "/".into(),
+        tls: None,
+    }
+    .build()?;
+    let (stop_agent, agent_stopped) = oneshot::channel::<()>();
+    let agent_task = tokio::spawn(agent.run(async {
+        let _ = agent_stopped.await;
+    }));
+
+    let mut c = client::connect(&url, &tokens.submit).await?;
+    let submitted = c.submit_matrix(SubmitMatrixRequest { file_name, toml }).await?.into_inner();
+    eprintln!("matrix {}: {} cells, {} runs", submitted.matrix_id, submitted.cells, submitted.runs);
+    watch::watch(&mut c, &submitted.matrix_id).await?;
+    let results = c.get_results(GetResultsRequest { matrix_id: submitted.matrix_id }).await?.into_inner();
+    print_results(&results, json)?;
+
+    let _ = stop_agent.send(());
+    let _ = agent_task.await;
+    let _ = stop_coordinator.send(());
+    served.await.context("coordinator task")??;
+    Ok(outcome(&results))
+}

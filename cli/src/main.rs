@@ -1,0 +1,170 @@
+//! `farmctl`: submit, watch and inspect benchmark matrices, or run one on
+//! this machine with an embedded coordinator and a local agent.
+//!
+//! Exit codes: 0 success, 1 runs failed (or the farm could not be reached),
+//! 2 bad input (a matrix file, an id, a flag).
+
+mod client;
+mod local;
+mod render;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use farm_proto::{
+    CancelMatrixRequest, GetResultsRequest, GetResultsResponse, ListAgentsRequest, MatrixState, SubmitMatrixRequest,
+};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(version, about = "Scheduler regression farm: submit, watch and run benchmark matrices")]
+struct Cli {
+    /// The coordinator's gRPC URL.
+    #[arg(long, global = true, default_value = "http://127.0.0.1:7700", env = "FARM_COORDINATOR")]
+    coordinator: String,
+    /// File holding the submitter token (the coordinator's DATA_DIR/submit.token).
+    #[arg(long, global = true, env = "FARM_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+    /// The submitter token itself.
+    #[arg(long, global = true, env = "FARM_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Submit a matrix file; prints the matrix id.
+    Submit { file: PathBuf },
+    /// Follow a matrix until it ends.
+    Watch { id: String },
+    /// List the agents the coordinator knows.
+    Agents,
+    /// Show a matrix's results.
+    Results {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a matrix's remaining runs.
+    Cancel { id: String },
+    /// Run a matrix on this machine: embedded coordinator plus a local agent.
+    Run {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Keep the store here instead of a temporary directory.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+/// An error that means the input was bad (exit 2), not that the farm failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the tokio runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            let bad = e.chain().any(|c| c.is::<BadInput>())
+                || e.chain().filter_map(|c| c.downcast_ref::<tonic::Status>()).any(|s| {
+                    matches!(s.code(), tonic::Code::InvalidArgument | tonic::Code::NotFound)
+                });
+            let msg = match e.downcast_ref::<tonic::Status>() {
+                Some(s) => s.message().to_string(),
+                None => format!("{e:#}"),
+            };
+            eprintln!("error: {msg}");
+            ExitCode::from(if bad { 2 } else { 1 })
+        }
+    }
+}
+
+fn read_matrix(file: &Path) -> Result<String> {
+    std::fs::read_to_string(file).map_err(|e| BadInput(format!("{}: {e}", file.display())).into())
+}
+
+/// 0 when every run finished, 1 when some failed or the matrix was cancelled.
+fn outcome(r: &GetResultsResponse) -> ExitCode {
+    let st = r.status.clone().unwrap_or_default();
+    let c = st.counts.unwrap_or_default();
+    if st.state == MatrixState::Done as i32 && c.failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode> {
+    if let Command::Run { file, json, data_dir } = &cli.command {
+        return local::run(file, *json, data_dir.as_deref()).await;
+    }
+    let token = client::load_token(cli.token.clone(), cli.token_file.as_deref())?;
+    let mut c = client::connect(&cli.coordinator, &token).await?;
+    match cli.command {
+        Command::Submit { file } => {
+            let toml = read_matrix(&file)?;
+            let r = c
+                .submit_matrix(SubmitMatrixRequest { file_name: file.display().to_string(), toml })
+                .await?
+                .into_inner();
+            eprintln!("submitted {} cells, {} runs", r.cells, r.runs);
+            println!("{}", r.matrix_id);
+        }
+        Command::Watch { id } => {
+            watch::watch(&mut c, &id).await?;
+            let r = c.get_results(GetResultsRequest { matrix_id: id }).await?.into_inner();
+            return Ok(outcome(&r));
+        }
+        Command::Agents => {
+            let r = c.list_agents(ListAgentsRequest {}).await?.into_inner();
+            println!("{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  CURRENT", "AGENT", "STATE", "ARCH", "KERNEL", "CPUS", "NODES");
+            for a in r.agents {
+                let caps = a.capabilities.unwrap_or_default();
+                println!(
+                    "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  {}",
+                    a.agent_id,
+                    if a.connected { "connected" } else { "gone" },
+                    caps.arch,
+                    caps.kernel_release,
+                    caps.cpus_online,
+                    caps.numa_nodes.len().max(1),
+                    if a.current_run.is_empty() { "-" } else { &a.current_run },
+                );
+            }
+        }
+        Command::Results { id, json } => {
+            let r = c.get_results(GetResultsRequest { matrix_id: id }).await?.into_inner();
+            print_results(&r, json)?;
+            return Ok(outcome(&r));
+        }
+        Command::Cancel { id } => {
+            let r = c.cancel_matrix(CancelMatrixRequest { matrix_id: id }).await?.into_inner();
+            println!("cancelled {} runs", r.cancelled_runs);
+        }
+        Command::Run { .. } => unreachable!("handled above"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn print_results(r: &GetResultsResponse, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&render::results_json(r)).context("encoding JSON")?);
+    } else {
+        print!("{}", render::results_table(r));
+    }
+    Ok(())
+}

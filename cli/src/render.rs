@@ -1,0 +1,263 @@
+//! How results look: a table for people, JSON for programs. Pure functions.
+
+use farm_proto::{Direction, GetResultsResponse, MatrixState, MatrixStatus, RunCounts};
+use serde_json::{Value, json};
+
+fn state_name(s: i32) -> &'static str {
+    match MatrixState::try_from(s) {
+        Ok(MatrixState::Running) => "running",
+        Ok(MatrixState::Done) => "done",
+        Ok(MatrixState::Cancelled) => "cancelled",
+        _ => "unknown",
+    }
+}
+
+fn direction_name(d: i32) -> &'static str {
+    match Direction::try_from(d) {
+        Ok(Direction::LowerIsBetter) => "lower_is_better",
+        Ok(Direction::HigherIsBetter) => "higher_is_better",
+        _ => "unspecified",
+    }
+}
+
+fn counts_json(c: &RunCounts) -> Value {
+    json!({
+        "total": c.total, "queued": c.queued, "running": c.running,
+        "finished": c.finished, "failed": c.failed, "cancelled": c.cancelled,
+    })
+}
+
+/// One line: `12/12 done · 0 running · 0 queued · 0 failed`.
+pub fn progress_line(s: &MatrixStatus) -> String {
+    let c = s.counts.clone().unwrap_or_default();
+    format!(
+        "{}/{} done · {} running · {} queued · {} failed{}",
+        c.finished,
+        c.total,
+        c.running,
+        c.queued,
+        c.failed,
+        if c.cancelled > 0 { format!(" · {} cancelled", c.cancelled) } else { String::new() }
+    )
+}
+
+/// Distinct reasons why queued cells wait, with the cells they hold up.
+pub fn waiting(s: &MatrixStatus) -> Vec<String> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for c in &s.cells {
+        if c.waiting_reason.is_empty() {
+            continue;
+        }
+        let name = c.cell.as_ref().map(|c| c.name.clone()).unwrap_or_default();
+        match out.iter_mut().find(|(r, _)| *r == c.waiting_reason) {
+            Some((_, cells)) => cells.push(name),
+            None => out.push((c.waiting_reason.clone(), vec![name])),
+        }
+    }
+    out.into_iter()
+        .map(|(reason, cells)| {
+            let shown: Vec<&str> = cells.iter().take(3).map(String::as_str).collect();
+            let more = if cells.len() > 3 { format!(" and {} more", cells.len() - 3) } else { String::new() };
+            format!("waiting: {reason} ({} cell{}: {}{more})", cells.len(), if cells.len() == 1 { "" } else { "s" }, shown.join("; "))
+        })
+        .collect()
+}
+
+pub fn results_json(r: &GetResultsResponse) -> Value {
+    let status = r.status.clone().unwrap_or_default();
+    json!({
+        "matrix_id": status.matrix_id,
+        "name": status.name,
+        "state": state_name(status.state),
+        "counts": counts_json(&status.counts.unwrap_or_default()),
+        "cells": r.cells.iter().map(|c| json!({
+            "index": c.cell_index,
+            "name": c.cell_name,
+            "baseline": c.baseline,
+            "metrics": c.metrics.iter().map(|m| json!({
+                "name": m.name,
+                "unit": m.unit,
+                "direction": direction_name(m.direction),
+                "n": m.n,
+                "median": m.median,
+                "baseline_median": m.baseline_median,
+                "ratio": m.ratio,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "results": r.runs.iter().map(|run| {
+            let res = run.result.clone().unwrap_or_default();
+            json!({
+                "run_id": run.run_id,
+                "cell": run.cell_index,
+                "repetition": run.repetition,
+                "attempt": res.run.as_ref().map(|r| r.attempt),
+                "agent_id": run.agent_id,
+                "ok": res.ok,
+                "error": res.error,
+                "executor": res.executor,
+                "arch": res.arch,
+                "kernel_release": res.kernel_release,
+                "started_unix_ms": res.started_unix_ms,
+                "finished_unix_ms": res.finished_unix_ms,
+                "metrics": res.metrics.iter().map(|m| (m.name.clone(), json!(m.value))).collect::<serde_json::Map<_, _>>(),
+            })
+        }).collect::<Vec<_>>(),
+    })
+}
+
+fn fmt_value(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{v:.3e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The results table: one block per cell, one row per metric.
+pub fn results_table(r: &GetResultsResponse) -> String {
+    let status = r.status.clone().unwrap_or_default();
+    let mut rows: Vec<[String; 6]> = vec![[
+        "CELL".into(),
+        "RUNS".into(),
+        "METRIC".into(),
+        "MEDIAN".into(),
+        "BASELINE".into(),
+        "RATIO".into(),
+    ]];
+    for c in &r.cells {
+        let counts = status
+            .cells
+            .get(c.cell_index as usize)
+            .and_then(|s| s.counts.clone())
+            .unwrap_or_default();
+        let runs = if counts.failed > 0 {
+            format!("{}/{} ({} failed)", counts.finished, counts.total, counts.failed)
+        } else {
+            format!("{}/{}", counts.finished, counts.total)
+        };
+        if c.metrics.is_empty() {
+            rows.push([c.cell_name.clone(), runs, "-".into(), "-".into(), "-".into(), "-".into()]);
+            continue;
+        }
+        for (i, m) in c.metrics.iter().enumerate() {
+            let arrow = match Direction::try_from(m.direction) {
+                Ok(Direction::LowerIsBetter) => "↓",
+                Ok(Direction::HigherIsBetter) => "↑",
+                _ => "",
+            };
+            rows.push([
+                if i == 0 { c.cell_name.clone() } else { String::new() },
+                if i == 0 { runs.clone() } else { String::new() },
+                format!("{} [{}]{arrow}", m.name, m.unit),
+                fmt_value(m.median),
+                m.baseline_median.map(fmt_value).unwrap_or_else(|| "-".into()),
+                m.ratio.map(|x| format!("×{x:.3}")).unwrap_or_else(|| "-".into()),
+            ]);
+        }
+    }
+    let mut widths = [0usize; 6];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = format!("matrix {} ({}): {}\n", status.matrix_id, status.name, progress_line(&status));
+    for row in rows {
+        let mut line = String::new();
+        for (i, (w, cell)) in widths.iter().zip(&row).enumerate() {
+            let pad = w - cell.chars().count();
+            // Numbers align right, words left.
+            if i >= 3 {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+            line.push_str("  ");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let failed: Vec<String> = r
+        .runs
+        .iter()
+        .filter_map(|run| run.result.as_ref().filter(|x| !x.ok).map(|x| format!("  {}: {}", run.run_id, x.error)))
+        .collect();
+    if !failed.is_empty() {
+        out.push_str("failed runs:\n");
+        out.push_str(&failed.join("\n"));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use farm_proto::{CellStatus, CellSummary, MetricSummary};
+
+    fn response() -> GetResultsResponse {
+        GetResultsResponse {
+            status: Some(MatrixStatus {
+                matrix_id: "m-1".into(),
+                name: "demo".into(),
+                state: MatrixState::Done as i32,
+                counts: Some(RunCounts { total: 2, finished: 2, ..Default::default() }),
+                cells: vec![
+                    CellStatus { counts: Some(RunCounts { total: 1, finished: 1, ..Default::default() }), ..Default::default() },
+                    CellStatus { counts: Some(RunCounts { total: 1, finished: 1, ..Default::default() }), ..Default::default() },
+                ],
+                ..Default::default()
+            }),
+            runs: vec![],
+            cells: vec![
+                CellSummary {
+                    cell_index: 0,
+                    cell_name: "lu threads=1".into(),
+                    baseline: None,
+                    metrics: vec![MetricSummary { name: "wall_s".into(), unit: "s".into(), direction: 1, n: 1, median: 2.0, ..Default::default() }],
+                },
+                CellSummary {
+                    cell_index: 1,
+                    cell_name: "lu threads=2".into(),
+                    baseline: Some(0),
+                    metrics: vec![MetricSummary {
+                        name: "wall_s".into(),
+                        unit: "s".into(),
+                        direction: 1,
+                        n: 1,
+                        median: 1.0,
+                        baseline_median: Some(2.0),
+                        ratio: Some(0.5),
+                    }],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn table_shows_medians_and_ratios() {
+        let t = results_table(&response());
+        assert!(t.starts_with("matrix m-1 (demo): 2/2 done"), "{t}");
+        let line = t.lines().find(|l| l.starts_with("lu threads=2")).unwrap();
+        assert!(line.contains("1/1") && line.contains("wall_s [s]↓") && line.contains("2.00") && line.contains("×0.500"), "{line}");
+    }
+
+    #[test]
+    fn json_has_cells_and_results() {
+        let v = results_json(&response());
+        assert_eq!(v["state"], "done");
+        assert_eq!(v["cells"][1]["metrics"][0]["ratio"], 0.5);
+        assert_eq!(v["cells"][1]["baseline"], 0);
+        assert!(v["results"].as_array().unwrap().is_empty());
+    }
+}
