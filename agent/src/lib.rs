@@ -26,8 +26,13 @@ pub enum Error {
     #[error(transparent)]
     Capabilities(#[from] capabilities::Error),
     #[error("coordinator address {url}: {source}")]
-    Endpoint { url: String, source: tonic::transport::Error },
-    #[error("workload binary {0} not found (build it with `cargo build -p farmctl --bin farm-workload`)")]
+    Endpoint {
+        url: String,
+        source: tonic::transport::Error,
+    },
+    #[error(
+        "workload binary {0} not found (build it with `cargo build -p farmctl --bin farm-workload`)"
+    )]
     WorkloadBin(PathBuf),
 }
 
@@ -52,7 +57,10 @@ impl Options {
         if !self.workload_bin.is_file() {
             return Err(Error::WorkloadBin(self.workload_bin));
         }
-        let endpoint_err = |source| Error::Endpoint { url: self.coordinator.clone(), source };
+        let endpoint_err = |source| Error::Endpoint {
+            url: self.coordinator.clone(),
+            source,
+        };
         let mut endpoint = Endpoint::from_shared(self.coordinator.clone())
             .map_err(endpoint_err)?
             .connect_timeout(Duration::from_secs(5))

@@ -7,10 +7,17 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(version, about = "Agent of the scheduler regression farm: executes pushed runs on this host")]
+#[command(
+    version,
+    about = "Agent of the scheduler regression farm: executes pushed runs on this host"
+)]
 struct Args {
     /// The coordinator's gRPC URL.
-    #[arg(long, default_value = "http://127.0.0.1:7700", env = "FARM_COORDINATOR")]
+    #[arg(
+        long,
+        default_value = "http://127.0.0.1:7700",
+        env = "FARM_COORDINATOR"
+    )]
     coordinator: String,
     /// File holding the agent token (the coordinator's DATA_DIR/agent.token).
     #[arg(long, env = "FARM_AGENT_TOKEN_FILE", conflicts_with = "token")]
@@ -25,8 +32,11 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
     let token = match (args.token, args.token_file) {

@@ -25,7 +25,10 @@ pub fn workload_args(w: &Workload) -> Result<Vec<String>, String> {
             Some(param::Value::Int(v)) => Value::Int(*v),
             Some(param::Value::Float(v)) => Value::Float(*v),
             Some(param::Value::Text(_)) | Some(param::Value::Flag(_)) | None => {
-                return Err(format!("parameter `{}` of `{}` must be a number", p.name, w.name));
+                return Err(format!(
+                    "parameter `{}` of `{}` must be a number",
+                    p.name, w.name
+                ));
             }
         };
         given.push((p.name.clone(), v));
@@ -42,30 +45,51 @@ pub fn workload_args(w: &Workload) -> Result<Vec<String>, String> {
 /// Whether this agent can execute the assignment as asked.
 pub fn check(a: &RunAssignment, caps: &Capabilities) -> Result<(), String> {
     if !a.executor.is_empty() && a.executor != HOST_EXECUTOR {
-        return Err(format!("executor `{}` is not offered by this agent", a.executor));
+        return Err(format!(
+            "executor `{}` is not offered by this agent",
+            a.executor
+        ));
     }
     if a.kernel != "running" && a.kernel != caps.kernel_release {
-        return Err(format!("kernel `{}` requested but `{}` is running", a.kernel, caps.kernel_release));
+        return Err(format!(
+            "kernel `{}` requested but `{}` is running",
+            a.kernel, caps.kernel_release
+        ));
     }
     if let Some(s) = &a.state {
         // No state kind is implemented yet, so none may be asked for.
         if !s.hotplug.is_empty() || !s.cgroup.is_empty() || s.autogroup.is_some() {
-            return Err(format!("machine state `{}` cannot be applied by this agent", s.name));
+            return Err(format!(
+                "machine state `{}` cannot be applied by this agent",
+                s.name
+            ));
         }
     }
     Ok(())
 }
 
 fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn metric(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
-    Metric { name: name.into(), value, unit: unit.into(), direction: direction as i32 }
+    Metric {
+        name: name.into(),
+        value,
+        unit: unit.into(),
+        direction: direction as i32,
+    }
 }
 
 /// Executes an assignment to the end; blocking, call it from a thread of its own.
-pub fn execute(a: &RunAssignment, caps: &Capabilities, workload_bin: &Path, killer: &Killer) -> RunResult {
+pub fn execute(
+    a: &RunAssignment,
+    caps: &Capabilities,
+    workload_bin: &Path,
+    killer: &Killer,
+) -> RunResult {
     let started = SystemTime::now();
     let mut result = RunResult {
         run: a.run.clone(),
@@ -76,7 +100,10 @@ pub fn execute(a: &RunAssignment, caps: &Capabilities, workload_bin: &Path, kill
         ..Default::default()
     };
     let prepared = check(a, caps).and_then(|()| {
-        a.workload.as_ref().ok_or_else(|| "assignment carries no workload".to_string()).and_then(workload_args)
+        a.workload
+            .as_ref()
+            .ok_or_else(|| "assignment carries no workload".to_string())
+            .and_then(workload_args)
     });
     let outcome = prepared.and_then(|args| {
         let spec = Spec {
@@ -96,9 +123,24 @@ pub fn execute(a: &RunAssignment, caps: &Capabilities, workload_bin: &Path, kill
     };
     result.log_tail = out.stderr_tail.clone();
     result.metrics = vec![
-        metric("wall_s", out.wall.as_secs_f64(), "s", Direction::LowerIsBetter),
-        metric("user_s", out.user.as_secs_f64(), "s", Direction::LowerIsBetter),
-        metric("sys_s", out.sys.as_secs_f64(), "s", Direction::LowerIsBetter),
+        metric(
+            "wall_s",
+            out.wall.as_secs_f64(),
+            "s",
+            Direction::LowerIsBetter,
+        ),
+        metric(
+            "user_s",
+            out.user.as_secs_f64(),
+            "s",
+            Direction::LowerIsBetter,
+        ),
+        metric(
+            "sys_s",
+            out.sys.as_secs_f64(),
+            "s",
+            Direction::LowerIsBetter,
+        ),
     ];
     result.error = match (&out.exit, out.cancelled, out.timed_out) {
         (_, true, _) => "cancelled by the coordinator".into(),
@@ -137,11 +179,17 @@ mod tests {
     use farm_proto::{MachineState, Param};
 
     fn lu(params: Vec<Param>) -> Workload {
-        Workload { name: "lu".into(), params }
+        Workload {
+            name: "lu".into(),
+            params,
+        }
     }
 
     fn int(name: &str, v: i64) -> Param {
-        Param { name: name.into(), value: Some(param::Value::Int(v)) }
+        Param {
+            name: name.into(),
+            value: Some(param::Value::Int(v)),
+        }
     }
 
     #[test]
@@ -150,12 +198,27 @@ mod tests {
         assert_eq!(args[0], "lu");
         assert!(args.contains(&"threads=3".to_string()), "{args:?}");
         // Defaults are filled in, so the run is fully described by its args.
-        assert_eq!(args.iter().filter(|a| *a == "--param").count(), catalogue::find("lu").unwrap().params.len());
+        assert_eq!(
+            args.iter().filter(|a| *a == "--param").count(),
+            catalogue::find("lu").unwrap().params.len()
+        );
         let bad: &[(Workload, &str)] = &[
             (lu(vec![int("threads", 0)]), "out of range"),
             (lu(vec![int("bogus", 1)]), "unknown parameter"),
-            (Workload { name: "rm -rf /".into(), params: vec![] }, "unknown workload"),
-            (lu(vec![Param { name: "threads".into(), value: Some(param::Value::Text("2; reboot".into())) }]), "number"),
+            (
+                Workload {
+                    name: "rm -rf /".into(),
+                    params: vec![],
+                },
+                "unknown workload",
+            ),
+            (
+                lu(vec![Param {
+                    name: "threads".into(),
+                    value: Some(param::Value::Text("2; reboot".into())),
+                }]),
+                "number",
+            ),
         ];
         for (w, want) in bad {
             let e = workload_args(w).unwrap_err();
@@ -165,15 +228,32 @@ mod tests {
 
     #[test]
     fn assignments_this_agent_cannot_serve_are_refused() {
-        let caps = Capabilities { kernel_release: "6.1.0".into(), ..Default::default() };
-        let ok = RunAssignment { kernel: "running".into(), ..Default::default() };
+        let caps = Capabilities {
+            kernel_release: "6.1.0".into(),
+            ..Default::default()
+        };
+        let ok = RunAssignment {
+            kernel: "running".into(),
+            ..Default::default()
+        };
         assert!(check(&ok, &caps).is_ok());
         let cases = [
-            RunAssignment { kernel: "6.12".into(), ..Default::default() },
-            RunAssignment { kernel: "running".into(), executor: "kvm".into(), ..Default::default() },
+            RunAssignment {
+                kernel: "6.12".into(),
+                ..Default::default()
+            },
             RunAssignment {
                 kernel: "running".into(),
-                state: Some(MachineState { name: "c".into(), hotplug: "cycle:1".into(), ..Default::default() }),
+                executor: "kvm".into(),
+                ..Default::default()
+            },
+            RunAssignment {
+                kernel: "running".into(),
+                state: Some(MachineState {
+                    name: "c".into(),
+                    hotplug: "cycle:1".into(),
+                    ..Default::default()
+                }),
                 ..Default::default()
             },
         ];

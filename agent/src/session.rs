@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use farm_proto::{
-    AgentMessage, Capabilities, Heartbeat, Hello, RegisterRequest, RunAssignment, RunRef, RunResult, agent_message,
-    agent_service_client::AgentServiceClient, coordinator_message,
+    AgentMessage, Capabilities, Heartbeat, Hello, RegisterRequest, RunAssignment, RunRef,
+    RunResult, agent_message, agent_service_client::AgentServiceClient, coordinator_message,
 };
 use tokio::sync::{Notify, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
@@ -108,14 +108,20 @@ impl Session {
 
     async fn connect_once(&self, agent_id: &mut String) -> Result<End, Error> {
         let channel = self.endpoint.connect().await?;
-        let header: tonic::metadata::MetadataValue<_> =
-            format!("Bearer {}", self.token).parse().map_err(|_| Error::Token("not ASCII".into()))?;
-        let mut client = AgentServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
-            req.metadata_mut().insert(farm_proto::AUTHORIZATION, header.clone());
-            Ok(req)
-        });
+        let header: tonic::metadata::MetadataValue<_> = format!("Bearer {}", self.token)
+            .parse()
+            .map_err(|_| Error::Token("not ASCII".into()))?;
+        let mut client =
+            AgentServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
+                req.metadata_mut()
+                    .insert(farm_proto::AUTHORIZATION, header.clone());
+                Ok(req)
+            });
         let reg = client
-            .register(RegisterRequest { capabilities: Some(self.capabilities.clone()), resume_agent_id: agent_id.clone() })
+            .register(RegisterRequest {
+                capabilities: Some(self.capabilities.clone()),
+                resume_agent_id: agent_id.clone(),
+            })
             .await?
             .into_inner();
         if *agent_id != reg.agent_id {
@@ -136,7 +142,9 @@ impl Session {
         info!(agent = %reg.agent_id, "connected to the coordinator");
         let mut sent: HashSet<(String, u32)> = HashSet::new();
         self.flush(&tx, &mut sent).await?;
-        let mut heartbeat = tokio::time::interval(Duration::from_millis(u64::from(reg.heartbeat_interval_ms.max(50))));
+        let mut heartbeat = tokio::time::interval(Duration::from_millis(u64::from(
+            reg.heartbeat_interval_ms.max(50),
+        )));
         let mut seq = 0u64;
         loop {
             tokio::select! {
@@ -164,10 +172,18 @@ impl Session {
     }
 
     /// Sends every outbox result not yet sent on this stream.
-    async fn flush(&self, tx: &mpsc::Sender<AgentMessage>, sent: &mut HashSet<(String, u32)>) -> Result<(), Error> {
+    async fn flush(
+        &self,
+        tx: &mpsc::Sender<AgentMessage>,
+        sent: &mut HashSet<(String, u32)>,
+    ) -> Result<(), Error> {
         let fresh: Vec<RunResult> = {
             let s = lock(&self.shared);
-            s.outbox.iter().filter(|(k, _)| !sent.contains(*k)).map(|(_, r)| r.clone()).collect()
+            s.outbox
+                .iter()
+                .filter(|(k, _)| !sent.contains(*k))
+                .map(|(_, r)| r.clone())
+                .collect()
         };
         for r in fresh {
             if let Some(rr) = &r.run {
@@ -205,16 +221,18 @@ impl Session {
         let notify = self.result_ready.clone();
         let caps = self.capabilities.clone();
         let bin = self.workload_bin.clone();
-        let spawned = std::thread::Builder::new().name(format!("run {}", rref.run_id)).spawn(move || {
-            let result = run::execute(&a, &caps, &bin, &killer);
-            let mut s = lock(&shared);
-            if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
-                s.running = None;
-            }
-            s.outbox.insert((rref.run_id.clone(), rref.attempt), result);
-            drop(s);
-            notify.notify_one();
-        });
+        let spawned = std::thread::Builder::new()
+            .name(format!("run {}", rref.run_id))
+            .spawn(move || {
+                let result = run::execute(&a, &caps, &bin, &killer);
+                let mut s = lock(&shared);
+                if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
+                    s.running = None;
+                }
+                s.outbox.insert((rref.run_id.clone(), rref.attempt), result);
+                drop(s);
+                notify.notify_one();
+            });
         if let Err(e) = spawned {
             warn!("cannot start a run thread: {e}");
             lock(&self.shared).running = None;
@@ -223,15 +241,17 @@ impl Session {
 
     fn cancel(&self, r: &RunRef) {
         let s = lock(&self.shared);
-        if let Some((cur, killer)) = &s.running {
-            if cur == r {
-                info!(run = %r.run_id, attempt = r.attempt, "cancelled by the coordinator");
-                killer.cancel();
-            }
+        if let Some((cur, killer)) = &s.running
+            && cur == r
+        {
+            info!(run = %r.run_id, attempt = r.attempt, "cancelled by the coordinator");
+            killer.cancel();
         }
     }
 }
 
 async fn send(tx: &mpsc::Sender<AgentMessage>, msg: agent_message::Msg) -> Result<(), Error> {
-    tx.send(AgentMessage { msg: Some(msg) }).await.map_err(|_| Error::Closed)
+    tx.send(AgentMessage { msg: Some(msg) })
+        .await
+        .map_err(|_| Error::Closed)
 }

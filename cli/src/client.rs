@@ -17,7 +17,8 @@ pub struct Auth(MetadataValue<Ascii>);
 
 impl tonic::service::Interceptor for Auth {
     fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        req.metadata_mut().insert(farm_proto::AUTHORIZATION, self.0.clone());
+        req.metadata_mut()
+            .insert(farm_proto::AUTHORIZATION, self.0.clone());
         Ok(req)
     }
 }
@@ -33,7 +34,10 @@ pub fn load_token(token: Option<String>, file: Option<&Path>) -> Result<String> 
         None => PathBuf::from("/var/lib/farm/submit.token"),
     };
     let text = std::fs::read_to_string(&path).with_context(|| {
-        format!("reading the submitter token {} (pass --token-file or set FARM_TOKEN)", path.display())
+        format!(
+            "reading the submitter token {} (pass --token-file or set FARM_TOKEN)",
+            path.display()
+        )
     })?;
     Ok(text.trim().to_string())
 }
@@ -46,7 +50,9 @@ pub async fn connect(url: &str, token: &str) -> Result<Client> {
         .connect()
         .await
         .with_context(|| format!("connecting to the coordinator at {url}"))?;
-    let header: MetadataValue<Ascii> =
-        format!("Bearer {token}").parse().context("the token is not printable ASCII")?;
-    Ok(FarmServiceClient::with_interceptor(channel, Auth(header)).max_decoding_message_size(256 << 20))
+    let header: MetadataValue<Ascii> = format!("Bearer {token}")
+        .parse()
+        .context("the token is not printable ASCII")?;
+    Ok(FarmServiceClient::with_interceptor(channel, Auth(header))
+        .max_decoding_message_size(256 << 20))
 }

@@ -42,7 +42,9 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
         let _ = stopped.await;
     }));
 
-    let workload_bin = std::env::current_exe().context("locating farmctl")?.with_file_name("farm-workload");
+    let workload_bin = std::env::current_exe()
+        .context("locating farmctl")?
+        .with_file_name("farm-workload");
     let agent = farm_agent::Options {
         coordinator: url.clone(),
         token: tokens.agent.clone(),
@@ -57,10 +59,21 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
     }));
 
     let mut c = client::connect(&url, &tokens.submit).await?;
-    let submitted = c.submit_matrix(SubmitMatrixRequest { file_name, toml }).await?.into_inner();
-    eprintln!("matrix {}: {} cells, {} runs", submitted.matrix_id, submitted.cells, submitted.runs);
+    let submitted = c
+        .submit_matrix(SubmitMatrixRequest { file_name, toml })
+        .await?
+        .into_inner();
+    eprintln!(
+        "matrix {}: {} cells, {} runs",
+        submitted.matrix_id, submitted.cells, submitted.runs
+    );
     watch::watch(&mut c, &submitted.matrix_id).await?;
-    let results = c.get_results(GetResultsRequest { matrix_id: submitted.matrix_id }).await?.into_inner();
+    let results = c
+        .get_results(GetResultsRequest {
+            matrix_id: submitted.matrix_id,
+        })
+        .await?
+        .into_inner();
     print_results(&results, json)?;
 
     let _ = stop_agent.send(());

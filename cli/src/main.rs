@@ -15,15 +15,24 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use farm_proto::{
-    CancelMatrixRequest, GetResultsRequest, GetResultsResponse, ListAgentsRequest, MatrixState, SubmitMatrixRequest,
+    CancelMatrixRequest, GetResultsRequest, GetResultsResponse, ListAgentsRequest, MatrixState,
+    SubmitMatrixRequest,
 };
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(version, about = "Scheduler regression farm: submit, watch and run benchmark matrices")]
+#[command(
+    version,
+    about = "Scheduler regression farm: submit, watch and run benchmark matrices"
+)]
 struct Cli {
     /// The coordinator's gRPC URL.
-    #[arg(long, global = true, default_value = "http://127.0.0.1:7700", env = "FARM_COORDINATOR")]
+    #[arg(
+        long,
+        global = true,
+        default_value = "http://127.0.0.1:7700",
+        env = "FARM_COORDINATOR"
+    )]
     coordinator: String,
     /// File holding the submitter token (the coordinator's DATA_DIR/submit.token).
     #[arg(long, global = true, env = "FARM_TOKEN_FILE")]
@@ -69,8 +78,11 @@ pub struct BadInput(pub String);
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Runtime::new() {
@@ -84,9 +96,14 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let bad = e.chain().any(|c| c.is::<BadInput>())
-                || e.chain().filter_map(|c| c.downcast_ref::<tonic::Status>()).any(|s| {
-                    matches!(s.code(), tonic::Code::InvalidArgument | tonic::Code::NotFound)
-                });
+                || e.chain()
+                    .filter_map(|c| c.downcast_ref::<tonic::Status>())
+                    .any(|s| {
+                        matches!(
+                            s.code(),
+                            tonic::Code::InvalidArgument | tonic::Code::NotFound
+                        )
+                    });
             let msg = match e.downcast_ref::<tonic::Status>() {
                 Some(s) => s.message().to_string(),
                 None => format!("{e:#}"),
@@ -105,11 +122,20 @@ fn read_matrix(file: &Path) -> Result<String> {
 fn outcome(r: &GetResultsResponse) -> ExitCode {
     let st = r.status.clone().unwrap_or_default();
     let c = st.counts.unwrap_or_default();
-    if st.state == MatrixState::Done as i32 && c.failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if st.state == MatrixState::Done as i32 && c.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 async fn dispatch(cli: Cli) -> Result<ExitCode> {
-    if let Command::Run { file, json, data_dir } = &cli.command {
+    if let Command::Run {
+        file,
+        json,
+        data_dir,
+    } = &cli.command
+    {
         return local::run(file, *json, data_dir.as_deref()).await;
     }
     let token = client::load_token(cli.token.clone(), cli.token_file.as_deref())?;
@@ -118,7 +144,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Submit { file } => {
             let toml = read_matrix(&file)?;
             let r = c
-                .submit_matrix(SubmitMatrixRequest { file_name: file.display().to_string(), toml })
+                .submit_matrix(SubmitMatrixRequest {
+                    file_name: file.display().to_string(),
+                    toml,
+                })
                 .await?
                 .into_inner();
             eprintln!("submitted {} cells, {} runs", r.cells, r.runs);
@@ -126,12 +155,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Watch { id } => {
             watch::watch(&mut c, &id).await?;
-            let r = c.get_results(GetResultsRequest { matrix_id: id }).await?.into_inner();
+            let r = c
+                .get_results(GetResultsRequest { matrix_id: id })
+                .await?
+                .into_inner();
             return Ok(outcome(&r));
         }
         Command::Agents => {
             let r = c.list_agents(ListAgentsRequest {}).await?.into_inner();
-            println!("{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  CURRENT", "AGENT", "STATE", "ARCH", "KERNEL", "CPUS", "NODES");
+            println!(
+                "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  CURRENT",
+                "AGENT", "STATE", "ARCH", "KERNEL", "CPUS", "NODES"
+            );
             for a in r.agents {
                 let caps = a.capabilities.unwrap_or_default();
                 println!(
@@ -142,17 +177,27 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                     caps.kernel_release,
                     caps.cpus_online,
                     caps.numa_nodes.len().max(1),
-                    if a.current_run.is_empty() { "-" } else { &a.current_run },
+                    if a.current_run.is_empty() {
+                        "-"
+                    } else {
+                        &a.current_run
+                    },
                 );
             }
         }
         Command::Results { id, json } => {
-            let r = c.get_results(GetResultsRequest { matrix_id: id }).await?.into_inner();
+            let r = c
+                .get_results(GetResultsRequest { matrix_id: id })
+                .await?
+                .into_inner();
             print_results(&r, json)?;
             return Ok(outcome(&r));
         }
         Command::Cancel { id } => {
-            let r = c.cancel_matrix(CancelMatrixRequest { matrix_id: id }).await?.into_inner();
+            let r = c
+                .cancel_matrix(CancelMatrixRequest { matrix_id: id })
+                .await?
+                .into_inner();
             println!("cancelled {} runs", r.cancelled_runs);
         }
         Command::Run { .. } => unreachable!("handled above"),
@@ -162,7 +207,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
 
 pub fn print_results(r: &GetResultsResponse, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&render::results_json(r)).context("encoding JSON")?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&render::results_json(r)).context("encoding JSON")?
+        );
     } else {
         print!("{}", render::results_table(r));
     }

@@ -29,7 +29,7 @@ fn counts_json(c: &RunCounts) -> Value {
 
 /// One line: `12/12 done · 0 running · 0 queued · 0 failed`.
 pub fn progress_line(s: &MatrixStatus) -> String {
-    let c = s.counts.clone().unwrap_or_default();
+    let c = s.counts.unwrap_or_default();
     format!(
         "{}/{} done · {} running · {} queued · {} failed{}",
         c.finished,
@@ -37,7 +37,11 @@ pub fn progress_line(s: &MatrixStatus) -> String {
         c.running,
         c.queued,
         c.failed,
-        if c.cancelled > 0 { format!(" · {} cancelled", c.cancelled) } else { String::new() }
+        if c.cancelled > 0 {
+            format!(" · {} cancelled", c.cancelled)
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -57,8 +61,17 @@ pub fn waiting(s: &MatrixStatus) -> Vec<String> {
     out.into_iter()
         .map(|(reason, cells)| {
             let shown: Vec<&str> = cells.iter().take(3).map(String::as_str).collect();
-            let more = if cells.len() > 3 { format!(" and {} more", cells.len() - 3) } else { String::new() };
-            format!("waiting: {reason} ({} cell{}: {}{more})", cells.len(), if cells.len() == 1 { "" } else { "s" }, shown.join("; "))
+            let more = if cells.len() > 3 {
+                format!(" and {} more", cells.len() - 3)
+            } else {
+                String::new()
+            };
+            format!(
+                "waiting: {reason} ({} cell{}: {}{more})",
+                cells.len(),
+                if cells.len() == 1 { "" } else { "s" },
+                shown.join("; ")
+            )
         })
         .collect()
 }
@@ -136,15 +149,25 @@ pub fn results_table(r: &GetResultsResponse) -> String {
         let counts = status
             .cells
             .get(c.cell_index as usize)
-            .and_then(|s| s.counts.clone())
+            .and_then(|s| s.counts)
             .unwrap_or_default();
         let runs = if counts.failed > 0 {
-            format!("{}/{} ({} failed)", counts.finished, counts.total, counts.failed)
+            format!(
+                "{}/{} ({} failed)",
+                counts.finished, counts.total, counts.failed
+            )
         } else {
             format!("{}/{}", counts.finished, counts.total)
         };
         if c.metrics.is_empty() {
-            rows.push([c.cell_name.clone(), runs, "-".into(), "-".into(), "-".into(), "-".into()]);
+            rows.push([
+                c.cell_name.clone(),
+                runs,
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
             continue;
         }
         for (i, m) in c.metrics.iter().enumerate() {
@@ -154,12 +177,20 @@ pub fn results_table(r: &GetResultsResponse) -> String {
                 _ => "",
             };
             rows.push([
-                if i == 0 { c.cell_name.clone() } else { String::new() },
+                if i == 0 {
+                    c.cell_name.clone()
+                } else {
+                    String::new()
+                },
                 if i == 0 { runs.clone() } else { String::new() },
                 format!("{} [{}]{arrow}", m.name, m.unit),
                 fmt_value(m.median),
-                m.baseline_median.map(fmt_value).unwrap_or_else(|| "-".into()),
-                m.ratio.map(|x| format!("×{x:.3}")).unwrap_or_else(|| "-".into()),
+                m.baseline_median
+                    .map(fmt_value)
+                    .unwrap_or_else(|| "-".into()),
+                m.ratio
+                    .map(|x| format!("×{x:.3}"))
+                    .unwrap_or_else(|| "-".into()),
             ]);
         }
     }
@@ -169,7 +200,12 @@ pub fn results_table(r: &GetResultsResponse) -> String {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut out = format!("matrix {} ({}): {}\n", status.matrix_id, status.name, progress_line(&status));
+    let mut out = format!(
+        "matrix {} ({}): {}\n",
+        status.matrix_id,
+        status.name,
+        progress_line(&status)
+    );
     for row in rows {
         let mut line = String::new();
         for (i, (w, cell)) in widths.iter().zip(&row).enumerate() {
@@ -190,7 +226,12 @@ pub fn results_table(r: &GetResultsResponse) -> String {
     let failed: Vec<String> = r
         .runs
         .iter()
-        .filter_map(|run| run.result.as_ref().filter(|x| !x.ok).map(|x| format!("  {}: {}", run.run_id, x.error)))
+        .filter_map(|run| {
+            run.result
+                .as_ref()
+                .filter(|x| !x.ok)
+                .map(|x| format!("  {}: {}", run.run_id, x.error))
+        })
         .collect();
     if !failed.is_empty() {
         out.push_str("failed runs:\n");
@@ -211,10 +252,28 @@ mod tests {
                 matrix_id: "m-1".into(),
                 name: "demo".into(),
                 state: MatrixState::Done as i32,
-                counts: Some(RunCounts { total: 2, finished: 2, ..Default::default() }),
+                counts: Some(RunCounts {
+                    total: 2,
+                    finished: 2,
+                    ..Default::default()
+                }),
                 cells: vec![
-                    CellStatus { counts: Some(RunCounts { total: 1, finished: 1, ..Default::default() }), ..Default::default() },
-                    CellStatus { counts: Some(RunCounts { total: 1, finished: 1, ..Default::default() }), ..Default::default() },
+                    CellStatus {
+                        counts: Some(RunCounts {
+                            total: 1,
+                            finished: 1,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    CellStatus {
+                        counts: Some(RunCounts {
+                            total: 1,
+                            finished: 1,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
                 ],
                 ..Default::default()
             }),
@@ -224,7 +283,14 @@ mod tests {
                     cell_index: 0,
                     cell_name: "lu threads=1".into(),
                     baseline: None,
-                    metrics: vec![MetricSummary { name: "wall_s".into(), unit: "s".into(), direction: 1, n: 1, median: 2.0, ..Default::default() }],
+                    metrics: vec![MetricSummary {
+                        name: "wall_s".into(),
+                        unit: "s".into(),
+                        direction: 1,
+                        n: 1,
+                        median: 2.0,
+                        ..Default::default()
+                    }],
                 },
                 CellSummary {
                     cell_index: 1,
@@ -249,7 +315,13 @@ mod tests {
         let t = results_table(&response());
         assert!(t.starts_with("matrix m-1 (demo): 2/2 done"), "{t}");
         let line = t.lines().find(|l| l.starts_with("lu threads=2")).unwrap();
-        assert!(line.contains("1/1") && line.contains("wall_s [s]↓") && line.contains("2.00") && line.contains("×0.500"), "{line}");
+        assert!(
+            line.contains("1/1")
+                && line.contains("wall_s [s]↓")
+                && line.contains("2.00")
+                && line.contains("×0.500"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -25,7 +25,11 @@ pub async fn watch(client: &mut Client, matrix_id: &str) -> Result<MatrixStatus>
     let mut last_waiting: Vec<String> = Vec::new();
     let mut broken_since: Option<Instant> = None;
     loop {
-        let stream = client.watch_matrix(WatchMatrixRequest { matrix_id: matrix_id.to_string() }).await;
+        let stream = client
+            .watch_matrix(WatchMatrixRequest {
+                matrix_id: matrix_id.to_string(),
+            })
+            .await;
         let mut stream = match stream {
             Ok(s) => {
                 broken_since = None;
@@ -41,7 +45,7 @@ pub async fn watch(client: &mut Client, matrix_id: &str) -> Result<MatrixStatus>
         loop {
             match stream.message().await {
                 Ok(Some(st)) => {
-                    let c = st.counts.clone().unwrap_or_default();
+                    let c = st.counts.unwrap_or_default();
                     bar.set_length(u64::from(c.total));
                     bar.set_position(u64::from(c.finished + c.failed + c.cancelled));
                     let line = format!("{}{}", render::progress_line(&st), eta(&st));
@@ -77,14 +81,17 @@ pub async fn watch(client: &mut Client, matrix_id: &str) -> Result<MatrixStatus>
 fn retry_or_fail(since: &mut Option<Instant>, e: tonic::Status) -> Result<()> {
     let t = since.get_or_insert_with(Instant::now);
     if t.elapsed() > RECONNECT_FOR {
-        return Err(anyhow::anyhow!("lost the coordinator for {} s: {e}", RECONNECT_FOR.as_secs()));
+        return Err(anyhow::anyhow!(
+            "lost the coordinator for {} s: {e}",
+            RECONNECT_FOR.as_secs()
+        ));
     }
     Ok(())
 }
 
 /// Remaining runs × median run time, spread over the agents at work.
 fn eta(st: &MatrixStatus) -> String {
-    let c = st.counts.clone().unwrap_or_default();
+    let c = st.counts.unwrap_or_default();
     let left = c.queued + c.running;
     if left == 0 || st.median_run_seconds <= 0.0 {
         return String::new();

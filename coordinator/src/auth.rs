@@ -66,7 +66,9 @@ impl Tokens {
     /// Checks a request's token for a service that requires `role`.
     pub fn check<T>(&self, role: Role, req: &Request<T>) -> Result<(), Status> {
         let Some(value) = req.metadata().get(farm_proto::AUTHORIZATION) else {
-            return Err(Status::unauthenticated("missing token (authorization: Bearer <token>)"));
+            return Err(Status::unauthenticated(
+                "missing token (authorization: Bearer <token>)",
+            ));
         };
         let token = value
             .to_str()
@@ -96,7 +98,10 @@ impl Tokens {
 
 /// Reads a token written by a coordinator: one line of hex.
 pub fn read_token(path: &Path) -> Result<String, Error> {
-    let text = fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let text = fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })?;
     let token = text.trim();
     if token.is_empty() || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(Error::Malformed { path: path.into() });
@@ -105,12 +110,18 @@ pub fn read_token(path: &Path) -> Result<String, Error> {
 }
 
 fn load_or_create_one(path: &Path) -> Result<String, Error> {
-    let io_err = |source| Error::Io { path: path.into(), source };
+    let io_err = |source| Error::Io {
+        path: path.into(),
+        source,
+    };
     match fs::metadata(path) {
         Ok(meta) => {
             let mode = meta.permissions().mode() & 0o777;
             if mode & 0o077 != 0 {
-                return Err(Error::TooOpen { path: path.into(), mode });
+                return Err(Error::TooOpen {
+                    path: path.into(),
+                    mode,
+                });
             }
             read_token(path)
         }
@@ -155,28 +166,47 @@ mod tests {
         assert_eq!(first.submit, second.submit);
         assert_ne!(first.agent, first.submit);
         for f in [AGENT_TOKEN_FILE, SUBMIT_TOKEN_FILE] {
-            let mode = fs::metadata(dir.path().join(f)).unwrap().permissions().mode();
+            let mode = fs::metadata(dir.path().join(f))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600, "{f}");
         }
     }
 
     #[test]
     fn roles_are_checked() {
-        let t = Tokens { agent: "aa".into(), submit: "bb".into() };
+        let t = Tokens {
+            agent: "aa".into(),
+            submit: "bb".into(),
+        };
         let req = |v: Option<&str>| {
             let mut r = Request::new(());
             if let Some(v) = v {
-                r.metadata_mut().insert(farm_proto::AUTHORIZATION, v.parse().unwrap());
+                r.metadata_mut()
+                    .insert(farm_proto::AUTHORIZATION, v.parse().unwrap());
             }
             r
         };
         let cases = [
             (Role::Agent, None, Some(tonic::Code::Unauthenticated)),
-            (Role::Agent, Some("Bearer zz"), Some(tonic::Code::Unauthenticated)),
+            (
+                Role::Agent,
+                Some("Bearer zz"),
+                Some(tonic::Code::Unauthenticated),
+            ),
             (Role::Agent, Some("aa"), Some(tonic::Code::Unauthenticated)),
-            (Role::Agent, Some("Bearer bb"), Some(tonic::Code::PermissionDenied)),
+            (
+                Role::Agent,
+                Some("Bearer bb"),
+                Some(tonic::Code::PermissionDenied),
+            ),
             (Role::Agent, Some("Bearer aa"), None),
-            (Role::Submitter, Some("Bearer aa"), Some(tonic::Code::PermissionDenied)),
+            (
+                Role::Submitter,
+                Some("Bearer aa"),
+                Some(tonic::Code::PermissionDenied),
+            ),
             (Role::Submitter, Some("Bearer bb"), None),
         ];
         for (role, header, want) in cases {
@@ -191,6 +221,9 @@ mod tests {
         Tokens::load_or_create(dir.path()).unwrap();
         let p = dir.path().join(AGENT_TOKEN_FILE);
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(matches!(Tokens::load_or_create(dir.path()), Err(Error::TooOpen { .. })));
+        assert!(matches!(
+            Tokens::load_or_create(dir.path()),
+            Err(Error::TooOpen { .. })
+        ));
     }
 }

@@ -30,12 +30,19 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
     if args.lease_ms <= args.heartbeat_ms {
-        anyhow::bail!("--lease-ms ({}) must exceed --heartbeat-ms ({})", args.lease_ms, args.heartbeat_ms);
+        anyhow::bail!(
+            "--lease-ms ({}) must exceed --heartbeat-ms ({})",
+            args.lease_ms,
+            args.heartbeat_ms
+        );
     }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     rt.block_on(async {

@@ -10,9 +10,11 @@ pub fn summarise(cells: &[Cell], runs: &[&RunRecord]) -> Vec<CellSummary> {
     let mut per_cell: Vec<Vec<MetricSummary>> = cells.iter().map(|_| Vec::new()).collect();
     let mut values: Vec<Vec<Vec<f64>>> = cells.iter().map(|_| Vec::new()).collect();
     for r in runs.iter().filter(|r| r.state == RunState::Finished) {
-        let (Some(res), Some(metrics), Some(vals)) =
-            (&r.result, per_cell.get_mut(r.cell as usize), values.get_mut(r.cell as usize))
-        else {
+        let (Some(res), Some(metrics), Some(vals)) = (
+            &r.result,
+            per_cell.get_mut(r.cell as usize),
+            values.get_mut(r.cell as usize),
+        ) else {
             continue;
         };
         for m in &res.metrics {
@@ -55,7 +57,12 @@ pub fn summarise(cells: &[Cell], runs: &[&RunRecord]) -> Vec<CellSummary> {
                     }
                 }
             }
-            CellSummary { cell_index: cell.index, cell_name: cell.name.clone(), baseline: cell.baseline, metrics }
+            CellSummary {
+                cell_index: cell.index,
+                cell_name: cell.name.clone(),
+                baseline: cell.baseline,
+                metrics,
+            }
         })
         .collect()
 }
@@ -77,7 +84,12 @@ mod tests {
             agent_id: "a".into(),
             result: Some(RunResult {
                 ok: state == RunState::Finished,
-                metrics: vec![Metric { name: "wall_s".into(), value: wall, unit: "s".into(), direction: 1 }],
+                metrics: vec![Metric {
+                    name: "wall_s".into(),
+                    value: wall,
+                    unit: "s".into(),
+                    direction: 1,
+                }],
                 ..Default::default()
             }),
         }
@@ -86,8 +98,17 @@ mod tests {
     #[test]
     fn medians_and_ratios_to_baseline() {
         let cells = vec![
-            Cell { index: 0, name: "base".into(), ..Default::default() },
-            Cell { index: 1, name: "cand".into(), baseline: Some(0), ..Default::default() },
+            Cell {
+                index: 0,
+                name: "base".into(),
+                ..Default::default()
+            },
+            Cell {
+                index: 1,
+                name: "cand".into(),
+                baseline: Some(0),
+                ..Default::default()
+            },
         ];
         let runs = [
             run(0, RunState::Finished, 1.0),

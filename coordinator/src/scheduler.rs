@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use farm_proto::{
-    AgentInfo, Capabilities, CellStatus, CoordinatorMessage, GetResultsResponse, Hello, MatrixState,
-    MatrixStatus, RunAssignment, RunCounts, RunRef, RunResult, SubmitMatrixResponse, agent_message,
-    coordinator_message,
+    AgentInfo, Capabilities, CellStatus, CoordinatorMessage, GetResultsResponse, Hello,
+    MatrixState, MatrixStatus, RunAssignment, RunCounts, RunRef, RunResult, SubmitMatrixResponse,
+    agent_message, coordinator_message,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tonic::Status;
@@ -46,21 +46,59 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Config {
-        Config { heartbeat_ms: 1_000, lease_ms: 5_000, max_attempts: 3 }
+        Config {
+            heartbeat_ms: 1_000,
+            lease_ms: 5_000,
+            max_attempts: 3,
+        }
     }
 }
 
 pub enum Event {
-    Register { capabilities: Box<Capabilities>, resume_agent_id: String, reply: Reply<String> },
-    SessionOpen { hello: Hello, session: u64, tx: AgentTx, reply: Reply<()> },
-    FromAgent { agent_id: String, msg: agent_message::Msg },
-    SessionClosed { agent_id: String, session: u64 },
-    Submit { matrix: Box<Matrix>, file_name: String, source: String, reply: Reply<SubmitMatrixResponse> },
-    Status { matrix_id: String, reply: Reply<MatrixStatus> },
-    Watch { matrix_id: String, reply: Reply<watch::Receiver<MatrixStatus>> },
-    ListAgents { reply: Reply<Vec<AgentInfo>> },
-    Cancel { matrix_id: String, reply: Reply<u32> },
-    Results { matrix_id: String, reply: Reply<GetResultsResponse> },
+    Register {
+        capabilities: Box<Capabilities>,
+        resume_agent_id: String,
+        reply: Reply<String>,
+    },
+    SessionOpen {
+        hello: Hello,
+        session: u64,
+        tx: AgentTx,
+        reply: Reply<()>,
+    },
+    FromAgent {
+        agent_id: String,
+        msg: agent_message::Msg,
+    },
+    SessionClosed {
+        agent_id: String,
+        session: u64,
+    },
+    Submit {
+        matrix: Box<Matrix>,
+        file_name: String,
+        source: String,
+        reply: Reply<SubmitMatrixResponse>,
+    },
+    Status {
+        matrix_id: String,
+        reply: Reply<MatrixStatus>,
+    },
+    Watch {
+        matrix_id: String,
+        reply: Reply<watch::Receiver<MatrixStatus>>,
+    },
+    ListAgents {
+        reply: Reply<Vec<AgentInfo>>,
+    },
+    Cancel {
+        matrix_id: String,
+        reply: Reply<u32>,
+    },
+    Results {
+        matrix_id: String,
+        reply: Reply<GetResultsResponse>,
+    },
     Tick,
 }
 
@@ -73,14 +111,17 @@ pub struct Handle {
 
 impl Handle {
     pub fn send(&self, ev: Event) -> Result<(), Status> {
-        self.tx.send(ev).map_err(|_| Status::unavailable("coordinator is shutting down"))
+        self.tx
+            .send(ev)
+            .map_err(|_| Status::unavailable("coordinator is shutting down"))
     }
 
     /// Sends the event built around a fresh reply channel and awaits the reply.
     pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Event) -> Result<T, Status> {
         let (reply, rx) = oneshot::channel();
         self.send(make(reply))?;
-        rx.await.map_err(|_| Status::unavailable("coordinator is shutting down"))?
+        rx.await
+            .map_err(|_| Status::unavailable("coordinator is shutting down"))?
     }
 }
 
@@ -175,7 +216,10 @@ pub fn spawn(
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn random_id(prefix: &str) -> String {
@@ -216,16 +260,19 @@ impl Scheduler {
             };
             m.runs.push(r.run_id.clone());
             let matrix_seq = m.rec.seq;
-            if let Some(res) = &r.result {
-                if r.state == RunState::Finished {
-                    let d = res.finished_unix_ms.saturating_sub(res.started_unix_ms) as f64 / 1e3;
-                    m.durations_s.push(d);
-                }
+            if let Some(res) = &r.result
+                && r.state == RunState::Finished
+            {
+                let d = res.finished_unix_ms.saturating_sub(res.started_unix_ms) as f64 / 1e3;
+                m.durations_s.push(d);
             }
             match r.state {
                 RunState::Queued => {
                     queued += 1;
-                    self.queues.entry((matrix_seq, r.cell)).or_default().insert(r.seq, r.run_id.clone());
+                    self.queues
+                        .entry((matrix_seq, r.cell))
+                        .or_default()
+                        .insert(r.seq, r.run_id.clone());
                 }
                 RunState::Assigned => {
                     // Its agent gets one lease from now to come back and claim it.
@@ -236,7 +283,14 @@ impl Scheduler {
                 }
                 _ => {}
             }
-            self.runs.insert(r.run_id.clone(), RunMem { rec: r, matrix_seq, assigned_at: None });
+            self.runs.insert(
+                r.run_id.clone(),
+                RunMem {
+                    rec: r,
+                    matrix_seq,
+                    assigned_at: None,
+                },
+            );
         }
         for m in self.matrices.values_mut() {
             let runs = &self.runs;
@@ -301,7 +355,11 @@ impl Scheduler {
         if !self.ops.is_empty() {
             let t = Instant::now();
             self.store.apply(&self.ops)?;
-            debug!(ops = self.ops.len(), elapsed_us = t.elapsed().as_micros() as u64, "committed");
+            debug!(
+                ops = self.ops.len(),
+                elapsed_us = t.elapsed().as_micros() as u64,
+                "committed"
+            );
             self.ops.clear();
         }
         for (agent_id, msg) in self.outbox.drain(..) {
@@ -324,38 +382,58 @@ impl Scheduler {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::Register { capabilities, resume_agent_id, reply } => {
+            Event::Register {
+                capabilities,
+                resume_agent_id,
+                reply,
+            } => {
                 let id = self.register(*capabilities, resume_agent_id);
                 self.reply(reply, Ok(id));
             }
-            Event::SessionOpen { hello, session, tx, reply } => {
+            Event::SessionOpen {
+                hello,
+                session,
+                tx,
+                reply,
+            } => {
                 let r = self.session_open(hello, session, tx);
                 self.reply(reply, r);
             }
-            Event::FromAgent { agent_id, msg } => self.from_agent(&agent_id, msg),
+            Event::FromAgent { agent_id, msg } => self.on_agent_message(&agent_id, msg),
             Event::SessionClosed { agent_id, session } => {
-                if let Some(a) = self.agents.get_mut(&agent_id) {
-                    if a.session.as_ref().is_some_and(|(s, _)| *s == session) {
-                        info!(agent = %agent_id, "agent stream closed");
-                        a.session = None;
-                        self.idle.remove(&agent_id);
-                    }
+                if let Some(a) = self.agents.get_mut(&agent_id)
+                    && a.session.as_ref().is_some_and(|(s, _)| *s == session)
+                {
+                    info!(agent = %agent_id, "agent stream closed");
+                    a.session = None;
+                    self.idle.remove(&agent_id);
                 }
             }
-            Event::Submit { matrix, file_name, source, reply } => {
+            Event::Submit {
+                matrix,
+                file_name,
+                source,
+                reply,
+            } => {
                 let r = self.submit(*matrix, file_name, source);
                 self.reply(reply, Ok(r));
             }
             Event::Status { matrix_id, reply } => {
-                let r = self.status(&matrix_id).ok_or_else(|| unknown_matrix(&matrix_id));
+                let r = self
+                    .status(&matrix_id)
+                    .ok_or_else(|| unknown_matrix(&matrix_id));
                 self.reply(reply, r);
             }
             Event::Watch { matrix_id, reply } => {
-                let r = self
-                    .matrices
-                    .get(&matrix_id)
-                    .map(|m| m.status.subscribe())
-                    .ok_or_else(|| unknown_matrix(&matrix_id));
+                // A watcher starts from the status as of now, not the last published one.
+                let fresh = self.status(&matrix_id);
+                let r = match (fresh, self.matrices.get_mut(&matrix_id)) {
+                    (Some(st), Some(m)) => {
+                        m.status.send_replace(st);
+                        Ok(m.status.subscribe())
+                    }
+                    _ => Err(unknown_matrix(&matrix_id)),
+                };
                 self.reply(reply, r);
             }
             Event::ListAgents { reply } => {
@@ -480,9 +558,11 @@ impl Scheduler {
         }
     }
 
-    fn from_agent(&mut self, agent_id: &str, msg: agent_message::Msg) {
+    fn on_agent_message(&mut self, agent_id: &str, msg: agent_message::Msg) {
         let lease = self.lease();
-        let Some(a) = self.agents.get_mut(agent_id) else { return };
+        let Some(a) = self.agents.get_mut(agent_id) else {
+            return;
+        };
         a.lease_until = Instant::now() + lease;
         a.last_seen_ms = now_ms();
         match msg {
@@ -503,10 +583,10 @@ impl Scheduler {
             return;
         };
         let ack = (agent_id.to_string(), ack_msg(rref.clone()));
-        if let Some(a) = self.agents.get_mut(agent_id) {
-            if a.current.as_deref() == Some(rref.run_id.as_str()) {
-                a.current = None;
-            }
+        if let Some(a) = self.agents.get_mut(agent_id)
+            && a.current.as_deref() == Some(rref.run_id.as_str())
+        {
+            a.current = None;
         }
         self.refresh_idle(agent_id);
         let Some(run) = self.runs.get_mut(&rref.run_id) else {
@@ -520,15 +600,19 @@ impl Scheduler {
             self.outbox.push(ack);
             return;
         }
-        if run.rec.state == RunState::Queued {
-            if let Some(q) = self.queues.get_mut(&(run.matrix_seq, run.rec.cell)) {
-                q.remove(&run.rec.seq);
-            }
+        if run.rec.state == RunState::Queued
+            && let Some(q) = self.queues.get_mut(&(run.matrix_seq, run.rec.cell))
+        {
+            q.remove(&run.rec.seq);
         }
         // Another agent may be running a later attempt: stop it.
         let other = (run.rec.state == RunState::Assigned && run.rec.agent_id != agent_id)
             .then(|| (run.rec.agent_id.clone(), run.rec.attempt));
-        run.rec.state = if res.ok { RunState::Finished } else { RunState::Failed };
+        run.rec.state = if res.ok {
+            RunState::Finished
+        } else {
+            RunState::Failed
+        };
         run.rec.agent_id = agent_id.to_string();
         run.rec.attempt = rref.attempt;
         if !res.ok {
@@ -540,7 +624,13 @@ impl Scheduler {
         let matrix_id = run.rec.matrix_id.clone();
         let finished = run.rec.state == RunState::Finished;
         if let Some((other, attempt)) = other {
-            self.outbox.push((other, cancel_msg(RunRef { run_id: rref.run_id.clone(), attempt })));
+            self.outbox.push((
+                other,
+                cancel_msg(RunRef {
+                    run_id: rref.run_id.clone(),
+                    attempt,
+                }),
+            ));
         }
         if let Some(m) = self.matrices.get_mut(&matrix_id) {
             m.dirty = true;
@@ -554,21 +644,29 @@ impl Scheduler {
     /// Puts a run back in its queue, or fails it when it has used its attempts.
     fn requeue(&mut self, run_id: &str, why: &str) {
         let max = self.config.max_attempts;
-        let Some(run) = self.runs.get_mut(run_id) else { return };
+        let Some(run) = self.runs.get_mut(run_id) else {
+            return;
+        };
         if run.rec.state.is_terminal() {
             return;
         }
         if run.rec.attempt >= max {
             run.rec.state = RunState::Failed;
             run.rec.result = Some(RunResult {
-                run: Some(RunRef { run_id: run_id.to_string(), attempt: run.rec.attempt }),
+                run: Some(RunRef {
+                    run_id: run_id.to_string(),
+                    attempt: run.rec.attempt,
+                }),
                 ok: false,
                 error: format!("lost {} times ({why}); giving up", run.rec.attempt),
                 ..Default::default()
             });
         } else {
             run.rec.state = RunState::Queued;
-            self.queues.entry((run.matrix_seq, run.rec.cell)).or_default().insert(run.rec.seq, run_id.to_string());
+            self.queues
+                .entry((run.matrix_seq, run.rec.cell))
+                .or_default()
+                .insert(run.rec.seq, run_id.to_string());
         }
         run.rec.agent_id.clear();
         run.assigned_at = None;
@@ -587,7 +685,9 @@ impl Scheduler {
             .map(|(id, _)| id.clone())
             .collect();
         for id in expired {
-            let Some(a) = self.agents.get_mut(&id) else { continue };
+            let Some(a) = self.agents.get_mut(&id) else {
+                continue;
+            };
             warn!(agent = %id, run = ?a.current, "agent lease expired");
             if let Some((_, tx)) = a.session.take() {
                 let _ = tx.send(Err(Status::unavailable("lease expired: no heartbeat")));
@@ -608,7 +708,9 @@ impl Scheduler {
             if self.queues.is_empty() {
                 break;
             }
-            let Some(run_id) = self.pick(&agent_id) else { continue };
+            let Some(run_id) = self.pick(&agent_id) else {
+                continue;
+            };
             self.assign(&agent_id, &run_id);
         }
     }
@@ -618,13 +720,18 @@ impl Scheduler {
         let caps = &self.agents.get(agent_id)?.capabilities;
         let mut best: Option<((u64, u32), u64)> = None;
         for (&(mseq, cell), q) in &self.queues {
-            if let Some(((bseq, _), _)) = best {
-                if bseq != mseq {
-                    break;
-                }
+            if let Some(((bseq, _), _)) = best
+                && bseq != mseq
+            {
+                break;
             }
-            let Some((&rseq, _)) = q.first_key_value() else { continue };
-            let m = self.by_seq.get(&mseq).and_then(|id| self.matrices.get(id))?;
+            let Some((&rseq, _)) = q.first_key_value() else {
+                continue;
+            };
+            let m = self
+                .by_seq
+                .get(&mseq)
+                .and_then(|id| self.matrices.get(id))?;
             let reqs = m.reqs.get(cell as usize)?;
             if placement::satisfies(reqs, caps) && best.is_none_or(|(_, s)| rseq < s) {
                 best = Some(((mseq, cell), rseq));
@@ -640,23 +747,36 @@ impl Scheduler {
     }
 
     fn assign(&mut self, agent_id: &str, run_id: &str) {
-        let Some(run) = self.runs.get_mut(run_id) else { return };
-        let Some(m) = self.matrices.get_mut(&run.rec.matrix_id) else { return };
-        let Some(cell) = m.rec.cells.get(run.rec.cell as usize) else { return };
+        let Some(run) = self.runs.get_mut(run_id) else {
+            return;
+        };
+        let Some(m) = self.matrices.get_mut(&run.rec.matrix_id) else {
+            return;
+        };
+        let Some(cell) = m.rec.cells.get(run.rec.cell as usize) else {
+            return;
+        };
         run.rec.state = RunState::Assigned;
         run.rec.attempt += 1;
         run.rec.agent_id = agent_id.to_string();
         run.assigned_at = Some(Instant::now());
         let msg = CoordinatorMessage {
             msg: Some(coordinator_message::Msg::Assign(RunAssignment {
-                run: Some(RunRef { run_id: run_id.to_string(), attempt: run.rec.attempt }),
+                run: Some(RunRef {
+                    run_id: run_id.to_string(),
+                    attempt: run.rec.attempt,
+                }),
                 matrix_id: m.rec.id.clone(),
                 cell_index: run.rec.cell,
                 repetition: run.rec.repetition,
                 kernel: cell.kernel.clone(),
                 workload: cell.workload.clone(),
                 state: cell.state.clone(),
-                executor: cell.host.as_ref().map(|h| h.executor.clone()).unwrap_or_default(),
+                executor: cell
+                    .host
+                    .as_ref()
+                    .map(|h| h.executor.clone())
+                    .unwrap_or_default(),
                 timeout_s: m.rec.timeout_s,
             })),
         };
@@ -670,7 +790,12 @@ impl Scheduler {
         self.idle.remove(agent_id);
     }
 
-    fn submit(&mut self, matrix: Matrix, file_name: String, source: String) -> SubmitMatrixResponse {
+    fn submit(
+        &mut self,
+        matrix: Matrix,
+        file_name: String,
+        source: String,
+    ) -> SubmitMatrixResponse {
         let id = random_id("m");
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -705,20 +830,34 @@ impl Scheduler {
             runs: runs.len() as u32,
         };
         info!(matrix = %id, name = %rec.name, cells = response.cells, runs = response.runs, "matrix submitted");
-        self.ops.push(Op::PutMatrix(Box::new(rec.clone()), runs.clone()));
+        self.ops
+            .push(Op::PutMatrix(Box::new(rec.clone()), runs.clone()));
         self.insert_matrix(rec);
         for r in runs {
-            self.queues.entry((seq, r.cell)).or_default().insert(r.seq, r.run_id.clone());
+            self.queues
+                .entry((seq, r.cell))
+                .or_default()
+                .insert(r.seq, r.run_id.clone());
             if let Some(m) = self.matrices.get_mut(&id) {
                 m.runs.push(r.run_id.clone());
             }
-            self.runs.insert(r.run_id.clone(), RunMem { rec: r, matrix_seq: seq, assigned_at: None });
+            self.runs.insert(
+                r.run_id.clone(),
+                RunMem {
+                    rec: r,
+                    matrix_seq: seq,
+                    assigned_at: None,
+                },
+            );
         }
         response
     }
 
     fn cancel(&mut self, matrix_id: &str) -> Result<u32, Status> {
-        let m = self.matrices.get_mut(matrix_id).ok_or_else(|| unknown_matrix(matrix_id))?;
+        let m = self
+            .matrices
+            .get_mut(matrix_id)
+            .ok_or_else(|| unknown_matrix(matrix_id))?;
         m.rec.cancelled = true;
         m.dirty = true;
         let seq = m.rec.seq;
@@ -726,11 +865,16 @@ impl Scheduler {
         self.ops.push(Op::CancelMatrix(matrix_id.to_string()));
         let mut n = 0;
         for id in ids {
-            let Some(run) = self.runs.get_mut(&id) else { continue };
+            let Some(run) = self.runs.get_mut(&id) else {
+                continue;
+            };
             match run.rec.state {
                 RunState::Queued => {}
                 RunState::Assigned => {
-                    let r = RunRef { run_id: id.clone(), attempt: run.rec.attempt };
+                    let r = RunRef {
+                        run_id: id.clone(),
+                        attempt: run.rec.attempt,
+                    };
                     self.outbox.push((run.rec.agent_id.clone(), cancel_msg(r)));
                 }
                 _ => continue,
@@ -750,12 +894,23 @@ impl Scheduler {
             .rec
             .cells
             .iter()
-            .map(|c| CellStatus { cell: Some(c.clone()), counts: Some(RunCounts::default()), waiting_reason: String::new() })
+            .map(|c| CellStatus {
+                cell: Some(c.clone()),
+                counts: Some(RunCounts::default()),
+                waiting_reason: String::new(),
+            })
             .collect();
         let mut total = RunCounts::default();
         for id in &m.runs {
-            let Some(run) = self.runs.get(id) else { continue };
-            let Some(c) = cells.get_mut(run.rec.cell as usize).and_then(|c| c.counts.as_mut()) else { continue };
+            let Some(run) = self.runs.get(id) else {
+                continue;
+            };
+            let Some(c) = cells
+                .get_mut(run.rec.cell as usize)
+                .and_then(|c| c.counts.as_mut())
+            else {
+                continue;
+            };
             for counts in [c, &mut total] {
                 counts.total += 1;
                 match run.rec.state {
@@ -767,8 +922,12 @@ impl Scheduler {
                 }
             }
         }
-        let connected: Vec<&Capabilities> =
-            self.agents.values().filter(|a| a.session.is_some()).map(|a| &a.capabilities).collect();
+        let connected: Vec<&Capabilities> = self
+            .agents
+            .values()
+            .filter(|a| a.session.is_some())
+            .map(|a| &a.capabilities)
+            .collect();
         // Many cells share requirements; explain each distinct set once.
         let mut reasons: HashMap<&[Requirement], Option<String>> = HashMap::new();
         for (i, c) in cells.iter_mut().enumerate() {
@@ -795,18 +954,28 @@ impl Scheduler {
             cells,
             submitted_unix_ms: m.rec.submitted_ms,
             median_run_seconds: farm_analysis::median(&m.durations_s).unwrap_or(0.0),
-            busy_agents: self.agents.values().filter(|a| a.current.is_some() && a.session.is_some()).count() as u32,
+            busy_agents: self
+                .agents
+                .values()
+                .filter(|a| a.current.is_some() && a.session.is_some())
+                .count() as u32,
         })
     }
 
     /// Sends fresh statuses to watchers of changed matrices, at most every
     /// [`PUBLISH_EVERY`] while a matrix runs, and at once when it ends.
     fn publish(&mut self, tick: bool) {
-        let dirty: Vec<String> =
-            self.matrices.iter().filter(|(_, m)| m.dirty).map(|(id, _)| id.clone()).collect();
+        let dirty: Vec<String> = self
+            .matrices
+            .iter()
+            .filter(|(_, m)| m.dirty)
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in dirty {
             let Some(st) = self.status(&id) else { continue };
-            let Some(m) = self.matrices.get_mut(&id) else { continue };
+            let Some(m) = self.matrices.get_mut(&id) else {
+                continue;
+            };
             let ended = st.state != MatrixState::Running as i32;
             if ended || tick || m.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY) {
                 if ended && m.status.borrow().state == MatrixState::Running as i32 {
@@ -836,7 +1005,10 @@ impl Scheduler {
     }
 
     fn results(&self, matrix_id: &str) -> Result<GetResultsResponse, Status> {
-        let m = self.matrices.get(matrix_id).ok_or_else(|| unknown_matrix(matrix_id))?;
+        let m = self
+            .matrices
+            .get(matrix_id)
+            .ok_or_else(|| unknown_matrix(matrix_id))?;
         let runs: Vec<&RunRecord> = m
             .runs
             .iter()
@@ -866,9 +1038,13 @@ fn unknown_matrix(id: &str) -> Status {
 }
 
 fn ack_msg(r: RunRef) -> CoordinatorMessage {
-    CoordinatorMessage { msg: Some(coordinator_message::Msg::Ack(r)) }
+    CoordinatorMessage {
+        msg: Some(coordinator_message::Msg::Ack(r)),
+    }
 }
 
 fn cancel_msg(r: RunRef) -> CoordinatorMessage {
-    CoordinatorMessage { msg: Some(coordinator_message::Msg::Cancel(r)) }
+    CoordinatorMessage {
+        msg: Some(coordinator_message::Msg::Cancel(r)),
+    }
 }

@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use farm_proto::{agent_service_server::AgentServiceServer, farm_service_server::FarmServiceServer};
+use farm_proto::{
+    agent_service_server::AgentServiceServer, farm_service_server::FarmServiceServer,
+};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Server, ServerTlsConfig};
@@ -22,7 +24,10 @@ pub const DB_FILE: &str = "farm.db";
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("data directory {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Auth(#[from] crate::auth::Error),
     #[error(transparent)]
@@ -30,7 +35,10 @@ pub enum Error {
     #[error(transparent)]
     Scheduler(#[from] scheduler::Error),
     #[error("listening on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("the scheduler thread stopped unexpectedly")]
@@ -57,23 +65,41 @@ pub struct Coordinator {
 impl Options {
     /// Opens the data directory (tokens, store), recovers state and binds the port.
     pub async fn build(self) -> Result<Coordinator, Error> {
-        let dir_err = |source| Error::DataDir { path: self.data_dir.clone(), source };
+        let dir_err = |source| Error::DataDir {
+            path: self.data_dir.clone(),
+            source,
+        };
         std::fs::create_dir_all(&self.data_dir).map_err(dir_err)?;
         let tokens = Tokens::load_or_create(&self.data_dir)?;
         let store = Store::open(&self.data_dir.join(DB_FILE))?;
         let (handle, scheduler) = scheduler::spawn(store, self.scheduler)?;
-        let listener =
-            TcpListener::bind(self.listen).await.map_err(|source| Error::Listen { addr: self.listen, source })?;
-        let addr = listener.local_addr().map_err(|source| Error::Listen { addr: self.listen, source })?;
+        let listener = TcpListener::bind(self.listen)
+            .await
+            .map_err(|source| Error::Listen {
+                addr: self.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Listen {
+            addr: self.listen,
+            source,
+        })?;
         std::fs::write(self.data_dir.join(ADDR_FILE), format!("{addr}\n")).map_err(dir_err)?;
         info!(%addr, data_dir = %self.data_dir.display(), "coordinator listening");
-        Ok(Coordinator { listener, handle, tokens, tls: self.tls, scheduler })
+        Ok(Coordinator {
+            listener,
+            handle,
+            tokens,
+            tls: self.tls,
+            scheduler,
+        })
     }
 }
 
 impl Coordinator {
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     pub fn tokens(&self) -> &Tokens {
@@ -81,8 +107,17 @@ impl Coordinator {
     }
 
     /// Serves until `shutdown` resolves.
-    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<(), Error> {
-        let Coordinator { listener, handle, tokens, tls, scheduler } = self;
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), Error> {
+        let Coordinator {
+            listener,
+            handle,
+            tokens,
+            tls,
+            scheduler,
+        } = self;
         let ticker = {
             let handle = handle.clone();
             tokio::spawn(async move {
@@ -97,14 +132,20 @@ impl Coordinator {
             })
         };
         let agent_tokens = tokens.clone();
-        let agents = AgentServiceServer::with_interceptor(Agents::new(handle.clone()), move |req| {
-            agent_tokens.check(Role::Agent, &req)?;
-            Ok(req)
-        });
-        let farm = FarmServiceServer::with_interceptor(Farm { handle: handle.clone() }, move |req| {
-            tokens.check(Role::Submitter, &req)?;
-            Ok(req)
-        });
+        let agents =
+            AgentServiceServer::with_interceptor(Agents::new(handle.clone()), move |req| {
+                agent_tokens.check(Role::Agent, &req)?;
+                Ok(req)
+            });
+        let farm = FarmServiceServer::with_interceptor(
+            Farm {
+                handle: handle.clone(),
+            },
+            move |req| {
+                tokens.check(Role::Submitter, &req)?;
+                Ok(req)
+            },
+        );
         let mut server = Server::builder()
             .http2_keepalive_interval(Some(Duration::from_secs(10)))
             .tcp_nodelay(true);
@@ -112,7 +153,11 @@ impl Coordinator {
             server = server.tls_config(tls)?;
         }
         let stream = TcpListenerStream::new(listener);
-        let served = server.add_service(agents).add_service(farm).serve_with_incoming_shutdown(stream, shutdown).await;
+        let served = server
+            .add_service(agents)
+            .add_service(farm)
+            .serve_with_incoming_shutdown(stream, shutdown)
+            .await;
         ticker.abort();
         drop(handle);
         served?;

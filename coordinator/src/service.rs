@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use farm_proto::{
     AgentMessage, CancelMatrixRequest, CancelMatrixResponse, CoordinatorMessage, GetMatrixRequest,
-    GetResultsRequest, GetResultsResponse, ListAgentsRequest, ListAgentsResponse, MatrixState, MatrixStatus,
-    RegisterRequest, RegisterResponse, SubmitMatrixRequest, SubmitMatrixResponse, WatchMatrixRequest,
-    agent_message, agent_service_server::AgentService, farm_service_server::FarmService,
+    GetResultsRequest, GetResultsResponse, ListAgentsRequest, ListAgentsResponse, MatrixState,
+    MatrixStatus, RegisterRequest, RegisterResponse, SubmitMatrixRequest, SubmitMatrixResponse,
+    WatchMatrixRequest, agent_message, agent_service_server::AgentService,
+    farm_service_server::FarmService,
 };
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, wrappers::UnboundedReceiverStream};
@@ -30,22 +31,36 @@ pub struct Agents {
 
 impl Agents {
     pub fn new(handle: Handle) -> Agents {
-        Agents { handle, sessions: AtomicU64::new(1) }
+        Agents {
+            handle,
+            sessions: AtomicU64::new(1),
+        }
     }
 }
 
 #[tonic::async_trait]
 impl AgentService for Agents {
-    async fn register(&self, req: Request<RegisterRequest>) -> Result<Response<RegisterResponse>, Status> {
+    async fn register(
+        &self,
+        req: Request<RegisterRequest>,
+    ) -> Result<Response<RegisterResponse>, Status> {
         let req = req.into_inner();
-        let caps = req.capabilities.ok_or_else(|| Status::invalid_argument("register: capabilities missing"))?;
+        let caps = req
+            .capabilities
+            .ok_or_else(|| Status::invalid_argument("register: capabilities missing"))?;
         if caps.arch.is_empty() || caps.cpus_online == 0 {
-            return Err(Status::invalid_argument("register: capabilities need an arch and at least one online cpu"));
+            return Err(Status::invalid_argument(
+                "register: capabilities need an arch and at least one online cpu",
+            ));
         }
         let resume = req.resume_agent_id;
         let agent_id = self
             .handle
-            .call(|reply| Event::Register { capabilities: Box::new(caps), resume_agent_id: resume, reply })
+            .call(|reply| Event::Register {
+                capabilities: Box::new(caps),
+                resume_agent_id: resume,
+                reply,
+            })
             .await?;
         Ok(Response::new(RegisterResponse {
             agent_id,
@@ -62,19 +77,38 @@ impl AgentService for Agents {
     ) -> Result<Response<Self::SessionStream>, Status> {
         let mut inbound = req.into_inner();
         let hello = match inbound.message().await? {
-            Some(AgentMessage { msg: Some(agent_message::Msg::Hello(h)) }) => h,
-            _ => return Err(Status::invalid_argument("session: the first message must be hello")),
+            Some(AgentMessage {
+                msg: Some(agent_message::Msg::Hello(h)),
+            }) => h,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "session: the first message must be hello",
+                ));
+            }
         };
         let agent_id = hello.agent_id.clone();
         let session = self.sessions.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
-        self.handle.call(|reply| Event::SessionOpen { hello, session, tx, reply }).await?;
+        self.handle
+            .call(|reply| Event::SessionOpen {
+                hello,
+                session,
+                tx,
+                reply,
+            })
+            .await?;
         let handle = self.handle.clone();
         tokio::spawn(async move {
             loop {
                 match inbound.message().await {
                     Ok(Some(AgentMessage { msg: Some(msg) })) => {
-                        if handle.send(Event::FromAgent { agent_id: agent_id.clone(), msg }).is_err() {
+                        if handle
+                            .send(Event::FromAgent {
+                                agent_id: agent_id.clone(),
+                                msg,
+                            })
+                            .is_err()
+                        {
                             break;
                         }
                     }
@@ -111,17 +145,30 @@ impl FarmService for Farm {
         }
         // Validation runs here, off the scheduler thread; only a valid
         // matrix ever reaches the store.
-        let m = matrix::parse(&file_name, &toml).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let m = matrix::parse(&file_name, &toml)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let r = self
             .handle
-            .call(|reply| Event::Submit { matrix: Box::new(m), file_name, source: toml, reply })
+            .call(|reply| Event::Submit {
+                matrix: Box::new(m),
+                file_name,
+                source: toml,
+                reply,
+            })
             .await?;
         Ok(Response::new(r))
     }
 
-    async fn get_matrix(&self, req: Request<GetMatrixRequest>) -> Result<Response<MatrixStatus>, Status> {
+    async fn get_matrix(
+        &self,
+        req: Request<GetMatrixRequest>,
+    ) -> Result<Response<MatrixStatus>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        Ok(Response::new(self.handle.call(|reply| Event::Status { matrix_id, reply }).await?))
+        Ok(Response::new(
+            self.handle
+                .call(|reply| Event::Status { matrix_id, reply })
+                .await?,
+        ))
     }
 
     type WatchMatrixStream = BoxStream<MatrixStatus>;
@@ -131,7 +178,10 @@ impl FarmService for Farm {
         req: Request<WatchMatrixRequest>,
     ) -> Result<Response<Self::WatchMatrixStream>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        let mut rx = self.handle.call(|reply| Event::Watch { matrix_id, reply }).await?;
+        let mut rx = self
+            .handle
+            .call(|reply| Event::Watch { matrix_id, reply })
+            .await?;
         let (tx, out) = mpsc::channel(4);
         tokio::spawn(async move {
             loop {
@@ -143,11 +193,19 @@ impl FarmService for Farm {
                 }
             }
         });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(out))))
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(out),
+        )))
     }
 
-    async fn list_agents(&self, _: Request<ListAgentsRequest>) -> Result<Response<ListAgentsResponse>, Status> {
-        let agents = self.handle.call(|reply| Event::ListAgents { reply }).await?;
+    async fn list_agents(
+        &self,
+        _: Request<ListAgentsRequest>,
+    ) -> Result<Response<ListAgentsResponse>, Status> {
+        let agents = self
+            .handle
+            .call(|reply| Event::ListAgents { reply })
+            .await?;
         Ok(Response::new(ListAgentsResponse { agents }))
     }
 
@@ -156,12 +214,22 @@ impl FarmService for Farm {
         req: Request<CancelMatrixRequest>,
     ) -> Result<Response<CancelMatrixResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        let cancelled_runs = self.handle.call(|reply| Event::Cancel { matrix_id, reply }).await?;
+        let cancelled_runs = self
+            .handle
+            .call(|reply| Event::Cancel { matrix_id, reply })
+            .await?;
         Ok(Response::new(CancelMatrixResponse { cancelled_runs }))
     }
 
-    async fn get_results(&self, req: Request<GetResultsRequest>) -> Result<Response<GetResultsResponse>, Status> {
+    async fn get_results(
+        &self,
+        req: Request<GetResultsRequest>,
+    ) -> Result<Response<GetResultsResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        Ok(Response::new(self.handle.call(|reply| Event::Results { matrix_id, reply }).await?))
+        Ok(Response::new(
+            self.handle
+                .call(|reply| Event::Results { matrix_id, reply })
+                .await?,
+        ))
     }
 }

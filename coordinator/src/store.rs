@@ -20,7 +20,10 @@ pub enum Error {
     #[error("store: {0}")]
     Sqlite(#[from] rusqlite::Error),
     #[error("store: corrupt record {what}: {source}")]
-    Decode { what: String, source: prost::DecodeError },
+    Decode {
+        what: String,
+        source: prost::DecodeError,
+    },
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
 }
@@ -39,7 +42,10 @@ pub enum RunState {
 
 impl RunState {
     pub fn is_terminal(self) -> bool {
-        matches!(self, RunState::Finished | RunState::Failed | RunState::Cancelled)
+        matches!(
+            self,
+            RunState::Finished | RunState::Failed | RunState::Cancelled
+        )
     }
 
     fn from_i64(v: i64) -> Result<RunState> {
@@ -183,7 +189,10 @@ impl Store {
                 }
                 Op::PutRun(r) => put_run(&tx, r)?,
                 Op::CancelMatrix(id) => {
-                    tx.execute("UPDATE matrices SET cancelled = 1 WHERE id = ?1", params![id])?;
+                    tx.execute(
+                        "UPDATE matrices SET cancelled = 1 WHERE id = ?1",
+                        params![id],
+                    )?;
                 }
                 Op::PutAgent(a) => {
                     tx.execute(
@@ -218,11 +227,14 @@ impl Store {
         for m in rows {
             snap.matrices.push(m?);
         }
-        let mut cells = self.conn.prepare("SELECT cell FROM cells WHERE matrix_id = ?1 ORDER BY idx")?;
+        let mut cells = self
+            .conn
+            .prepare("SELECT cell FROM cells WHERE matrix_id = ?1 ORDER BY idx")?;
         for m in &mut snap.matrices {
             let blobs = cells.query_map(params![m.id], |r| r.get::<_, Vec<u8>>(0))?;
             for b in blobs {
-                m.cells.push(decode(&b?, || format!("cell of matrix {}", m.id))?);
+                m.cells
+                    .push(decode(&b?, || format!("cell of matrix {}", m.id))?);
             }
         }
         let mut stmt = self.conn.prepare(
@@ -259,14 +271,24 @@ impl Store {
                 result,
             });
         }
-        let mut stmt = self.conn.prepare("SELECT agent_id, capabilities, registered_ms FROM agents")?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT agent_id, capabilities, registered_ms FROM agents")?;
         let rows = stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, i64>(2)? as u64))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Vec<u8>>(1)?,
+                r.get::<_, i64>(2)? as u64,
+            ))
         })?;
         for row in rows {
             let (agent_id, caps, registered_ms) = row?;
             let capabilities = decode(&caps, || format!("capabilities of agent {agent_id}"))?;
-            snap.agents.push(AgentRecord { agent_id, capabilities, registered_ms });
+            snap.agents.push(AgentRecord {
+                agent_id,
+                capabilities,
+                registered_ms,
+            });
         }
         Ok(snap)
     }
@@ -275,7 +297,9 @@ impl Store {
     pub fn max_matrix_seq(&self) -> Result<u64> {
         Ok(self
             .conn
-            .query_row("SELECT MAX(seq) FROM matrices", [], |r| r.get::<_, Option<i64>>(0))
+            .query_row("SELECT MAX(seq) FROM matrices", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
             .optional()?
             .flatten()
             .unwrap_or(0) as u64)
@@ -302,7 +326,10 @@ fn put_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<()> {
 }
 
 fn decode<M: Message + Default>(bytes: &[u8], what: impl FnOnce() -> String) -> Result<M> {
-    M::decode(bytes).map_err(|source| Error::Decode { what: what(), source })
+    M::decode(bytes).map_err(|source| Error::Decode {
+        what: what(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -336,15 +363,27 @@ mod tests {
             submitted_ms: 1,
             timeout_s: 60,
             cancelled: false,
-            cells: vec![farm_proto::Cell { index: 0, name: "c0".into(), ..Default::default() }],
+            cells: vec![farm_proto::Cell {
+                index: 0,
+                name: "c0".into(),
+                ..Default::default()
+            }],
         };
         {
             let mut s = Store::open(&path).unwrap();
-            s.apply(&[Op::PutMatrix(Box::new(matrix.clone()), vec![run("r0", RunState::Queued)])]).unwrap();
+            s.apply(&[Op::PutMatrix(
+                Box::new(matrix.clone()),
+                vec![run("r0", RunState::Queued)],
+            )])
+            .unwrap();
             let mut done = run("r0", RunState::Finished);
             done.attempt = 2;
-            done.result = Some(farm_proto::RunResult { ok: true, ..Default::default() });
-            s.apply(&[Op::PutRun(done), Op::CancelMatrix("m".into())]).unwrap();
+            done.result = Some(farm_proto::RunResult {
+                ok: true,
+                ..Default::default()
+            });
+            s.apply(&[Op::PutRun(done), Op::CancelMatrix("m".into())])
+                .unwrap();
         }
         let s = Store::open(&path).unwrap();
         let snap = s.load().unwrap();
@@ -373,9 +412,13 @@ mod tests {
             cancelled: false,
             cells: vec![],
         };
-        s.apply(&[Op::PutMatrix(Box::new(m.clone()), vec![])]).unwrap();
+        s.apply(&[Op::PutMatrix(Box::new(m.clone()), vec![])])
+            .unwrap();
         // The second PutMatrix violates the primary key: the run before it must roll back.
-        let err = s.apply(&[Op::PutRun(run("r1", RunState::Queued)), Op::PutMatrix(Box::new(m), vec![])]);
+        let err = s.apply(&[
+            Op::PutRun(run("r1", RunState::Queued)),
+            Op::PutMatrix(Box::new(m), vec![]),
+        ]);
         assert!(err.is_err());
         assert!(s.load().unwrap().runs.is_empty());
     }

@@ -96,8 +96,14 @@ pub fn run(spec: &Spec, killer: &Killer) -> io::Result<Outcome> {
     let mut child = cmd.spawn()?;
     let pid = Pid::from_raw(child.id() as i32);
     killer.0.lock().unwrap_or_else(|e| e.into_inner()).pgid = Some(pid);
-    let stdout = child.stdout.take().map(|s| std::thread::spawn(move || read_capped(s, STDOUT_LIMIT, false)));
-    let stderr = child.stderr.take().map(|s| std::thread::spawn(move || read_capped(s, STDERR_TAIL, true)));
+    let stdout = child
+        .stdout
+        .take()
+        .map(|s| std::thread::spawn(move || read_capped(s, STDOUT_LIMIT, false)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|s| std::thread::spawn(move || read_capped(s, STDERR_TAIL, true)));
 
     // A watchdog enforces the timeout; it only signals while the leader is
     // unreaped, so the group id cannot have been reused.

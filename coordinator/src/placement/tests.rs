@@ -6,7 +6,12 @@ fn caps(arch: &str, cpus: u32, nodes: usize, release: &str) -> Capabilities {
         arch: arch.into(),
         cpus_online: cpus,
         kernel_release: release.into(),
-        numa_nodes: (0..nodes).map(|i| NumaNode { id: i as u32, cpus: vec![] }).collect(),
+        numa_nodes: (0..nodes)
+            .map(|i| NumaNode {
+                id: i as u32,
+                cpus: vec![],
+            })
+            .collect(),
         executors: vec!["host".into()],
         workloads: vec!["lu".into(), "cpu-hog".into()],
         ..Default::default()
@@ -16,14 +21,20 @@ fn caps(arch: &str, cpus: u32, nodes: usize, release: &str) -> Capabilities {
 fn cell(arch: &str, min_cpus: u32, nodes: u32, kernel: &str, hotplug: &str) -> Cell {
     Cell {
         kernel: kernel.into(),
-        workload: Some(Workload { name: "lu".into(), params: vec![] }),
+        workload: Some(Workload {
+            name: "lu".into(),
+            params: vec![],
+        }),
         host: Some(HostSelector {
             arch: arch.into(),
             min_cpus,
             min_numa_nodes: nodes,
             ..Default::default()
         }),
-        state: Some(MachineState { hotplug: hotplug.into(), ..Default::default() }),
+        state: Some(MachineState {
+            hotplug: hotplug.into(),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }
@@ -33,19 +44,43 @@ fn waiting_reasons() {
     let x86 = caps("x86_64", 2, 1, "6.1.0-47-amd64");
     let big = caps("x86_64", 64, 4, "6.1.0-57-amd64");
     let cases: &[(Cell, &[&Capabilities], Option<&str>)] = &[
-        (cell("", 0, 0, "running", ""), &[], Some("no agent connected")),
+        (
+            cell("", 0, 0, "running", ""),
+            &[],
+            Some("no agent connected"),
+        ),
         (cell("", 0, 0, "running", ""), &[&x86], None),
-        (cell("s390x", 0, 0, "running", ""), &[&x86, &big], Some("no agent with arch=s390x")),
-        (cell("x86_64", 4, 0, "running", ""), &[&x86], Some("no agent with cpus>=4")),
-        (cell("", 0, 2, "running", ""), &[&x86], Some("no agent with numa_nodes>=2")),
+        (
+            cell("s390x", 0, 0, "running", ""),
+            &[&x86, &big],
+            Some("no agent with arch=s390x"),
+        ),
+        (
+            cell("x86_64", 4, 0, "running", ""),
+            &[&x86],
+            Some("no agent with cpus>=4"),
+        ),
+        (
+            cell("", 0, 2, "running", ""),
+            &[&x86],
+            Some("no agent with numa_nodes>=2"),
+        ),
         (cell("", 0, 2, "running", ""), &[&x86, &big], None),
-        (cell("", 0, 0, "6.1.0-47-amd64", ""), &[&big], Some("no agent with kernel=6.1.0-47-amd64")),
+        (
+            cell("", 0, 0, "6.1.0-47-amd64", ""),
+            &[&big],
+            Some("no agent with kernel=6.1.0-47-amd64"),
+        ),
         (
             cell("", 4, 0, "6.1.0-47-amd64", ""),
             &[&x86, &big],
             Some("no single agent has cpus>=4 and kernel=6.1.0-47-amd64 and workload=lu"),
         ),
-        (cell("", 0, 0, "running", "cycle:1"), &[&x86], Some("no agent with state=hotplug")),
+        (
+            cell("", 0, 0, "running", "cycle:1"),
+            &[&x86],
+            Some("no agent with state=hotplug"),
+        ),
         (
             cell("s390x", 0, 0, "running", "cycle:1"),
             &[&x86],
@@ -61,5 +96,8 @@ fn waiting_reasons() {
 #[test]
 fn zero_numa_nodes_count_as_one() {
     let s390 = caps("s390x", 2, 0, "6.1.0-50-s390x");
-    assert!(satisfies(&requirements(&cell("s390x", 2, 1, "running", "")), &s390));
+    assert!(satisfies(
+        &requirements(&cell("s390x", 2, 1, "running", "")),
+        &s390
+    ));
 }

@@ -14,7 +14,10 @@ fn measures_cpu_time_of_the_whole_tree() {
     // getrusage(RUSAGE_SELF) of the leader alone would miss.
     let s = spec(
         "/bin/sh",
-        &["-c", "for i in 1 2; do (i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done) & done; wait; echo done"],
+        &[
+            "-c",
+            "for i in 1 2; do (i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done) & done; wait; echo done",
+        ],
         60_000,
     );
     let out = run(&s, &Killer::default()).unwrap();
@@ -26,7 +29,11 @@ fn measures_cpu_time_of_the_whole_tree() {
 
 #[test]
 fn exit_codes_and_stderr_are_kept() {
-    let out = run(&spec("/bin/sh", &["-c", "echo oops >&2; exit 3"], 10_000), &Killer::default()).unwrap();
+    let out = run(
+        &spec("/bin/sh", &["-c", "echo oops >&2; exit 3"], 10_000),
+        &Killer::default(),
+    )
+    .unwrap();
     assert_eq!(out.exit, Exit::Code(3));
     assert_eq!(out.stderr_tail.trim(), "oops");
 }
@@ -41,7 +48,11 @@ fn timeout_kills_the_whole_group() {
     assert!(out.timed_out);
     assert_eq!(out.exit, Exit::Signal(libc::SIGKILL));
     assert!(t.elapsed() < Duration::from_secs(10));
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // The grandchild was in the group and must be gone (or a zombie being reaped by init).
     std::thread::sleep(Duration::from_millis(200));
     let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -64,5 +75,11 @@ fn cancel_stops_a_run() {
 
 #[test]
 fn missing_program_is_an_error() {
-    assert!(run(&spec("/nonexistent/farm-workload", &[], 1000), &Killer::default()).is_err());
+    assert!(
+        run(
+            &spec("/nonexistent/farm-workload", &[], 1000),
+            &Killer::default()
+        )
+        .is_err()
+    );
 }

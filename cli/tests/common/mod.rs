@@ -1,0 +1,282 @@
+//! A farm of real processes on 127.0.0.1 for end-to-end tests: coordinators,
+//! agents and farmctl are the built binaries, started and killed like a user
+//! (or a power cut) would.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The farm tests share two CPUs: one at a time keeps their timing sane.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn farmctl_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_farmctl"))
+}
+
+/// A binary of another package of the workspace, built by `cargo test --workspace`.
+pub fn sibling_bin(name: &str) -> PathBuf {
+    let p = farmctl_bin().with_file_name(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace` so every binary is built",
+        p.display()
+    );
+    p
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed (SIGKILL) and reaped when dropped.
+pub struct Proc {
+    pub child: Child,
+    pub log: PathBuf,
+    pub name: String,
+}
+
+impl Proc {
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!("---- log of {} ----\n{}", self.name, self.log_text());
+        }
+    }
+}
+
+fn spawn(name: &str, bin: &Path, args: &[String], log: PathBuf, envs: &[(&str, String)]) -> Proc {
+    let file = std::fs::File::create(&log).unwrap();
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .env("RUST_LOG", "info,farm_agent=debug");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+    Proc {
+        child,
+        log,
+        name: name.to_string(),
+    }
+}
+
+pub struct Farm {
+    pub port: u16,
+    pub coordinator: Option<Proc>,
+    pub agents: Vec<Proc>,
+    coordinator_args: Vec<String>,
+    restarts: usize,
+    /// Last, so that it outlives the processes and their logs (fields drop in order).
+    pub dir: tempfile::TempDir,
+}
+
+impl Farm {
+    /// Starts a coordinator with extra flags (e.g. a short lease) on a fixed free port.
+    pub fn start(extra: &[&str]) -> Farm {
+        let dir = tempfile::tempdir().unwrap();
+        let mut farm = Farm {
+            port: free_port(),
+            dir,
+            coordinator: None,
+            agents: Vec::new(),
+            coordinator_args: extra.iter().map(|s| s.to_string()).collect(),
+            restarts: 0,
+        };
+        farm.start_coordinator();
+        farm
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn start_coordinator(&mut self) {
+        let mut args = vec![
+            "--listen".to_string(),
+            format!("127.0.0.1:{}", self.port),
+            "--data-dir".to_string(),
+            self.data_dir().display().to_string(),
+        ];
+        args.extend(self.coordinator_args.iter().cloned());
+        self.restarts += 1;
+        let log = self
+            .dir
+            .path()
+            .join(format!("coordinator-{}.log", self.restarts));
+        let p = spawn(
+            "coordinator",
+            &sibling_bin("farm-coordinator"),
+            &args,
+            log,
+            &[],
+        );
+        self.coordinator = Some(p);
+        wait_for(Duration::from_secs(30), "the coordinator to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && self.data_dir().join("submit.token").is_file()
+        });
+    }
+
+    pub fn kill_coordinator(&mut self) {
+        if let Some(mut c) = self.coordinator.take() {
+            c.kill();
+            // Keep its log for the post-mortem of a failing test.
+            self.agents.push(Proc {
+                child: Command::new("true").spawn().unwrap(),
+                log: c.log.clone(),
+                name: "killed coordinator".into(),
+            });
+        }
+    }
+
+    pub fn start_agent(&mut self) -> usize {
+        let i = self.agents.len();
+        let log = self.dir.path().join(format!("agent-{i}.log"));
+        let args = vec![
+            "--coordinator".to_string(),
+            self.url(),
+            "--token-file".to_string(),
+            self.data_dir().join("agent.token").display().to_string(),
+            "--workload-bin".to_string(),
+            env!("CARGO_BIN_EXE_farm-workload").to_string(),
+        ];
+        let p = spawn(
+            &format!("agent {i}"),
+            &sibling_bin("farm-agent"),
+            &args,
+            log,
+            &[],
+        );
+        self.agents.push(p);
+        i
+    }
+
+    /// Runs farmctl against this farm with the submitter token.
+    pub fn farmctl(&self, args: &[&str]) -> Output {
+        Command::new(farmctl_bin())
+            .args(args)
+            .env("FARM_COORDINATOR", self.url())
+            .env("FARM_TOKEN_FILE", self.data_dir().join("submit.token"))
+            .env_remove("FARM_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    pub fn submit(&self, file: &Path) -> String {
+        let out = self.farmctl(&["submit", file.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "submit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    pub fn results(&self, id: &str) -> serde_json::Value {
+        let out = self.farmctl(&["results", id, "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "results --json: {e}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// `farmctl agents` rows: (agent id, connected, current run).
+    pub fn agents(&self) -> Vec<(String, bool, String)> {
+        let out = self.farmctl(&["agents"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                Some((
+                    f.first()?.to_string(),
+                    *f.get(1)? == "connected",
+                    f.last()?.to_string(),
+                ))
+            })
+            .collect()
+    }
+
+    pub fn wait_agents(&self, n: usize) {
+        wait_for(
+            Duration::from_secs(30),
+            &format!("{n} connected agents"),
+            || self.agents().iter().filter(|a| a.1).count() >= n,
+        );
+    }
+}
+
+pub fn wait_for(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(
+            t.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A matrix of 2 workloads × 2 thread counts × 3 repetitions = 12 runs,
+/// each run taking about `seconds`.
+pub fn twelve_runs(seconds: f64) -> String {
+    format!(
+        r#"
+name = "e2e"
+repetitions = 3
+timeout_s = 120
+
+[[workloads]]
+name = "cpu-hog"
+params = {{ threads = [1, 2], seconds = {seconds} }}
+
+[[workloads]]
+name = "lu"
+params = {{ threads = [1, 2], size = 24, iterations = {iters} }}
+
+[baseline]
+threads = 1
+"#,
+        iters = ((seconds * 5000.0) as i64).max(1)
+    )
+}

@@ -1,0 +1,174 @@
+//! Bad input and bad credentials: refused with a clear message, exit code 2
+//! (or the gRPC code), and nothing stored.
+
+mod common;
+
+use common::{Farm, serial};
+use farm_proto::{
+    Capabilities, ListAgentsRequest, RegisterRequest, agent_service_client::AgentServiceClient,
+    farm_service_client::FarmServiceClient,
+};
+use tonic::Code;
+
+/// (matrix text, what the error must mention: position and key or reason).
+const BAD: &[(&str, &str, &[&str])] = &[
+    (
+        "unknown key",
+        "name = \"x\"\nbogus = 1\n[[workloads]]\nname = \"lu\"\n",
+        &[":2:1", "bogus"],
+    ),
+    (
+        "wrong type",
+        "name = \"x\"\nrepetitions = \"three\"\n[[workloads]]\nname = \"lu\"\n",
+        &[":2:", "repetitions"],
+    ),
+    (
+        "empty axis",
+        "name = \"x\"\nkernels = []\n[[workloads]]\nname = \"lu\"\n",
+        &[":2:", "kernels"],
+    ),
+    (
+        "unknown workload",
+        "name = \"x\"\n[[workloads]]\nname = \"netperf\"\n",
+        &[":3:", "netperf"],
+    ),
+    (
+        "unknown parameter",
+        "name = \"x\"\n[[workloads]]\nname = \"lu\"\nparams = { thread = 2 }\n",
+        &[":4:", "thread"],
+    ),
+    (
+        "out of range",
+        "name = \"x\"\n[[workloads]]\nname = \"lu\"\nparams = { threads = 0 }\n",
+        &[":4:", "threads", "range"],
+    ),
+    (
+        "too many cells",
+        "name = \"x\"\nmax_cells = 3\n[[workloads]]\nname = \"lu\"\nparams = { threads = [1, 2, 3, 4] }\n",
+        &["max_cells", "4"],
+    ),
+];
+
+fn count_rows(db: &std::path::Path, table: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn bad_matrices_are_refused_with_position_and_nothing_is_stored() {
+    let _g = serial();
+    let farm = Farm::start(&[]);
+    for (what, text, needles) in BAD {
+        let file = farm.write("bad.toml", text);
+        for cmd in ["submit", "run"] {
+            let out = farm.farmctl(&[cmd, file.to_str().unwrap()]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{what} via {cmd}: {err}");
+            assert!(
+                err.contains("bad.toml"),
+                "{what} via {cmd}: the file is not named: {err}"
+            );
+            for n in *needles {
+                assert!(
+                    err.contains(n),
+                    "{what} via {cmd}: `{n}` missing from: {err}"
+                );
+            }
+            assert_eq!(
+                err.trim().lines().count(),
+                1,
+                "{what} via {cmd}: one line expected: {err}"
+            );
+        }
+    }
+    let missing = farm.farmctl(&["submit", "/nonexistent/matrix.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let db = farm.data_dir().join("farm.db");
+    assert_eq!(count_rows(&db, "matrices"), 0);
+    assert_eq!(count_rows(&db, "runs"), 0);
+}
+
+#[test]
+fn rpcs_without_the_right_token_are_refused() {
+    let _g = serial();
+    let farm = Farm::start(&[]);
+    let read = |f: &str| {
+        std::fs::read_to_string(farm.data_dir().join(f))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let (agent_token, submit_token) = (read("agent.token"), read("submit.token"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(farm.url())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let with = |token: Option<&str>| {
+            let header = token.map(|t| {
+                format!("Bearer {t}")
+                    .parse::<tonic::metadata::MetadataValue<_>>()
+                    .unwrap()
+            });
+            move |mut req: tonic::Request<()>| {
+                if let Some(h) = &header {
+                    req.metadata_mut().insert("authorization", h.clone());
+                }
+                Ok(req)
+            }
+        };
+        let farm_call = |token: Option<&str>| {
+            let mut c = FarmServiceClient::with_interceptor(channel.clone(), with(token));
+            async move {
+                c.list_agents(ListAgentsRequest {})
+                    .await
+                    .err()
+                    .map(|s| s.code())
+            }
+        };
+        assert_eq!(farm_call(None).await, Some(Code::Unauthenticated));
+        assert_eq!(farm_call(Some("00ff")).await, Some(Code::Unauthenticated));
+        assert_eq!(
+            farm_call(Some(&agent_token)).await,
+            Some(Code::PermissionDenied)
+        );
+        assert_eq!(farm_call(Some(&submit_token)).await, None);
+
+        let register = |token: Option<&str>| {
+            let mut c = AgentServiceClient::with_interceptor(channel.clone(), with(token));
+            let caps = Capabilities {
+                arch: "x86_64".into(),
+                cpus_online: 1,
+                ..Default::default()
+            };
+            async move {
+                c.register(RegisterRequest {
+                    capabilities: Some(caps),
+                    resume_agent_id: String::new(),
+                })
+                .await
+                .err()
+                .map(|s| s.code())
+            }
+        };
+        assert_eq!(register(None).await, Some(Code::Unauthenticated));
+        assert_eq!(register(Some("00ff")).await, Some(Code::Unauthenticated));
+        assert_eq!(
+            register(Some(&submit_token)).await,
+            Some(Code::PermissionDenied)
+        );
+        assert_eq!(register(Some(&agent_token)).await, None);
+    });
+    // farmctl with a wrong token says so and fails.
+    let out = std::process::Command::new(common::farmctl_bin())
+        .args(["agents"])
+        .env("FARM_COORDINATOR", farm.url())
+        .env("FARM_TOKEN", "00ff")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid token"));
+}

@@ -1,0 +1,767 @@
+//! Matrix files: parsing, validation, and expansion into cells and runs.
+//!
+//! Pure logic: the caller reads the file and passes its text; [`parse`] gives
+//! back a [`Matrix`] whose cells are the cartesian product of its axes, or an
+//! [`Error`] naming file, line, column and key. [`runs`] lists the runs of a
+//! matrix in the order they should be dispatched.
+//!
+//! # Format
+//!
+//! ```toml
+//! name = "lu-vs-hog"        # required, not empty
+//! repetitions = 3           # runs per cell; default 1, 1..=1000
+//! max_cells = 10000         # refuse a matrix with more cells; default 10000, 1..=1000000
+//! timeout_s = 600           # per-run timeout in seconds; default 3600, 1..=604800
+//! kernels = ["running"]     # default ["running"]: whatever kernel the agent runs;
+//!                           # any other name must equal the agent's `uname -r`
+//!
+//! [[workloads]]             # at least one
+//! name = "lu"               # a workload of the catalogue (farm_workload::catalogue)
+//! # A number fixes a parameter; an array of numbers is an axis. Parameters
+//! # left out take the catalogue's defaults. Values are checked against the
+//! # catalogue: known parameter, integer or float, within bounds.
+//! params = { threads = [1, 2], size = 48 }
+//!
+//! [[states]]                # default: one state "default" that changes nothing
+//! name = "cycled"           # required, unique
+//! hotplug = "cycle:1"       # "cycle:CPUS" (offline then online again before the run)
+//!                           # or "offline:CPUS" (offline during the run);
+//!                           # CPUS like "1", "1-3", "1,3-5"
+//! cgroup = "separate"       # "shared" (all programs in one cgroup) or "separate"
+//! autogroup = 0             # kernel.sched_autogroup_enabled: 0 or 1
+//!
+//! [[hosts]]                 # default: one selector "any" that every agent satisfies
+//! name = "x86"              # required, unique
+//! arch = "x86_64"           # `uname -m`
+//! min_cpus = 2              # 1..=100000
+//! min_numa_nodes = 1        # 1..=1024
+//! executor = "host"         # only "host" for now
+//!
+//! [baseline]                # optional: what each cell is compared with
+//! state = "default"         # keys: kernel, state, host, workload (a workload name),
+//!                           # or a workload parameter (e.g. threads = 1)
+//! ```
+//!
+//! Unknown keys are refused everywhere, as are empty axes (`kernels = []`,
+//! `threads = []`, ...), repeated values on an axis, and two workload entries
+//! that resolve to the same parameters: each would make two identical cells.
+//!
+//! # Cells
+//!
+//! Cells are the product kernels × workloads × states × hosts, in that order
+//! (the last axis varies fastest). A workload entry expands over its parameter
+//! axes in declaration order, the last declared varying fastest. On the wire a
+//! cell's parameters are complete (defaults filled in) and sorted by name.
+//!
+//! A cell's name is the workload with the parameters the file gives, in file
+//! order, then `kernel=`, `state=`, `host=` for each of those axes that has
+//! more than one value: `lu threads=2 size=48 | state=cycled`. Names are
+//! unique because workload entries may not resolve to the same parameters.
+//!
+//! A cell's baseline is the cell with the `[baseline]` values substituted into
+//! its coordinates; see the `baseline` submodule for the exact rule.
+//!
+//! # Limits
+//!
+//! The number of cells is counted before any is built, so a matrix of 10^30
+//! cells fails as fast as one of 10^4 + 1. Runs (cells × repetitions) are
+//! limited to [`MAX_RUNS`], so that [`runs`] always fits in memory.
+
+mod baseline;
+mod location;
+mod raw;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::ops::RangeInclusive;
+
+use farm_proto::{Cell, HostSelector, MachineState, Param, Workload, param::Value as ParamValue};
+use farm_workload::catalogue::{self, ParamError, ParamSpec, Value, WorkloadSpec};
+use toml::Spanned;
+
+use self::location::{Issue, join};
+use self::raw::{Int, Number, RawHost, RawMatrix, RawState, RawWorkload, Setting};
+
+/// The default limit on the number of cells of one matrix (`max_cells`).
+pub const DEFAULT_MAX_CELLS: usize = 10_000;
+
+/// The most runs (cells × repetitions) a matrix may have: the default cell
+/// limit at the largest number of repetitions.
+pub const MAX_RUNS: u64 = 10_000_000;
+
+const MAX_CELLS: RangeInclusive<i64> = 1..=1_000_000;
+const REPETITIONS: RangeInclusive<i64> = 1..=1000;
+const TIMEOUT_S: RangeInclusive<i64> = 1..=604_800;
+const MIN_CPUS: RangeInclusive<i64> = 1..=100_000;
+const MIN_NUMA_NODES: RangeInclusive<i64> = 1..=1024;
+const AUTOGROUP: RangeInclusive<i64> = 0..=1;
+const DEFAULT_REPETITIONS: u32 = 1;
+const DEFAULT_TIMEOUT_S: u32 = 3600;
+const RUNNING_KERNEL: &str = "running";
+const DEFAULT_STATE: &str = "default";
+const ANY_HOST: &str = "any";
+const EXECUTORS: &[&str] = &["host"];
+const CGROUP_LAYOUTS: &[&str] = &["shared", "separate"];
+const HOTPLUG_MODES: &[&str] = &["cycle", "offline"];
+/// CPU numbers in hotplug lists stay below this (the largest `min_cpus`).
+const CPU_LIMIT: u32 = 100_000;
+
+/// A validated, expanded matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    pub name: String,
+    pub repetitions: u32,
+    pub timeout_s: u32,
+    /// Every cell, `cells[i].index == i`.
+    pub cells: Vec<Cell>,
+}
+
+/// One run of one cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub cell_index: u32,
+    pub repetition: u32,
+    /// Dispatch order, from 0.
+    pub seq: u64,
+}
+
+/// A matrix file that cannot be run, and where.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[error("{file}:{line}:{column}: {}{message}", key_prefix(.key))]
+pub struct Error {
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    /// The dotted path of the offending key, e.g. `workloads[1].params.threads`;
+    /// empty when the error is not about one key (e.g. a TOML syntax error).
+    pub key: String,
+    pub message: String,
+}
+
+fn key_prefix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+type Checked<T> = std::result::Result<T, Issue>;
+
+/// Parses, validates and expands a matrix file. `file_name` is only used in errors.
+pub fn parse(file_name: &str, text: &str) -> Result<Matrix> {
+    let raw: RawMatrix =
+        toml::from_str(text).map_err(|e| location::from_toml(file_name, text, &e))?;
+    build(&raw).map_err(|issue| issue.locate(file_name, text))
+}
+
+/// The runs of a matrix in dispatch order: repetition-major (every cell's
+/// repetition 0, then every cell's repetition 1, ...), so that a slow drift of
+/// the machines over the matrix touches every cell alike.
+pub fn runs(m: &Matrix) -> Vec<Run> {
+    let mut out = Vec::with_capacity(m.cells.len() * m.repetitions as usize);
+    for repetition in 0..m.repetitions {
+        for cell in &m.cells {
+            let seq = out.len() as u64;
+            out.push(Run {
+                cell_index: cell.index,
+                repetition,
+                seq,
+            });
+        }
+    }
+    out
+}
+
+/// One workload with all its parameters resolved: a point of the workload axis.
+struct Variant {
+    spec: &'static WorkloadSpec,
+    /// Complete and sorted by name, as on the wire.
+    params: Vec<(&'static str, Value)>,
+    /// The workload name and the parameters the file gives, in file order.
+    label: String,
+}
+
+impl Variant {
+    fn param(&self, name: &str) -> Option<Value> {
+        self.params.iter().find(|p| p.0 == name).map(|p| p.1)
+    }
+}
+
+/// A parameter value that can be hashed: floats by their bits (-0.0 never
+/// reaches here, NaN is refused by the catalogue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ValueKey {
+    Int(i64),
+    Float(u64),
+}
+
+impl ValueKey {
+    fn of(v: Value) -> Self {
+        match v {
+            Value::Int(i) => ValueKey::Int(i),
+            Value::Float(f) => ValueKey::Float(f.to_bits()),
+        }
+    }
+}
+
+/// Checks a number given for a parameter.
+fn typed(spec: &ParamSpec, n: Number) -> std::result::Result<Value, ParamError> {
+    match n {
+        Number::Int(v) => spec.check_int(v),
+        Number::Float(v) => spec.check_float(v),
+    }
+}
+
+fn build(raw: &RawMatrix) -> Checked<Matrix> {
+    let name = non_empty(&raw.name, "name")?;
+    let repetitions: u32 = bounded(
+        raw.repetitions.as_ref(),
+        "repetitions",
+        REPETITIONS,
+        DEFAULT_REPETITIONS,
+    )?;
+    let max_cells: usize = bounded(
+        raw.max_cells.as_ref(),
+        "max_cells",
+        MAX_CELLS,
+        DEFAULT_MAX_CELLS,
+    )?;
+    let timeout_s: u32 = bounded(
+        raw.timeout_s.as_ref(),
+        "timeout_s",
+        TIMEOUT_S,
+        DEFAULT_TIMEOUT_S,
+    )?;
+    let kernels = kernels(raw.kernels.as_ref())?;
+    let workloads = non_empty_axis(&raw.workloads, "workloads")?
+        .iter()
+        .enumerate()
+        .map(|(i, w)| workload_axes(i, w))
+        .collect::<Checked<Vec<_>>>()?;
+    let states = states(raw.states.as_ref())?;
+    let hosts = hosts(raw.hosts.as_ref())?;
+
+    check_size(
+        raw,
+        &workloads,
+        [kernels.len(), states.len(), hosts.len()],
+        max_cells,
+        repetitions,
+    )?;
+    let variants = variants(raw, &workloads)?;
+    let baseline = match &raw.baseline {
+        None => None,
+        Some(b) => {
+            let axes = baseline::Axes {
+                kernels: &kernels,
+                states: &states,
+                hosts: &hosts,
+                variants: &variants,
+            };
+            Some(baseline::resolve(b, &axes)?)
+        }
+    };
+    let cells = cells(&kernels, &variants, &states, &hosts, baseline.as_ref());
+    Ok(Matrix {
+        name,
+        repetitions,
+        timeout_s,
+        cells,
+    })
+}
+
+/// Refuses a matrix with more cells than `max_cells` or more runs than
+/// [`MAX_RUNS`], counting them from the axes' lengths alone.
+fn check_size(
+    raw: &RawMatrix,
+    workloads: &[(&'static WorkloadSpec, Vec<Axis>)],
+    other_axes: [usize; 3],
+    max_cells: usize,
+    repetitions: u32,
+) -> Checked<()> {
+    // Saturating: ten axes of a thousand values overflow even a u128.
+    let variant_count = workloads.iter().fold(0u128, |sum, (_, axes)| {
+        let product = axes
+            .iter()
+            .fold(1u128, |p, a| p.saturating_mul(a.values.len() as u128));
+        sum.saturating_add(product)
+    });
+    let cell_count = other_axes
+        .iter()
+        .fold(variant_count, |p, &n| p.saturating_mul(n as u128));
+    if cell_count > max_cells as u128 {
+        let span = raw.max_cells.as_ref().map_or(0..0, Spanned::span);
+        return Err(Issue::new(
+            span,
+            "max_cells",
+            format!(
+                "the matrix has {cell_count} cells, more than the limit of {max_cells}: shrink \
+                 an axis or raise max_cells"
+            ),
+        ));
+    }
+    let run_count = cell_count.saturating_mul(u128::from(repetitions));
+    if run_count > u128::from(MAX_RUNS) {
+        let span = raw.repetitions.as_ref().map_or(0..0, Spanned::span);
+        return Err(Issue::new(
+            span,
+            "repetitions",
+            format!(
+                "the matrix has {run_count} runs ({cell_count} cells × {repetitions} repetitions), \
+                 more than the limit of {MAX_RUNS}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Expands every workload entry over its axes, refusing two entries that
+/// make the same parameter set (they would run the same cells twice).
+fn variants(
+    raw: &RawMatrix,
+    workloads: &[(&'static WorkloadSpec, Vec<Axis>)],
+) -> Checked<Vec<Variant>> {
+    let mut variants = Vec::new();
+    let mut made_by: HashMap<(&'static str, Vec<ValueKey>), usize> = HashMap::new();
+    for (i, (spec, axes)) in workloads.iter().enumerate() {
+        let name = &raw.workloads.get_ref()[i].get_ref().name;
+        expand(spec, axes, &mut |v| {
+            let key = (
+                v.spec.name,
+                v.params.iter().map(|p| ValueKey::of(p.1)).collect(),
+            );
+            if let Some(&j) = made_by.get(&key).filter(|&&j| j != i) {
+                return Err(Issue::new(
+                    name.span(),
+                    format!("workloads[{i}]"),
+                    format!(
+                        "`{}` is also made by workloads[{j}] (the parameters resolve to the same \
+                         values), which would run the same cells twice",
+                        v.label
+                    ),
+                ));
+            }
+            made_by.insert(key, i);
+            variants.push(v);
+            Ok(())
+        })?;
+    }
+    Ok(variants)
+}
+
+/// The cells, kernel-major and host-minor, with their baselines.
+fn cells(
+    kernels: &[String],
+    variants: &[Variant],
+    states: &[MachineState],
+    hosts: &[HostSelector],
+    baseline: Option<&baseline::Baseline>,
+) -> Vec<Cell> {
+    let (n_variants, n_states, n_hosts) = (variants.len(), states.len(), hosts.len());
+    let position = |k: usize, w: usize, s: usize, h: usize| {
+        ((k * n_variants + w) * n_states + s) * n_hosts + h
+    };
+    let mut cells = Vec::with_capacity(kernels.len() * n_variants * n_states * n_hosts);
+    for (k, kernel) in kernels.iter().enumerate() {
+        for (w, variant) in variants.iter().enumerate() {
+            let workload = Workload {
+                name: variant.spec.name.to_owned(),
+                params: variant
+                    .params
+                    .iter()
+                    .map(|&(name, value)| wire_param(name, value))
+                    .collect(),
+            };
+            for (s, state) in states.iter().enumerate() {
+                for (h, host) in hosts.iter().enumerate() {
+                    let index = position(k, w, s, h);
+                    let target = baseline.and_then(|b| {
+                        let t = position(
+                            b.kernel.unwrap_or(k),
+                            b.variant_targets[w]?,
+                            b.state.unwrap_or(s),
+                            b.host.unwrap_or(h),
+                        );
+                        (t != index).then_some(t)
+                    });
+                    // Only the axes that vary name a cell; the workload always does.
+                    let mut name = variant.label.clone();
+                    if kernels.len() > 1 {
+                        name.push_str(&format!(" | kernel={kernel}"));
+                    }
+                    if n_states > 1 {
+                        name.push_str(&format!(" | state={}", state.name));
+                    }
+                    if n_hosts > 1 {
+                        name.push_str(&format!(" | host={}", host.name));
+                    }
+                    cells.push(Cell {
+                        // `max_cells` keeps every index far below 2^32.
+                        index: index as u32,
+                        name,
+                        kernel: kernel.clone(),
+                        workload: Some(workload.clone()),
+                        state: Some(state.clone()),
+                        host: Some(host.clone()),
+                        baseline: target.map(|t| t as u32),
+                    });
+                }
+            }
+        }
+    }
+    cells
+}
+
+fn wire_param(name: &str, value: Value) -> Param {
+    let value = match value {
+        Value::Int(v) => ParamValue::Int(v),
+        Value::Float(v) => ParamValue::Float(v),
+    };
+    Param {
+        name: name.to_owned(),
+        value: Some(value),
+    }
+}
+
+fn non_empty(value: &Spanned<String>, key: &str) -> Checked<String> {
+    if value.get_ref().trim().is_empty() {
+        return Err(Issue::new(value.span(), key, "must not be empty"));
+    }
+    Ok(value.get_ref().clone())
+}
+
+fn non_empty_axis<'a, T>(axis: &'a Spanned<Vec<T>>, key: &str) -> Checked<&'a [T]> {
+    if axis.get_ref().is_empty() {
+        return Err(Issue::new(
+            axis.span(),
+            key,
+            "empty axis: give at least one value",
+        ));
+    }
+    Ok(axis.get_ref())
+}
+
+/// An integer within `range`, converted to the type it is stored in.
+fn bounded<T: TryFrom<i64>>(
+    value: Option<&Spanned<Int>>,
+    key: &str,
+    range: RangeInclusive<i64>,
+    default: T,
+) -> Checked<T> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    let n = value.get_ref().0;
+    let out_of_range = || {
+        Issue::new(
+            value.span(),
+            key,
+            format!("{n} is out of range {}..={}", range.start(), range.end()),
+        )
+    };
+    if !range.contains(&n) {
+        return Err(out_of_range());
+    }
+    T::try_from(n).map_err(|_| out_of_range())
+}
+
+/// One of a few known words.
+fn one_of(value: &Spanned<String>, key: &str, what: &str, known: &[&str]) -> Checked<String> {
+    let v = value.get_ref();
+    if !known.contains(&v.as_str()) {
+        return Err(Issue::new(
+            value.span(),
+            key,
+            format!("unknown {what} `{v}` (known: {})", known.join(", ")),
+        ));
+    }
+    Ok(v.clone())
+}
+
+fn kernels(raw: Option<&Spanned<Vec<Spanned<String>>>>) -> Checked<Vec<String>> {
+    let Some(raw) = raw else {
+        return Ok(vec![RUNNING_KERNEL.to_owned()]);
+    };
+    let mut out: Vec<String> = Vec::new();
+    for (i, kernel) in non_empty_axis(raw, "kernels")?.iter().enumerate() {
+        let key = format!("kernels[{i}]");
+        let name = non_empty(kernel, &key)?;
+        if name.chars().any(char::is_whitespace) {
+            return Err(Issue::new(
+                kernel.span(),
+                key,
+                "a kernel release has no whitespace",
+            ));
+        }
+        if let Some(j) = out.iter().position(|k| *k == name) {
+            return Err(Issue::new(
+                kernel.span(),
+                key,
+                format!("duplicate kernel `{name}` (also kernels[{j}])"),
+            ));
+        }
+        out.push(name);
+    }
+    Ok(out)
+}
+
+/// The values of a parameter axis, in file order.
+struct Axis {
+    name: &'static str,
+    values: Vec<Value>,
+}
+
+/// Looks a workload entry up in the catalogue and checks its parameters.
+/// The axes come in declaration order.
+fn workload_axes(
+    i: usize,
+    entry: &Spanned<RawWorkload>,
+) -> Checked<(&'static WorkloadSpec, Vec<Axis>)> {
+    let entry = entry.get_ref();
+    let key = format!("workloads[{i}]");
+    let spec = catalogue::lookup(entry.name.get_ref())
+        .map_err(|e| Issue::new(entry.name.span(), join(&key, "name"), e.to_string()))?;
+    let mut params: Vec<_> = entry.params.iter().collect();
+    params.sort_by_key(|(name, _)| name.span().start);
+    let mut axes = Vec::with_capacity(params.len());
+    for (name, setting) in params {
+        let key = format!("{key}.params.{}", name.get_ref());
+        let param = spec
+            .param(name.get_ref())
+            .map_err(|e| Issue::new(name.span(), &key, e.to_string()))?;
+        let check = |n: &Spanned<Number>| {
+            typed(param, *n.get_ref()).map_err(|e| Issue::new(n.span(), &key, e.to_string()))
+        };
+        let values = match setting.get_ref() {
+            Setting::Fixed(n) => vec![check(&Spanned::new(setting.span(), *n))?],
+            Setting::Axis(items) => {
+                if items.is_empty() {
+                    return Err(Issue::new(
+                        setting.span(),
+                        key,
+                        "empty axis: give at least one value",
+                    ));
+                }
+                let mut values: Vec<Value> = Vec::with_capacity(items.len());
+                let mut seen = HashSet::with_capacity(items.len());
+                for item in items {
+                    let value = check(item)?;
+                    if !seen.insert(ValueKey::of(value)) {
+                        return Err(Issue::new(
+                            item.span(),
+                            key,
+                            format!("duplicate value {value} on the axis"),
+                        ));
+                    }
+                    values.push(value);
+                }
+                values
+            }
+        };
+        axes.push(Axis {
+            name: param.name,
+            values,
+        });
+    }
+    Ok((spec, axes))
+}
+
+/// Calls `emit` with every combination of the axes' values, the last axis
+/// varying fastest.
+fn expand(
+    spec: &'static WorkloadSpec,
+    axes: &[Axis],
+    emit: &mut dyn FnMut(Variant) -> Checked<()>,
+) -> Checked<()> {
+    let mut at = vec![0usize; axes.len()];
+    loop {
+        let given: Vec<(String, Value)> = axes
+            .iter()
+            .zip(&at)
+            .map(|(a, &j)| (a.name.to_owned(), a.values[j]))
+            .collect();
+        // Every value was checked already; the catalogue fills in the defaults.
+        let params = catalogue::resolve(spec.name, &given)
+            .map_err(|e| Issue::new(0..0, "workloads", e.to_string()))?;
+        let mut label = spec.name.to_owned();
+        for (name, value) in &given {
+            label.push_str(&format!(" {name}={value}"));
+        }
+        emit(Variant {
+            spec,
+            params,
+            label,
+        })?;
+        // Advance the odometer.
+        let mut d = axes.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            at[d] += 1;
+            if at[d] < axes[d].values.len() {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
+}
+
+fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<Vec<MachineState>> {
+    let Some(raw) = raw else {
+        return Ok(vec![MachineState {
+            name: DEFAULT_STATE.to_owned(),
+            ..Default::default()
+        }]);
+    };
+    let mut out: Vec<MachineState> = Vec::new();
+    for (i, state) in non_empty_axis(raw, "states")?.iter().enumerate() {
+        let state = state.get_ref();
+        let key = format!("states[{i}]");
+        let name = unique_name(
+            &state.name,
+            &key,
+            "state",
+            out.iter().map(|s| s.name.as_str()),
+        )?;
+        let hotplug = match &state.hotplug {
+            None => String::new(),
+            Some(h) => {
+                check_hotplug(h.get_ref())
+                    .map_err(|m| Issue::new(h.span(), join(&key, "hotplug"), m))?;
+                h.get_ref().clone()
+            }
+        };
+        let cgroup = match &state.cgroup {
+            None => String::new(),
+            Some(c) => one_of(c, &join(&key, "cgroup"), "cgroup layout", CGROUP_LAYOUTS)?,
+        };
+        let autogroup = match &state.autogroup {
+            None => None,
+            Some(a) => Some(bounded(Some(a), &join(&key, "autogroup"), AUTOGROUP, 0u32)?),
+        };
+        out.push(MachineState {
+            name,
+            hotplug,
+            cgroup,
+            autogroup,
+        });
+    }
+    Ok(out)
+}
+
+fn hosts(raw: Option<&Spanned<Vec<Spanned<RawHost>>>>) -> Checked<Vec<HostSelector>> {
+    let Some(raw) = raw else {
+        return Ok(vec![HostSelector {
+            name: ANY_HOST.to_owned(),
+            ..Default::default()
+        }]);
+    };
+    let mut out: Vec<HostSelector> = Vec::new();
+    for (i, host) in non_empty_axis(raw, "hosts")?.iter().enumerate() {
+        let host = host.get_ref();
+        let key = format!("hosts[{i}]");
+        let name = unique_name(
+            &host.name,
+            &key,
+            "host",
+            out.iter().map(|h| h.name.as_str()),
+        )?;
+        let arch = match &host.arch {
+            None => String::new(),
+            Some(a) => non_empty(a, &join(&key, "arch"))?,
+        };
+        let min_cpus = bounded(
+            host.min_cpus.as_ref(),
+            &join(&key, "min_cpus"),
+            MIN_CPUS,
+            0u32,
+        )?;
+        let min_numa_nodes = bounded(
+            host.min_numa_nodes.as_ref(),
+            &join(&key, "min_numa_nodes"),
+            MIN_NUMA_NODES,
+            0u32,
+        )?;
+        let executor = match &host.executor {
+            None => String::new(),
+            Some(e) => one_of(e, &join(&key, "executor"), "executor", EXECUTORS)?,
+        };
+        out.push(HostSelector {
+            name,
+            arch,
+            min_cpus,
+            min_numa_nodes,
+            executor,
+        });
+    }
+    Ok(out)
+}
+
+/// The `name` of a state or host: not empty, and not taken by an earlier one.
+fn unique_name<'a>(
+    name: &Spanned<String>,
+    key: &str,
+    what: &str,
+    earlier: impl Iterator<Item = &'a str>,
+) -> Checked<String> {
+    let key = join(key, "name");
+    let value = non_empty(name, &key)?;
+    let plural = if what == "host" { "hosts" } else { "states" };
+    if let Some(j) = earlier.into_iter().position(|n| n == value) {
+        return Err(Issue::new(
+            name.span(),
+            key,
+            format!("duplicate {what} name `{value}` (also {plural}[{j}])"),
+        ));
+    }
+    Ok(value)
+}
+
+/// Checks `cycle:CPUS` / `offline:CPUS`, CPUS being a list of CPU numbers and
+/// ranges such as `1`, `1-3` or `1,3-5`.
+fn check_hotplug(spec: &str) -> std::result::Result<(), String> {
+    const FORM: &str =
+        "expected `cycle:CPUS` or `offline:CPUS` with CPUS like `1`, `1-3` or `1,3-5`";
+    let Some((mode, cpus)) = spec.split_once(':') else {
+        return Err(format!("`{spec}`: {FORM}"));
+    };
+    if !HOTPLUG_MODES.contains(&mode) {
+        return Err(format!(
+            "unknown hotplug mode `{mode}` (known: {})",
+            HOTPLUG_MODES.join(", ")
+        ));
+    }
+    if cpus.is_empty() {
+        return Err(format!("no CPUs given: {FORM}"));
+    }
+    let cpu = |s: &str| -> std::result::Result<u32, String> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("`{s}` in `{cpus}` is not a CPU number: {FORM}"));
+        }
+        match s.parse::<u32>() {
+            Ok(n) if n < CPU_LIMIT => Ok(n),
+            _ => Err(format!(
+                "CPU {s} is beyond the largest supported CPU number {}",
+                CPU_LIMIT - 1
+            )),
+        }
+    };
+    for item in cpus.split(',') {
+        if let Some((lo, hi)) = item.split_once('-') {
+            if cpu(lo)? > cpu(hi)? {
+                return Err(format!("range `{item}` runs backwards"));
+            }
+        } else {
+            cpu(item)?;
+        }
+    }
+    Ok(())
+}

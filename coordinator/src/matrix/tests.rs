@@ -1,0 +1,1229 @@
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::*;
+
+const FILE: &str = "m.toml";
+
+/// The smallest valid head of a matrix: a name and one workload.
+const HEAD: &str = "name = \"m\"\n[[workloads]]\nname = \"lu\"\n";
+
+/// Parses a matrix that must be valid.
+fn ok(toml: &str) -> Matrix {
+    parse(FILE, toml).unwrap_or_else(|e| panic!("unexpected error: {e}\n{toml}"))
+}
+
+/// Parses a matrix that must be refused at `line`:`column`, with a key
+/// containing `key` and a message containing `message`.
+fn check_err(toml: &str, line: usize, column: usize, key: &str, message: &str) {
+    let err = match parse(FILE, toml) {
+        Ok(_) => panic!("accepted, expected {line}:{column}: {key}: {message}\n{toml}"),
+        Err(err) => err,
+    };
+    let ok = err.file == FILE
+        && (err.line, err.column) == (line, column)
+        && err.key.contains(key)
+        && err.message.contains(message);
+    assert!(
+        ok,
+        "got      {err}\nexpected {FILE}:{line}:{column}: {key}: {message}\n{toml}"
+    );
+}
+
+// ------------------------------------------------------------------ errors
+
+#[test]
+fn unknown_keys() {
+    check_err(
+        "name = \"m\"\nfoo = 1\n[[workloads]]\nname = \"lu\"\n",
+        2,
+        1,
+        "foo",
+        "unknown field `foo`",
+    );
+    check_err(
+        &format!("{HEAD}threads = 2\n"),
+        4,
+        1,
+        "workloads[0].threads",
+        "unknown field `threads`",
+    );
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"s\"\nhotplg = \"cycle:1\"\n"),
+        6,
+        1,
+        "states[0].hotplg",
+        "unknown field `hotplg`",
+    );
+    check_err(
+        &format!("{HEAD}[[hosts]]\nname = \"h\"\ncpus = 2\n"),
+        6,
+        1,
+        "hosts[0].cpus",
+        "unknown field `cpus`",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nstat = \"default\"\n"),
+        5,
+        1,
+        "baseline.stat",
+        "unknown baseline axis `stat` (known: host, iterations, kernel, size, state, threads, workload)",
+    );
+}
+
+#[test]
+fn wrong_types() {
+    check_err(
+        "name = \"m\"\nrepetitions = \"3\"\n",
+        2,
+        15,
+        "repetitions",
+        "expected an integer",
+    );
+    check_err(
+        "name = \"m\"\nrepetitions = 2.5\n",
+        2,
+        15,
+        "repetitions",
+        "expected an integer",
+    );
+    check_err("name = 7\n", 1, 8, "name", "expected a string");
+    check_err(
+        "name = \"m\"\nkernels = \"running\"\n",
+        2,
+        11,
+        "kernels",
+        "expected an array",
+    );
+    check_err(
+        "name = \"m\"\nkernels = [\"a\", 1]\n",
+        2,
+        17,
+        "kernels[1]",
+        "expected a string",
+    );
+    check_err(
+        "name = \"m\"\nworkloads = 3\n",
+        2,
+        13,
+        "workloads",
+        "expected an array",
+    );
+    check_err(
+        "name = \"m\"\n[workloads]\nname = \"lu\"\n",
+        2,
+        1,
+        "workloads",
+        "invalid type: table, expected an array",
+    );
+    check_err(
+        "name = \"m\"\n[[workloads]]\nname = \"lu\"\nparams = { threads = \"2\" }\n",
+        4,
+        22,
+        "workloads[0].params.threads",
+        "expected a number or an array of numbers",
+    );
+    check_err(
+        "name = \"m\"\n[[workloads]]\nname = \"lu\"\nparams = { threads = [1, \"2\"] }\n",
+        4,
+        26,
+        "workloads[0].params.threads[1]",
+        "expected a number",
+    );
+    check_err(
+        "name = \"m\"\n[[workloads]]\nname = \"lu\"\nparams = { threads = 1.5 }\n",
+        4,
+        22,
+        "workloads[0].params.threads",
+        "parameter `threads` must be an integer",
+    );
+    check_err(
+        &format!("{HEAD}params = [1]\n"),
+        4,
+        10,
+        "workloads[0].params",
+        "expected a table",
+    );
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"s\"\nautogroup = true\n"),
+        6,
+        13,
+        "states[0].autogroup",
+        "expected an integer",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nstate = 1\n"),
+        5,
+        9,
+        "baseline.state",
+        "expected a state name",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nthreads = \"2\"\n"),
+        5,
+        11,
+        "baseline.threads",
+        "expected a parameter value",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nstate = true\n"),
+        5,
+        9,
+        "baseline.state",
+        "expected a string or a number",
+    );
+}
+
+#[test]
+fn missing_keys() {
+    check_err(
+        "[[workloads]]\nname = \"lu\"\n",
+        1,
+        1,
+        "name",
+        "missing field `name`",
+    );
+    check_err(
+        "name = \"m\"\n",
+        1,
+        1,
+        "workloads",
+        "missing field `workloads`",
+    );
+    check_err(
+        "name = \"m\"\n[[workloads]]\nparams = {}\n",
+        2,
+        1,
+        "workloads[0].name",
+        "missing field `name`",
+    );
+    check_err(
+        &format!("{HEAD}[[hosts]]\narch = \"x86_64\"\n"),
+        4,
+        1,
+        "hosts[0].name",
+        "missing field `name`",
+    );
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"a\"\n[[states]]\ncgroup = \"shared\"\n"),
+        6,
+        1,
+        "states[1].name",
+        "missing field `name`",
+    );
+}
+
+#[test]
+fn empty_values() {
+    check_err(
+        "name = \"\"\n[[workloads]]\nname = \"lu\"\n",
+        1,
+        8,
+        "name",
+        "must not be empty",
+    );
+    check_err(
+        &format!("kernels = []\n{HEAD}"),
+        1,
+        11,
+        "kernels",
+        "empty axis",
+    );
+    check_err(
+        &format!("kernels = [\"\"]\n{HEAD}"),
+        1,
+        12,
+        "kernels[0]",
+        "must not be empty",
+    );
+    check_err(
+        "name = \"m\"\nworkloads = []\n",
+        2,
+        13,
+        "workloads",
+        "empty axis",
+    );
+    check_err(
+        &format!("states = []\n{HEAD}"),
+        1,
+        10,
+        "states",
+        "empty axis",
+    );
+    check_err(&format!("hosts = []\n{HEAD}"), 1, 9, "hosts", "empty axis");
+    check_err(
+        &format!("{HEAD}params = {{ threads = [] }}\n"),
+        4,
+        22,
+        "workloads[0].params.threads",
+        "empty axis",
+    );
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \" \"\n"),
+        5,
+        8,
+        "states[0].name",
+        "must not be empty",
+    );
+    check_err(
+        &format!("{HEAD}[[hosts]]\nname = \"h\"\narch = \"\"\n"),
+        6,
+        8,
+        "hosts[0].arch",
+        "must not be empty",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\n"),
+        4,
+        1,
+        "baseline",
+        "empty baseline",
+    );
+}
+
+#[test]
+fn unknown_names() {
+    check_err(
+        "name = \"m\"\n[[workloads]]\nname = \"stream\"\n",
+        3,
+        8,
+        "workloads[0].name",
+        "unknown workload `stream` (known: cpu-hog, lu)",
+    );
+    check_err(
+        &format!("{HEAD}params = {{ size = 32, thread = 2 }}\n"),
+        4,
+        23,
+        "workloads[0].params.thread",
+        "unknown parameter `thread` of workload `lu`",
+    );
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"s\"\ncgroup = \"nested\"\n"),
+        6,
+        10,
+        "states[0].cgroup",
+        "unknown cgroup layout `nested` (known: shared, separate)",
+    );
+    check_err(
+        &format!("{HEAD}[[hosts]]\nname = \"h\"\nexecutor = \"kvm\"\n"),
+        6,
+        12,
+        "hosts[0].executor",
+        "unknown executor `kvm` (known: host)",
+    );
+    check_err(
+        &format!("kernels = [\"6.1 rc\"]\n{HEAD}"),
+        1,
+        12,
+        "kernels[0]",
+        "no whitespace",
+    );
+}
+
+#[test]
+fn out_of_range() {
+    check_err(
+        &format!("repetitions = 0\n{HEAD}"),
+        1,
+        15,
+        "repetitions",
+        "0 is out of range 1..=1000",
+    );
+    check_err(
+        &format!("repetitions = 1001\n{HEAD}"),
+        1,
+        15,
+        "repetitions",
+        "1001 is out of range 1..=1000",
+    );
+    check_err(
+        &format!("repetitions = -1\n{HEAD}"),
+        1,
+        15,
+        "repetitions",
+        "-1 is out of range 1..=1000",
+    );
+    check_err(
+        &format!("repetitions = 9223372036854775808\n{HEAD}"),
+        1,
+        15,
+        "repetitions",
+        "too large",
+    );
+    check_err(
+        &format!("max_cells = 0\n{HEAD}"),
+        1,
+        13,
+        "max_cells",
+        "out of range 1..=1000000",
+    );
+    check_err(
+        &format!("timeout_s = 604801\n{HEAD}"),
+        1,
+        13,
+        "timeout_s",
+        "out of range 1..=604800",
+    );
+    check_err(
+        &format!("{HEAD}params = {{ size = 4 }}\n"),
+        4,
+        19,
+        "workloads[0].params.size",
+        "parameter `size` = 4 is out of range 8..=512",
+    );
+    check_err(
+        &format!("{HEAD}params = {{ threads = [1, 5000] }}\n"),
+        4,
+        26,
+        "workloads[0].params.threads",
+        "out of range 1..=4096",
+    );
+    check_err(
+        "name = \"m\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = { seconds = 0.001 }\n",
+        4,
+        22,
+        "workloads[0].params.seconds",
+        "out of range 0.01..=86400",
+    );
+    check_err(
+        "name = \"m\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = { seconds = nan }\n",
+        4,
+        22,
+        "seconds",
+        "out of range",
+    );
+    check_err(
+        &format!("{HEAD}[[hosts]]\nname = \"h\"\nmin_cpus = 0\n"),
+        6,
+        12,
+        "hosts[0].min_cpus",
+        "out of range 1..=100000",
+    );
+    check_err(
+        &format!("{HEAD}[[hosts]]\nname = \"h\"\nmin_numa_nodes = 1025\n"),
+        6,
+        18,
+        "hosts[0].min_numa_nodes",
+        "out of range 1..=1024",
+    );
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"s\"\nautogroup = 2\n"),
+        6,
+        13,
+        "states[0].autogroup",
+        "2 is out of range 0..=1",
+    );
+}
+
+#[test]
+fn duplicates() {
+    check_err(
+        &format!("kernels = [\"a\", \"b\", \"a\"]\n{HEAD}"),
+        1,
+        22,
+        "kernels[2]",
+        "duplicate kernel `a` (also kernels[0])",
+    );
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"s\"\n[[states]]\nname = \"s\"\n"),
+        7,
+        8,
+        "states[1].name",
+        "duplicate state name `s` (also states[0])",
+    );
+    check_err(
+        &format!("{HEAD}[[hosts]]\nname = \"h\"\n[[hosts]]\nname = \"h\"\n"),
+        7,
+        8,
+        "hosts[1].name",
+        "duplicate host name `h` (also hosts[0])",
+    );
+    check_err(
+        &format!("{HEAD}params = {{ threads = [1, 2, 1] }}\n"),
+        4,
+        29,
+        "workloads[0].params.threads",
+        "duplicate value 1 on the axis",
+    );
+    // Both entries resolve to lu with the default size.
+    let size = default("lu", "size");
+    check_err(
+        &format!(
+            "{HEAD}params = {{ threads = [1, 2] }}\n[[workloads]]\nname = \"lu\"\nparams = {{ threads = 2, size = {size} }}\n"
+        ),
+        6,
+        8,
+        "workloads[1]",
+        &format!("`lu threads=2 size={size}` is also made by workloads[0]"),
+    );
+    // Refused by the TOML parser already.
+    check_err(
+        "name = \"a\"\nname = \"b\"\n",
+        2,
+        1,
+        "name",
+        "duplicate key",
+    );
+}
+
+#[test]
+fn too_many_cells() {
+    check_err(
+        &format!("max_cells = 3\n{HEAD}params = {{ threads = [1, 2, 3, 4] }}\n"),
+        1,
+        13,
+        "max_cells",
+        "the matrix has 4 cells, more than the limit of 3",
+    );
+    let threads: Vec<String> = (1..=101).map(|t| t.to_string()).collect();
+    let sizes: Vec<String> = (8..=107).map(|t| t.to_string()).collect();
+    check_err(
+        &format!(
+            "{HEAD}params = {{ threads = [{}], size = [{}] }}\n",
+            threads.join(","),
+            sizes.join(",")
+        ),
+        1,
+        1,
+        "max_cells",
+        "the matrix has 10100 cells, more than the limit of 10000",
+    );
+    // Far too many to build: refused by counting, at once.
+    let kernels: Vec<String> = (0..1000).map(|k| format!("\"k{k}\"")).collect();
+    let states: String = (0..1000)
+        .map(|s| format!("[[states]]\nname = \"s{s}\"\n"))
+        .collect();
+    let threads: Vec<String> = (1..=4096).map(|t| t.to_string()).collect();
+    let sizes: Vec<String> = (8..=512).map(|t| t.to_string()).collect();
+    let iterations: Vec<String> = (1..=1000).map(|t| t.to_string()).collect();
+    let text = format!(
+        "kernels = [{}]\n{HEAD}params = {{ threads = [{}], size = [{}], iterations = [{}] }}\n{states}",
+        kernels.join(","),
+        threads.join(","),
+        sizes.join(","),
+        iterations.join(","),
+    );
+    let started = std::time::Instant::now();
+    check_err(
+        &text,
+        1,
+        1,
+        "max_cells",
+        "the matrix has 2068480000000000 cells",
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn too_many_runs() {
+    let threads: Vec<String> = (1..=100).map(|t| t.to_string()).collect();
+    let sizes: Vec<String> = (8..=207).map(|t| t.to_string()).collect();
+    check_err(
+        &format!(
+            "max_cells = 1000000\nrepetitions = 1000\n{HEAD}params = {{ threads = [{}], size = [{}] }}\n",
+            threads.join(","),
+            sizes.join(",")
+        ),
+        2,
+        15,
+        "repetitions",
+        "the matrix has 20000000 runs (20000 cells × 1000 repetitions), more than the limit of 10000000",
+    );
+}
+
+#[test]
+fn bad_hotplug() {
+    let cases = [
+        ("cycle", "expected `cycle:CPUS` or `offline:CPUS`"),
+        ("up:1", "unknown hotplug mode `up` (known: cycle, offline)"),
+        ("cycle:", "no CPUs given"),
+        ("cycle:a", "`a` in `a` is not a CPU number"),
+        ("cycle:1,,2", "`` in `1,,2` is not a CPU number"),
+        ("cycle: 1", "` 1` in ` 1` is not a CPU number"),
+        ("offline:1-", "`` in `1-` is not a CPU number"),
+        ("offline:1-2-3", "`2-3` in `1-2-3` is not a CPU number"),
+        ("offline:3-1", "range `3-1` runs backwards"),
+        (
+            "offline:100000",
+            "CPU 100000 is beyond the largest supported CPU number 99999",
+        ),
+        ("offline:99999999999", "beyond the largest supported"),
+    ];
+    for (hotplug, message) in cases {
+        let text = format!("{HEAD}[[states]]\nname = \"s\"\nhotplug = \"{hotplug}\"\n");
+        check_err(&text, 6, 11, "states[0].hotplug", message);
+    }
+    for good in ["cycle:1", "offline:1-3", "cycle:0,2-5,7", "offline:3-3"] {
+        ok(&format!(
+            "{HEAD}[[states]]\nname = \"s\"\nhotplug = \"{good}\"\n"
+        ));
+    }
+}
+
+#[test]
+fn bad_baselines() {
+    let two_states = "[[states]]\nname = \"a\"\n[[states]]\nname = \"b\"\n";
+    check_err(
+        &format!("{HEAD}{two_states}[baseline]\nstate = \"c\"\n"),
+        9,
+        9,
+        "baseline.state",
+        "state `c` is not in the matrix (it has: a, b)",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nkernel = \"6.1\"\n"),
+        5,
+        10,
+        "baseline.kernel",
+        "kernel `6.1` is not in the matrix (it has: running)",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nhost = \"x\"\n"),
+        5,
+        8,
+        "baseline.host",
+        "host `x` is not in the matrix (it has: any)",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nworkload = \"cpu-hog\"\n"),
+        5,
+        12,
+        "baseline.workload",
+        "workload `cpu-hog` is not in the matrix (it has: lu)",
+    );
+    check_err(
+        &format!("{HEAD}params = {{ threads = [1, 2] }}\n[baseline]\nthreads = 3\n"),
+        6,
+        11,
+        "baseline.threads",
+        "`threads` = 3 does not occur in the matrix (it has: 1, 2)",
+    );
+    check_err(
+        &format!("{HEAD}[baseline]\nsize = 4\n"),
+        5,
+        8,
+        "baseline.size",
+        "parameter `size` = 4 is out of range 8..=512",
+    );
+    // cpu-hog threads=1 could be compared with lu size=16 or lu size=32.
+    check_err(
+        "name = \"m\"\n[[workloads]]\nname = \"lu\"\nparams = { threads = 1, size = [16, 32] }\n\
+         [[workloads]]\nname = \"cpu-hog\"\n[baseline]\nworkload = \"lu\"\n",
+        8,
+        12,
+        "baseline.workload",
+        "ambiguous: `cpu-hog` matches 2 workloads (`lu threads=1 size=16`, `lu threads=1 size=32`)",
+    );
+}
+
+#[test]
+fn syntax_errors() {
+    check_err("name = \"m\n", 1, 10, "", "invalid basic string");
+    check_err(&format!("{HEAD}[baseline\n"), 4, 10, "", "unclosed table");
+}
+
+#[test]
+fn columns_count_characters() {
+    check_err(
+        "name = \"m\"\nkernels = [\"äöü\", 1]\n",
+        2,
+        19,
+        "kernels[1]",
+        "expected a string",
+    );
+}
+
+#[test]
+fn display() {
+    let err = parse("dir/m.toml", "name = \"m\"\nfoo = 1\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "dir/m.toml:2:1: foo: unknown field `foo`, expected one of `name`, `repetitions`, \
+         `max_cells`, `timeout_s`, `kernels`, `workloads`, `states`, `hosts`, `baseline`"
+    );
+    let err = parse("m.toml", "name = \"m\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("m.toml:1:10: invalid basic string"),
+        "{err}"
+    );
+}
+
+// ------------------------------------------------------------------ expansion
+
+fn param_text(p: &Param) -> String {
+    match &p.value {
+        Some(ParamValue::Int(v)) => format!("{}={v}", p.name),
+        Some(ParamValue::Float(v)) => format!("{}={v:?}", p.name),
+        other => format!("{}={other:?}", p.name),
+    }
+}
+
+/// A parameter's catalogue default, written as [`params_text`] writes it.
+fn default(workload: &str, param: &str) -> String {
+    let spec = catalogue::lookup(workload).and_then(|w| w.param(param));
+    match spec.map(|p| p.default) {
+        Ok(Value::Int(v)) => v.to_string(),
+        Ok(Value::Float(v)) => format!("{v:?}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn params_text(cell: &Cell) -> String {
+    let workload = cell.workload.as_ref().expect("every cell has a workload");
+    let params: Vec<String> = workload.params.iter().map(param_text).collect();
+    format!("{} {}", workload.name, params.join(" "))
+}
+
+#[test]
+fn defaults() {
+    let m = ok(HEAD);
+    assert_eq!(
+        (m.name.as_str(), m.repetitions, m.timeout_s),
+        ("m", 1, 3600)
+    );
+    assert_eq!(m.cells.len(), 1);
+    let cell = &m.cells[0];
+    assert_eq!(cell.index, 0);
+    assert_eq!(cell.name, "lu");
+    assert_eq!(cell.kernel, "running");
+    let expected = format!(
+        "lu iterations={} size={} threads={}",
+        default("lu", "iterations"),
+        default("lu", "size"),
+        default("lu", "threads"),
+    );
+    assert_eq!(params_text(cell), expected);
+    assert_eq!(
+        cell.state,
+        Some(MachineState {
+            name: "default".into(),
+            ..Default::default()
+        })
+    );
+    assert_eq!(
+        cell.host,
+        Some(HostSelector {
+            name: "any".into(),
+            ..Default::default()
+        })
+    );
+    assert_eq!(cell.baseline, None);
+    assert_eq!(
+        runs(&m),
+        vec![Run {
+            cell_index: 0,
+            repetition: 0,
+            seq: 0
+        }]
+    );
+}
+
+#[test]
+fn states_and_hosts_on_the_wire() {
+    let m = ok(&format!(
+        "{HEAD}[[states]]\nname = \"s\"\nhotplug = \"cycle:1\"\ncgroup = \"separate\"\nautogroup = 0\n\
+         [[hosts]]\nname = \"h\"\narch = \"s390x\"\nmin_cpus = 16\nmin_numa_nodes = 2\nexecutor = \"host\"\n"
+    ));
+    let cell = &m.cells[0];
+    let state = MachineState {
+        name: "s".into(),
+        hotplug: "cycle:1".into(),
+        cgroup: "separate".into(),
+        autogroup: Some(0),
+    };
+    assert_eq!(cell.state.as_ref(), Some(&state));
+    let host = HostSelector {
+        name: "h".into(),
+        arch: "s390x".into(),
+        min_cpus: 16,
+        min_numa_nodes: 2,
+        executor: "host".into(),
+    };
+    assert_eq!(cell.host.as_ref(), Some(&host));
+}
+
+#[test]
+fn float_parameters() {
+    let m =
+        ok("name = \"m\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = { seconds = [2, 0.5] }\n");
+    let texts: Vec<String> = m.cells.iter().map(params_text).collect();
+    assert_eq!(
+        texts,
+        [
+            format!(
+                "cpu-hog seconds=2.0 threads={}",
+                default("cpu-hog", "threads")
+            ),
+            format!(
+                "cpu-hog seconds=0.5 threads={}",
+                default("cpu-hog", "threads")
+            ),
+        ]
+    );
+    let names: Vec<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["cpu-hog seconds=2", "cpu-hog seconds=0.5"]);
+}
+
+#[test]
+fn order() {
+    let m = ok("name = \"m\"\nkernels = [\"a\", \"b\"]\n\
+                [[workloads]]\nname = \"lu\"\nparams = { threads = [2, 1], size = [16, 8] }\n\
+                [[workloads]]\nname = \"cpu-hog\"\n\
+                [[states]]\nname = \"s1\"\n[[states]]\nname = \"s2\"\n");
+    let names: Vec<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
+    let mut expected = Vec::new();
+    for kernel in ["a", "b"] {
+        for workload in [
+            "lu threads=2 size=16",
+            "lu threads=2 size=8",
+            "lu threads=1 size=16",
+            "lu threads=1 size=8",
+            "cpu-hog",
+        ] {
+            for state in ["s1", "s2"] {
+                expected.push(format!("{workload} | kernel={kernel} | state={state}"));
+            }
+        }
+    }
+    assert_eq!(names, expected);
+    assert!(
+        m.cells
+            .iter()
+            .enumerate()
+            .all(|(i, c)| c.index as usize == i)
+    );
+    // Complete parameters, sorted by name.
+    let iterations = default("lu", "iterations");
+    assert_eq!(
+        params_text(&m.cells[2]),
+        format!("lu iterations={iterations} size=8 threads=2")
+    );
+    let (seconds, threads) = (default("cpu-hog", "seconds"), default("cpu-hog", "threads"));
+    assert_eq!(
+        params_text(&m.cells[8]),
+        format!("cpu-hog seconds={seconds} threads={threads}")
+    );
+}
+
+#[test]
+fn runs_are_repetition_major() {
+    let m = ok(&format!(
+        "repetitions = 3\n{HEAD}params = {{ threads = [1, 2] }}\n"
+    ));
+    let got: Vec<(u32, u32, u64)> = runs(&m)
+        .iter()
+        .map(|r| (r.cell_index, r.repetition, r.seq))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, 0, 0),
+            (1, 0, 1),
+            (0, 1, 2),
+            (1, 1, 3),
+            (0, 2, 4),
+            (1, 2, 5)
+        ]
+    );
+}
+
+/// `(name, baseline name)` of every cell.
+fn baselines(m: &Matrix) -> Vec<(String, Option<String>)> {
+    m.cells
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                c.baseline.map(|b| m.cells[b as usize].name.clone()),
+            )
+        })
+        .collect()
+}
+
+fn pairs(expected: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+    expected
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.map(str::to_string)))
+        .collect()
+}
+
+#[test]
+fn baseline_by_state_and_kernel() {
+    let m = ok(
+        "name = \"m\"\nkernels = [\"old\", \"new\"]\n[[workloads]]\nname = \"lu\"\n\
+                [[states]]\nname = \"plain\"\n[[states]]\nname = \"cycled\"\nhotplug = \"cycle:1\"\n\
+                [baseline]\nkernel = \"old\"\nstate = \"plain\"\n",
+    );
+    assert_eq!(
+        baselines(&m),
+        pairs(&[
+            ("lu | kernel=old | state=plain", None),
+            (
+                "lu | kernel=old | state=cycled",
+                Some("lu | kernel=old | state=plain")
+            ),
+            (
+                "lu | kernel=new | state=plain",
+                Some("lu | kernel=old | state=plain")
+            ),
+            (
+                "lu | kernel=new | state=cycled",
+                Some("lu | kernel=old | state=plain")
+            ),
+        ])
+    );
+}
+
+#[test]
+fn baseline_by_parameter() {
+    // cpu-hog's threads are fixed at 2: it has no threads=1 cell to be compared with.
+    let m = ok(
+        "name = \"m\"\n[[workloads]]\nname = \"lu\"\nparams = { threads = [1, 2], size = [8, 16] }\n\
+                [[workloads]]\nname = \"cpu-hog\"\nparams = { threads = 2, seconds = [1, 2] }\n\
+                [baseline]\nthreads = 1\nseconds = 2\n",
+    );
+    assert_eq!(
+        baselines(&m),
+        pairs(&[
+            ("lu threads=1 size=8", None),
+            ("lu threads=1 size=16", None),
+            ("lu threads=2 size=8", Some("lu threads=1 size=8")),
+            ("lu threads=2 size=16", Some("lu threads=1 size=16")),
+            ("cpu-hog threads=2 seconds=1", None),
+            ("cpu-hog threads=2 seconds=2", None),
+        ])
+    );
+}
+
+#[test]
+fn baseline_by_workload() {
+    let m = ok(
+        "name = \"m\"\n[[workloads]]\nname = \"lu\"\nparams = { threads = [1, 2] }\n\
+                [[workloads]]\nname = \"cpu-hog\"\nparams = { threads = [1, 2, 3] }\n\
+                [baseline]\nworkload = \"cpu-hog\"\n",
+    );
+    assert_eq!(
+        baselines(&m),
+        pairs(&[
+            ("lu threads=1", Some("cpu-hog threads=1")),
+            ("lu threads=2", Some("cpu-hog threads=2")),
+            ("cpu-hog threads=1", None),
+            ("cpu-hog threads=2", None),
+            ("cpu-hog threads=3", None),
+        ])
+    );
+}
+
+#[test]
+fn examples_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
+        let path = entry.expect("examples/ is readable").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).expect("an example is readable");
+            let name = path.display().to_string();
+            if let Err(e) = parse(&name, &text) {
+                panic!("{e}");
+            }
+            seen.push(path.file_name().map(|n| n.to_string_lossy().into_owned()));
+        }
+    }
+    assert!(
+        seen.contains(&Some("quick.toml".to_owned())),
+        "examples: {seen:?}"
+    );
+
+    let text = std::fs::read_to_string(dir.join("quick.toml")).expect("quick.toml is readable");
+    let quick = ok(&text);
+    assert_eq!((quick.cells.len(), quick.repetitions), (4, 3));
+    assert_eq!(runs(&quick).len(), 12);
+}
+
+// ------------------------------------------------------------------ properties
+
+/// A random valid matrix, written as TOML by [`Generated::toml`].
+#[derive(Debug, Clone)]
+struct Generated {
+    kernels: Vec<&'static str>,
+    workloads: Vec<GeneratedWorkload>,
+    states: usize,
+    hosts: usize,
+    repetitions: u32,
+    /// `[baseline]` entries, already written as TOML values.
+    baseline: Vec<(&'static str, String)>,
+}
+
+/// A workload name and its axes (parameter, values).
+type GeneratedWorkload = (&'static str, Vec<(&'static str, Vec<i64>)>);
+
+impl Generated {
+    fn toml(&self) -> String {
+        let mut t = format!(
+            "name = \"p\"\nrepetitions = {}\nkernels = [",
+            self.repetitions
+        );
+        let kernels: Vec<String> = self.kernels.iter().map(|k| format!("\"{k}\"")).collect();
+        t.push_str(&kernels.join(", "));
+        t.push_str("]\n");
+        for (i, (name, axes)) in self.workloads.iter().enumerate() {
+            // A fixed parameter that no other entry shares keeps entries apart.
+            let tag = if *name == "lu" {
+                "iterations"
+            } else {
+                "seconds"
+            };
+            t.push_str(&format!(
+                "[[workloads]]\nname = \"{name}\"\nparams = {{ {tag} = {}",
+                i + 1
+            ));
+            for (param, values) in axes {
+                let values: Vec<String> = values.iter().map(i64::to_string).collect();
+                t.push_str(&format!(", {param} = [{}]", values.join(", ")));
+            }
+            t.push_str(" }\n");
+        }
+        for s in 0..self.states {
+            t.push_str(&format!("[[states]]\nname = \"s{s}\"\n"));
+        }
+        for h in 0..self.hosts {
+            t.push_str(&format!("[[hosts]]\nname = \"h{h}\"\n"));
+        }
+        if !self.baseline.is_empty() {
+            t.push_str("[baseline]\n");
+            for (key, value) in &self.baseline {
+                t.push_str(&format!("{key} = {value}\n"));
+            }
+        }
+        t
+    }
+
+    fn cell_count(&self) -> usize {
+        let variants: usize = self
+            .workloads
+            .iter()
+            .map(|(_, axes)| axes.iter().map(|a| a.1.len()).product::<usize>())
+            .sum();
+        self.kernels.len() * variants * self.states * self.hosts
+    }
+}
+
+fn axis(values: Vec<i64>) -> impl Strategy<Value = Vec<i64>> {
+    let n = values.len();
+    proptest::sample::subsequence(values, 1..=n).prop_shuffle()
+}
+
+fn workload() -> impl Strategy<Value = GeneratedWorkload> {
+    let lu = (
+        proptest::option::of(axis(vec![1, 2, 3, 4])),
+        proptest::option::of(axis(vec![8, 16, 32])),
+    )
+        .prop_map(|(threads, size)| {
+            let mut axes = Vec::new();
+            axes.extend(size.map(|v| ("size", v)));
+            axes.extend(threads.map(|v| ("threads", v)));
+            ("lu", axes)
+        });
+    let hog = proptest::option::of(axis(vec![1, 2, 3])).prop_map(|threads| {
+        (
+            "cpu-hog",
+            threads.map(|v| ("threads", v)).into_iter().collect(),
+        )
+    });
+    prop_oneof![lu, hog]
+}
+
+fn generated() -> impl Strategy<Value = Generated> {
+    (
+        axis(vec![0, 1, 2]).prop_map(|ks| {
+            ks.into_iter()
+                .map(|k| ["running", "6.1.0", "6.12.0"][k as usize])
+                .collect::<Vec<_>>()
+        }),
+        proptest::collection::vec(workload(), 1..=3),
+        1..=3usize,
+        1..=3usize,
+        1..=4u32,
+    )
+        .prop_flat_map(|(kernels, workloads, states, hosts, repetitions)| {
+            // Baseline values are picked among those on the axes (or a parameter's default).
+            let mut threads: Vec<i64> = workloads
+                .iter()
+                .flat_map(|(name, axes)| {
+                    let given = axes.iter().find(|a| a.0 == "threads").map(|a| a.1.clone());
+                    given.unwrap_or_else(|| {
+                        let spec = catalogue::lookup(name).and_then(|w| w.param("threads"));
+                        match spec.map(|p| p.default) {
+                            Ok(Value::Int(t)) => vec![t],
+                            other => panic!("threads of {name} default to {other:?}"),
+                        }
+                    })
+                })
+                .collect();
+            threads.sort_unstable();
+            threads.dedup();
+            let mut names: Vec<&'static str> = workloads.iter().map(|w| w.0).collect();
+            names.sort_unstable();
+            names.dedup();
+            let kernel = proptest::option::of(proptest::sample::select(kernels.clone()))
+                .prop_map(|k| k.map(|k| ("kernel", format!("\"{k}\""))));
+            let state = proptest::option::of(0..states)
+                .prop_map(|s| s.map(|s| ("state", format!("\"s{s}\""))));
+            let host = proptest::option::of(0..hosts)
+                .prop_map(|h| h.map(|h| ("host", format!("\"h{h}\""))));
+            let workload = proptest::option::weighted(0.2, proptest::sample::select(names))
+                .prop_map(|w| w.map(|w| ("workload", format!("\"{w}\""))));
+            let threads = proptest::option::of(proptest::sample::select(threads))
+                .prop_map(|t| t.map(|t| ("threads", t.to_string())));
+            let baseline = (kernel, state, host, workload, threads).prop_map(|(a, b, c, d, e)| {
+                [a, b, c, d, e].into_iter().flatten().collect::<Vec<_>>()
+            });
+            (
+                Just((kernels, workloads, states, hosts, repetitions)),
+                baseline,
+            )
+        })
+        .prop_map(
+            |((kernels, workloads, states, hosts, repetitions), baseline)| Generated {
+                kernels,
+                workloads,
+                states,
+                hosts,
+                repetitions,
+                baseline,
+            },
+        )
+}
+
+/// A cell's coordinates, read back from the wire form.
+#[derive(Debug, PartialEq)]
+struct Coordinates {
+    kernel: String,
+    state: String,
+    host: String,
+    workload: String,
+    params: BTreeMap<String, f64>,
+}
+
+fn coordinates(cell: &Cell) -> Coordinates {
+    let workload = cell.workload.as_ref().expect("every cell has a workload");
+    let params = workload
+        .params
+        .iter()
+        .map(|p| {
+            let value = match p.value {
+                Some(ParamValue::Int(v)) => v as f64,
+                Some(ParamValue::Float(v)) => v,
+                ref other => panic!("unexpected parameter value {other:?}"),
+            };
+            (p.name.clone(), value)
+        })
+        .collect();
+    Coordinates {
+        kernel: cell.kernel.clone(),
+        state: cell
+            .state
+            .as_ref()
+            .map(|s| s.name.clone())
+            .unwrap_or_default(),
+        host: cell
+            .host
+            .as_ref()
+            .map(|h| h.name.clone())
+            .unwrap_or_default(),
+        workload: workload.name.clone(),
+        params,
+    }
+}
+
+/// The cells the baseline rule allows as `cell`'s baseline, found by brute force.
+fn candidates(all: &[Coordinates], baseline: &[(&str, String)], cell: &Coordinates) -> Vec<usize> {
+    let get = |key: &str| {
+        baseline
+            .iter()
+            .find(|b| b.0 == key)
+            .map(|b| b.1.trim_matches('"').to_owned())
+    };
+    let want = |key: &str, own: &str| get(key).unwrap_or_else(|| own.to_owned());
+    all.iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            t.kernel == want("kernel", &cell.kernel)
+                && t.state == want("state", &cell.state)
+                && t.host == want("host", &cell.host)
+                && t.workload == want("workload", &cell.workload)
+                && t.params.iter().all(|(p, v)| match get(p) {
+                    Some(b) => b.parse::<f64>().ok() == Some(*v),
+                    None => cell.params.get(p).is_none_or(|own| own == v),
+                })
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn expansion_is_deterministic_and_complete(g in generated()) {
+        let text = g.toml();
+        let first = parse(FILE, &text);
+        prop_assert_eq!(&first, &parse(FILE, &text));
+        let all_coordinates = |m: &Matrix| m.cells.iter().map(coordinates).collect::<Vec<_>>();
+        let m = match first {
+            Ok(m) => m,
+            Err(e) => {
+                // Only a workload baseline may be refused, and only when it is ambiguous.
+                prop_assert!(e.key == "baseline.workload" && e.message.contains("ambiguous"), "{}\n{}", e, text);
+                // The same matrix without the baseline parses; some cell has several candidates.
+                let plain = Generated { baseline: Vec::new(), ..g.clone() };
+                let m = parse(FILE, &plain.toml()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let all = all_coordinates(&m);
+                prop_assert!(all.iter().any(|c| candidates(&all, &g.baseline, c).len() > 1));
+                return Ok(());
+            }
+        };
+        prop_assert_eq!(m.cells.len(), g.cell_count(), "{}", text);
+        prop_assert_eq!(m.repetitions, g.repetitions);
+
+        let names: HashSet<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
+        prop_assert_eq!(names.len(), m.cells.len(), "cell names are unique");
+        let all = all_coordinates(&m);
+        for (i, cell) in m.cells.iter().enumerate() {
+            prop_assert_eq!(cell.index as usize, i);
+            let found = candidates(&all, &g.baseline, &all[i]);
+            prop_assert!(found.len() <= 1, "{}: several candidates", cell.name);
+            let expected = found.first().copied().filter(|&t| t != i);
+            prop_assert_eq!(cell.baseline.map(|b| b as usize), expected, "{}\n{}", cell.name, text);
+            if let Some(b) = cell.baseline {
+                // The baseline differs only on the baseline axes.
+                let (c, t) = (&all[i], &all[b as usize]);
+                let free = |key: &str| g.baseline.iter().any(|x| x.0 == key);
+                prop_assert!(free("kernel") || c.kernel == t.kernel);
+                prop_assert!(free("state") || c.state == t.state);
+                prop_assert!(free("host") || c.host == t.host);
+                prop_assert!(free("workload") || c.workload == t.workload);
+                if !free("workload") {
+                    for (p, v) in &c.params {
+                        prop_assert!(free(p) || t.params.get(p) == Some(v), "{} vs {}", cell.name, m.cells[b as usize].name);
+                    }
+                }
+            }
+        }
+
+        let runs = runs(&m);
+        prop_assert_eq!(runs.len(), m.cells.len() * m.repetitions as usize);
+        let pairs: HashSet<(u32, u32)> = runs.iter().map(|r| (r.cell_index, r.repetition)).collect();
+        prop_assert_eq!(pairs.len(), runs.len());
+        prop_assert!(runs.iter().all(|r| (r.cell_index as usize) < m.cells.len() && r.repetition < m.repetitions));
+        prop_assert!(runs.iter().enumerate().all(|(i, r)| r.seq == i as u64));
+        prop_assert!(runs.windows(2).all(|w| w[0].repetition <= w[1].repetition), "repetition-major");
+    }
+}

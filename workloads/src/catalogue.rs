@@ -1,0 +1,304 @@
+//! The catalogue: every workload the farm can run, with typed, bounded parameters.
+//!
+//! Nothing received over the network is ever run as a shell command: a matrix
+//! names a workload from this table and gives values for its parameters, which
+//! are checked here both by the coordinator (when a matrix is submitted) and by
+//! the agent (when a run arrives).
+
+use std::fmt;
+
+/// A parameter value after validation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Float(f64),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// The type and bounds of one parameter. Bounds are inclusive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    Int { min: i64, max: i64 },
+    Float { min: f64, max: f64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: Value,
+    pub doc: &'static str,
+}
+
+/// Whether a smaller or a larger value of a metric is the better one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    LowerIsBetter,
+    HigherIsBetter,
+}
+
+/// A figure of merit a workload reports about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricSpec {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub direction: Direction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkloadSpec {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub params: &'static [ParamSpec],
+    pub metrics: &'static [MetricSpec],
+}
+
+/// Why a parameter was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamError {
+    UnknownWorkload {
+        workload: String,
+    },
+    UnknownParam {
+        workload: &'static str,
+        param: String,
+    },
+    WrongType {
+        param: &'static str,
+        expected: &'static str,
+    },
+    OutOfRange {
+        param: &'static str,
+        value: String,
+        min: String,
+        max: String,
+    },
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamError::UnknownWorkload { workload } => {
+                let known: Vec<_> = CATALOGUE.iter().map(|w| w.name).collect();
+                write!(
+                    f,
+                    "unknown workload `{workload}` (known: {})",
+                    known.join(", ")
+                )
+            }
+            ParamError::UnknownParam { workload, param } => {
+                let known: Vec<_> = find(workload)
+                    .map(|w| w.params.iter().map(|p| p.name).collect())
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "unknown parameter `{param}` of workload `{workload}` (known: {})",
+                    known.join(", ")
+                )
+            }
+            ParamError::WrongType { param, expected } => {
+                write!(f, "parameter `{param}` must be {expected}")
+            }
+            ParamError::OutOfRange {
+                param,
+                value,
+                min,
+                max,
+            } => {
+                write!(
+                    f,
+                    "parameter `{param}` = {value} is out of range {min}..={max}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+impl WorkloadSpec {
+    pub fn param(&self, name: &str) -> Result<&'static ParamSpec, ParamError> {
+        // `params` is 'static, so the found spec is too.
+        let params: &'static [ParamSpec] = self.params;
+        params
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| ParamError::UnknownParam {
+                workload: self.name,
+                param: name.to_string(),
+            })
+    }
+}
+
+impl ParamSpec {
+    /// Checks an integer given for this parameter. Integers are accepted for
+    /// float parameters too (`seconds = 2`).
+    pub fn check_int(&self, v: i64) -> Result<Value, ParamError> {
+        match self.kind {
+            Kind::Int { min, max } => {
+                if (min..=max).contains(&v) {
+                    Ok(Value::Int(v))
+                } else {
+                    Err(self.out_of_range(v.to_string()))
+                }
+            }
+            Kind::Float { .. } => self.check_float(v as f64),
+        }
+    }
+
+    pub fn check_float(&self, v: f64) -> Result<Value, ParamError> {
+        match self.kind {
+            Kind::Int { .. } => Err(ParamError::WrongType {
+                param: self.name,
+                expected: "an integer",
+            }),
+            Kind::Float { min, max } => {
+                // NaN fails the range test, so it is refused here too.
+                if v >= min && v <= max {
+                    Ok(Value::Float(v))
+                } else {
+                    Err(self.out_of_range(v.to_string()))
+                }
+            }
+        }
+    }
+
+    pub fn expected(&self) -> &'static str {
+        match self.kind {
+            Kind::Int { .. } => "an integer",
+            Kind::Float { .. } => "a number",
+        }
+    }
+
+    fn out_of_range(&self, value: String) -> ParamError {
+        let (min, max) = match self.kind {
+            Kind::Int { min, max } => (min.to_string(), max.to_string()),
+            Kind::Float { min, max } => (min.to_string(), max.to_string()),
+        };
+        ParamError::OutOfRange {
+            param: self.name,
+            value,
+            min,
+            max,
+        }
+    }
+}
+
+pub fn find(name: &str) -> Option<&'static WorkloadSpec> {
+    CATALOGUE.iter().find(|w| w.name == name)
+}
+
+pub fn lookup(name: &str) -> Result<&'static WorkloadSpec, ParamError> {
+    find(name).ok_or_else(|| ParamError::UnknownWorkload {
+        workload: name.to_string(),
+    })
+}
+
+/// Resolves a full parameter set: given values are checked, missing ones take
+/// their defaults, and the result is sorted by name (the order on the wire).
+pub fn resolve(
+    workload: &str,
+    given: &[(String, Value)],
+) -> Result<Vec<(&'static str, Value)>, ParamError> {
+    let spec = lookup(workload)?;
+    let mut out: Vec<(&'static str, Value)> = Vec::with_capacity(spec.params.len());
+    for p in spec.params {
+        let value = match given.iter().find(|(n, _)| n == p.name) {
+            None => p.default,
+            Some((_, Value::Int(v))) => p.check_int(*v)?,
+            Some((_, Value::Float(v))) => p.check_float(*v)?,
+        };
+        out.push((p.name, value));
+    }
+    if let Some((name, _)) = given.iter().find(|(n, _)| spec.param(n).is_err()) {
+        return Err(ParamError::UnknownParam {
+            workload: spec.name,
+            param: name.clone(),
+        });
+    }
+    out.sort_by(|a, b| a.0.cmp(b.0));
+    Ok(out)
+}
+
+const THREADS_MAX: i64 = 4096;
+
+pub const CATALOGUE: &[WorkloadSpec] = &[
+    WorkloadSpec {
+        name: "cpu-hog",
+        doc: "N threads spinning on arithmetic for a fixed time, like `stress --cpu N`",
+        params: &[
+            ParamSpec {
+                name: "threads",
+                kind: Kind::Int {
+                    min: 1,
+                    max: THREADS_MAX,
+                },
+                default: Value::Int(1),
+                doc: "spinning threads",
+            },
+            ParamSpec {
+                name: "seconds",
+                kind: Kind::Float {
+                    min: 0.01,
+                    max: 86_400.0,
+                },
+                default: Value::Float(2.0),
+                doc: "how long each thread spins",
+            },
+        ],
+        metrics: &[MetricSpec {
+            name: "hog_ops_per_s",
+            unit: "ops/s",
+            direction: Direction::HigherIsBetter,
+        }],
+    },
+    WorkloadSpec {
+        name: "lu",
+        doc: "barrier-synchronised SSOR solver modelled on NPB LU: pipelined lower and upper \
+              sweeps over an n^3 grid, threads split along one axis",
+        params: &[
+            ParamSpec {
+                name: "threads",
+                kind: Kind::Int {
+                    min: 1,
+                    max: THREADS_MAX,
+                },
+                default: Value::Int(2),
+                doc: "worker threads (NPB's OMP_NUM_THREADS)",
+            },
+            // The defaults are NPB class C's grid (the class of the seeds'
+            // `lu.C.x`, so that threads get as many j-rows each as there)
+            // and half its iterations, so that one run is a few seconds:
+            // threads=2 took 2.85-2.92 s (Mop/s 3830-3840) on the 2-CPU
+            // development VM, release build, idle machine; threads=1 5.36 s.
+            ParamSpec {
+                name: "size",
+                kind: Kind::Int { min: 8, max: 512 },
+                default: Value::Int(162),
+                doc: "grid points per dimension; memory is 24 bytes per point (100 MB at 162)",
+            },
+            ParamSpec {
+                name: "iterations",
+                kind: Kind::Int {
+                    min: 1,
+                    max: 100_000,
+                },
+                default: Value::Int(125),
+                doc: "SSOR iterations",
+            },
+        ],
+        metrics: &[MetricSpec {
+            name: "lu_mops",
+            unit: "Mop/s",
+            direction: Direction::HigherIsBetter,
+        }],
+    },
+];

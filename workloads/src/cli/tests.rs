@@ -1,0 +1,220 @@
+use super::*;
+use crate::catalogue::CATALOGUE;
+use crate::output::parse_metric_line;
+
+struct Outcome {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_with(args: &[&str]) -> Outcome {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let status = run(&args, &mut stdout, &mut stderr);
+    Outcome {
+        status,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// A refused command line: status 2, nothing on stdout, exactly one line on
+/// stderr.
+fn check_refused(args: &[&str], expect: &str) {
+    let outcome = run_with(args);
+    assert_eq!(outcome.status, 2, "{args:?}");
+    assert_eq!(outcome.stdout, "", "{args:?}");
+    assert_eq!(
+        outcome.stderr,
+        format!("farm-workload: {expect}\n"),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn refuses_bad_command_lines() {
+    let usage = USAGE;
+    let cases: &[(&[&str], String)] = &[
+        (&[], format!("no workload given ({usage})")),
+        (&["--bogus"], format!("unknown option `--bogus` ({usage})")),
+        (
+            &["--list", "lu"],
+            format!("`--list` takes no arguments ({usage})"),
+        ),
+        (
+            &["lu", "threads=3"],
+            format!("unexpected argument `threads=3` ({usage})"),
+        ),
+        (
+            &["lu", "--param"],
+            format!("`--param` needs NAME=VALUE ({usage})"),
+        ),
+        (
+            &["lu", "--param", "threads"],
+            format!("`--param threads` is not NAME=VALUE ({usage})"),
+        ),
+        (
+            &["lu", "--param", "=3"],
+            format!("`--param =3` has no parameter name ({usage})"),
+        ),
+    ];
+    for (args, expect) in cases {
+        check_refused(args, expect);
+    }
+}
+
+#[test]
+fn refuses_what_the_catalogue_refuses() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["nope"], "unknown workload `nope` (known: cpu-hog, lu)"),
+        (
+            &["lu", "--param", "bogus=1"],
+            "unknown parameter `bogus` of workload `lu` (known: threads, size, iterations)",
+        ),
+        (
+            &["lu", "--param", "threads=abc"],
+            "parameter `threads` must be an integer, got `abc`",
+        ),
+        (
+            &["lu", "--param", "threads="],
+            "parameter `threads` must be an integer, got ``",
+        ),
+        (
+            &["lu", "--param", "threads=2.5"],
+            "parameter `threads` must be an integer",
+        ),
+        (
+            &["lu", "--param", "threads=0"],
+            "parameter `threads` = 0 is out of range 1..=4096",
+        ),
+        (
+            &["lu", "--param", "size=99999999999999999999"],
+            "parameter `size` = 99999999999999999999 does not fit in 64 bits",
+        ),
+        (
+            &["lu", "--param", "size=16", "--param", "size=8"],
+            "parameter `size` is given twice",
+        ),
+        (
+            &["cpu-hog", "--param", "seconds=x"],
+            "parameter `seconds` must be a number, got `x`",
+        ),
+        (
+            &["cpu-hog", "--param", "seconds=nan"],
+            "parameter `seconds` = NaN is out of range 0.01..=86400",
+        ),
+        (
+            &["cpu-hog", "--param", "seconds=inf"],
+            "parameter `seconds` = inf is out of range 0.01..=86400",
+        ),
+    ];
+    for (args, expect) in cases {
+        check_refused(args, expect);
+    }
+}
+
+#[test]
+fn parses_values_as_integers_first() {
+    let args: Vec<String> = ["cpu-hog", "--param", "seconds=3", "--param", "threads=+4"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let Ok(Command::Run { workload, params }) = parse(&args) else {
+        panic!("not a run: {:?}", parse(&args));
+    };
+    assert_eq!(workload.name, "cpu-hog");
+    // `seconds` is a float parameter, so the integer 3 is taken as 3.0.
+    assert_eq!(
+        params,
+        vec![("seconds", Value::Float(3.0)), ("threads", Value::Int(4))]
+    );
+}
+
+#[test]
+fn lists_the_catalogue() {
+    let outcome = run_with(&["--list"]);
+    assert_eq!((outcome.status, outcome.stderr.as_str()), (0, ""));
+    for workload in CATALOGUE {
+        assert!(outcome.stdout.contains(workload.name), "{}", outcome.stdout);
+        for p in workload.params {
+            assert!(
+                outcome.stdout.contains(&format!("--param {}=", p.name)),
+                "{}",
+                outcome.stdout
+            );
+        }
+    }
+    assert!(
+        outcome.stdout.contains("--param size=<integer 8..=512>"),
+        "{}",
+        outcome.stdout
+    );
+}
+
+#[test]
+fn every_workload_runs_and_reports_what_the_catalogue_declares() {
+    // Small parameters: this checks the plumbing, not the performance.
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "cpu-hog",
+            &["--param", "seconds=0.02", "--param", "threads=2"],
+        ),
+        (
+            "lu",
+            &[
+                "--param",
+                "size=8",
+                "--param",
+                "iterations=2",
+                "--param",
+                "threads=3",
+            ],
+        ),
+    ];
+    assert_eq!(
+        cases.len(),
+        CATALOGUE.len(),
+        "a catalogue workload is not covered here"
+    );
+    for (name, params) in cases {
+        let args: Vec<&str> = std::iter::once(*name)
+            .chain(params.iter().copied())
+            .collect();
+        let outcome = run_with(&args);
+        assert_eq!(outcome.status, 0, "{args:?}: {}", outcome.stderr);
+        let metrics: Vec<Metric> = outcome
+            .stdout
+            .lines()
+            .map(|line| {
+                parse_metric_line(line)
+                    .expect("well-formed")
+                    .expect("a metric line")
+            })
+            .collect();
+        let spec = catalogue::find(name).expect("in the catalogue");
+        let declared: Vec<_> = spec
+            .metrics
+            .iter()
+            .map(|m| (m.name, m.unit, m.direction))
+            .collect();
+        let reported: Vec<_> = metrics
+            .iter()
+            .map(|m| (m.name.as_str(), m.unit.as_str(), m.direction))
+            .collect();
+        assert_eq!(reported, declared, "{name}");
+        assert!(metrics.iter().all(|m| m.value > 0.0), "{name}: {metrics:?}");
+    }
+}
+
+#[test]
+fn lu_reports_its_residual_on_stderr() {
+    let outcome = run_with(&["lu", "--param", "size=8", "--param", "iterations=3"]);
+    assert_eq!(outcome.status, 0, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.starts_with("lu: residual "),
+        "{}",
+        outcome.stderr
+    );
+    assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+}

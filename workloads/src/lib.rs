@@ -1,0 +1,21 @@
+//! The farm's built-in workloads and their catalogue.
+//!
+//! Layout:
+//! - [`catalogue`]: names, typed parameters with bounds, and reported metrics;
+//!   shared by the coordinator (matrix validation) and the agent (run validation).
+//! - [`output`]: the line protocol a workload uses to report its metrics.
+//! - one module per workload: [`cpu_hog`], [`lu`].
+//! - [`cli`]: the `farm-workload` binary's entry point.
+//! - `gate` (private): holds a workload's threads until all of them exist, so
+//!   that a failed spawn ends the run instead of hanging it.
+//!
+//! This crate has no dependencies: it is copied into VM guests.
+#![forbid(unsafe_code)]
+#![deny(rust_2018_idioms)]
+
+pub mod catalogue;
+pub mod cli;
+pub mod cpu_hog;
+mod gate;
+pub mod lu;
+pub mod output;
