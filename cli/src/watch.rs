@@ -53,7 +53,12 @@ pub async fn watch(client: &mut Client, matrix_id: &str) -> Result<MatrixStatus>
                     let waiting = render::waiting(&st);
                     if waiting != last_waiting {
                         for w in &waiting {
-                            bar.println(w);
+                            // A hidden bar (not a terminal) drops println: say it plainly.
+                            if bar.is_hidden() {
+                                eprintln!("{w}");
+                            } else {
+                                bar.println(w);
+                            }
                         }
                         last_waiting = waiting;
                     }
@@ -93,7 +98,8 @@ fn retry_or_fail(since: &mut Option<Instant>, e: tonic::Status) -> Result<()> {
 fn eta(st: &MatrixStatus) -> String {
     let c = st.counts.unwrap_or_default();
     let left = c.queued + c.running;
-    if left == 0 || st.median_run_seconds <= 0.0 {
+    // Nothing running means nothing to extrapolate from (cells may be waiting).
+    if left == 0 || c.running == 0 || st.median_run_seconds <= 0.0 {
         return String::new();
     }
     let secs = f64::from(left) * st.median_run_seconds / f64::from(st.busy_agents.max(1));

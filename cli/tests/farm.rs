@@ -227,3 +227,55 @@ fn farmctl_run_executes_a_matrix_locally() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_exactly_once(&v, 12);
 }
+
+#[test]
+fn cells_no_agent_can_serve_wait_with_a_reason_and_are_never_run() {
+    let _g = serial();
+    let mut farm = Farm::start(&[]);
+    farm.start_agent();
+    farm.wait_agents(1);
+    let file = farm.write(
+        "waits.toml",
+        r#"
+name = "waits"
+[[workloads]]
+name = "cpu-hog"
+params = { seconds = 0.1 }
+[[states]]
+name = "plain"
+[[states]]
+name = "cycled"
+hotplug = "cycle:1"
+[[hosts]]
+name = "here"
+[[hosts]]
+name = "mainframe"
+arch = "s390x"
+"#,
+    );
+    let id = farm.submit(&file);
+    // `watch` runs until the matrix ends; the servable cell finishes, the others wait.
+    let mut watch = std::process::Command::new(common::farmctl_bin())
+        .args(["watch", &id])
+        .env("FARM_COORDINATOR", farm.url())
+        .env("FARM_TOKEN_FILE", farm.data_dir().join("submit.token"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(Duration::from_secs(30), "the servable cell to finish", || {
+        farm.results(&id)["counts"]["finished"] == 1
+    });
+    let out = farm.farmctl(&["cancel", &id]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "cancelled 3 runs");
+    let status = watch.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(watch.stderr.as_mut().unwrap(), &mut err).unwrap();
+    // A cancelled matrix is not a success.
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("waiting: no agent with arch=s390x"), "{err}");
+    assert!(err.contains("waiting: no agent with state=hotplug"), "{err}");
+    let v = farm.results(&id);
+    assert_eq!(v["state"], "cancelled");
+    assert_exactly_once(&v, 1);
+}

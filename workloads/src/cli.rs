@@ -50,7 +50,7 @@ fn run(args: &[String], stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
     }
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 enum Command {
     Help,
     List,
@@ -135,8 +135,8 @@ fn parse(args: &[String]) -> Result<Command, Failure> {
             return Err(Failure::Usage("`--param` needs NAME=VALUE".to_string()));
         };
         let (name, value) = parse_assignment(workload, assignment)?;
-        // `resolve` would silently take the first of two values; a matrix
-        // that says two things about one parameter is a mistake.
+        // `resolve` would silently take the first of two values; a command
+        // line that gives one parameter two values is a mistake, not a choice.
         if given.iter().any(|(n, _)| *n == name) {
             return Err(Failure::Invalid(format!(
                 "parameter `{name}` is given twice"
