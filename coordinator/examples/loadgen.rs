@@ -1,0 +1,348 @@
+//! Load generator: N simulated agents, each on its own connection and
+//! stream, complete trivial runs as fast as the coordinator pushes them.
+//!
+//! It starts the coordinator binary as a child (so it can read its peak RSS
+//! from /proc) on a fresh data directory, connects N agents, submits one
+//! matrix of `--runs` runs, and reports throughput, the latency from a
+//! result's acknowledgement to the agent's next assignment, and the
+//! coordinator's peak RSS. See docs/BENCHMARKS.md for the commands.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use farm_proto::{
+    AgentMessage, Capabilities, CoordinatorMessage, Hello, Metric, RegisterRequest, RunResult,
+    SubmitMatrixRequest, WatchMatrixRequest, agent_message,
+    agent_service_client::AgentServiceClient, coordinator_message,
+    farm_service_client::FarmServiceClient,
+};
+use tokio::sync::{Mutex, Semaphore, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+
+#[derive(Parser)]
+struct Args {
+    /// Simulated agents, each with its own TCP connection.
+    #[arg(long, default_value_t = 1000)]
+    agents: usize,
+    /// Runs in the matrix (rounded to cells × repetitions).
+    #[arg(long, default_value_t = 20_000)]
+    runs: usize,
+    /// The coordinator binary to start.
+    #[arg(long, default_value = "target/release/farm-coordinator")]
+    coordinator: PathBuf,
+    /// Mean simulated run time (uniformly ±50%): 0 saturates the coordinator
+    /// (throughput); a pause below saturation measures assignment latency
+    /// as users see it.
+    #[arg(long, default_value_t = 0)]
+    work_ms: u64,
+    /// Connections opened at once while the agents come up.
+    #[arg(long, default_value_t = 256)]
+    connect_concurrency: usize,
+}
+
+struct Coord {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Coord {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn with_token(
+    token: &str,
+) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone {
+    let header: tonic::metadata::MetadataValue<_> =
+        format!("Bearer {token}").parse().expect("hex token");
+    move |mut req: tonic::Request<()>| {
+        req.metadata_mut()
+            .insert(farm_proto::AUTHORIZATION, header.clone());
+        Ok(req)
+    }
+}
+
+fn capabilities(i: usize) -> Capabilities {
+    Capabilities {
+        hostname: format!("sim-{i}"),
+        arch: "x86_64".into(),
+        kernel_release: "6.1.0-sim".into(),
+        cpus_online: 2,
+        cpus_possible: 2,
+        executors: vec!["host".into()],
+        workloads: vec!["cpu-hog".into(), "lu".into()],
+        ..Default::default()
+    }
+}
+
+/// Latencies in ms seen by one agent.
+#[derive(Default)]
+struct Samples {
+    ack_to_assign: Vec<f64>,
+    result_to_assign: Vec<f64>,
+    completed: usize,
+}
+
+async fn agent(
+    i: usize,
+    channel: Channel,
+    token: String,
+    work: Duration,
+    samples: Arc<Mutex<Samples>>,
+) -> Result<()> {
+    let mut client = AgentServiceClient::with_interceptor(channel, with_token(&token));
+    let reg = client
+        .register(RegisterRequest {
+            capabilities: Some(capabilities(i)),
+            resume_agent_id: String::new(),
+        })
+        .await?
+        .into_inner();
+    let (tx, rx) = mpsc::channel::<AgentMessage>(16);
+    tx.send(AgentMessage {
+        msg: Some(agent_message::Msg::Hello(Hello {
+            agent_id: reg.agent_id.clone(),
+            ..Default::default()
+        })),
+    })
+    .await?;
+    let mut inbound = client.session(ReceiverStream::new(rx)).await?.into_inner();
+    let heartbeat = {
+        let tx = tx.clone();
+        let every = Duration::from_millis(u64::from(reg.heartbeat_interval_ms));
+        tokio::spawn(async move {
+            let mut seq = 0;
+            loop {
+                tokio::time::sleep(every).await;
+                seq += 1;
+                let hb = agent_message::Msg::Heartbeat(farm_proto::Heartbeat { seq });
+                if tx.send(AgentMessage { msg: Some(hb) }).await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let mut last_ack: Option<Instant> = None;
+    let mut last_result: Option<Instant> = None;
+    let mut local = Samples::default();
+    // The stream ends with an error when the benchmark stops the coordinator.
+    while let Ok(Some(msg)) = inbound.message().await {
+        match msg {
+            CoordinatorMessage {
+                msg: Some(coordinator_message::Msg::Assign(a)),
+            } => {
+                let now = Instant::now();
+                if let Some(t) = last_ack.take() {
+                    local
+                        .ack_to_assign
+                        .push(now.duration_since(t).as_secs_f64() * 1e3);
+                }
+                if let Some(t) = last_result.take() {
+                    local
+                        .result_to_assign
+                        .push(now.duration_since(t).as_secs_f64() * 1e3);
+                }
+                if !work.is_zero() {
+                    // Uniform in [0.5, 1.5) × work, so agents do not finish in lockstep.
+                    tokio::time::sleep(work.mul_f64(0.5 + rand::random::<f64>())).await;
+                }
+                let result = RunResult {
+                    run: a.run,
+                    ok: true,
+                    metrics: vec![Metric {
+                        name: "wall_s".into(),
+                        value: 0.0,
+                        unit: "s".into(),
+                        direction: 1,
+                    }],
+                    executor: "host".into(),
+                    ..Default::default()
+                };
+                last_result = Some(Instant::now());
+                tx.send(AgentMessage {
+                    msg: Some(agent_message::Msg::Result(result)),
+                })
+                .await?;
+                local.completed += 1;
+            }
+            CoordinatorMessage {
+                msg: Some(coordinator_message::Msg::Ack(_)),
+            } => last_ack = Some(Instant::now()),
+            _ => {}
+        }
+    }
+    heartbeat.abort();
+    let mut s = samples.lock().await;
+    s.ack_to_assign.append(&mut local.ack_to_assign);
+    s.result_to_assign.append(&mut local.result_to_assign);
+    s.completed += local.completed;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let dir = tempfile::tempdir()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let child = Command::new(&args.coordinator)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", args.coordinator.display()))?;
+    let pid = child.id();
+    let coord = Coord { child, _dir: dir };
+    let url = format!("http://127.0.0.1:{port}");
+    let token_path = coord._dir.path().join("agent.token");
+    let t0 = Instant::now();
+    while !(token_path.is_file() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()) {
+        if t0.elapsed() > Duration::from_secs(30) {
+            bail!("coordinator did not come up");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let agent_token = std::fs::read_to_string(&token_path)?.trim().to_string();
+    let submit_token = std::fs::read_to_string(coord._dir.path().join("submit.token"))?
+        .trim()
+        .to_string();
+    let rss_idle = peak_rss_mib(pid);
+
+    let samples = Arc::new(Mutex::new(Samples::default()));
+    let work = Duration::from_millis(args.work_ms);
+    let gate = Arc::new(Semaphore::new(args.connect_concurrency));
+    let t_connect = Instant::now();
+    let mut tasks = Vec::with_capacity(args.agents);
+    let (up_tx, mut up_rx) = mpsc::channel::<()>(args.agents);
+    for i in 0..args.agents {
+        let (url, token, samples, gate, up) = (
+            url.clone(),
+            agent_token.clone(),
+            samples.clone(),
+            gate.clone(),
+            up_tx.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let permit = gate.acquire_owned().await?;
+            let channel = Endpoint::from_shared(url)?
+                .tcp_nodelay(true)
+                .connect()
+                .await?;
+            drop(permit);
+            let _ = up.send(()).await;
+            agent(i, channel, token, work, samples).await
+        }));
+    }
+    for _ in 0..args.agents {
+        up_rx.recv().await.context("an agent failed to connect")?;
+    }
+    // Registration follows the connection; give the last ones a moment.
+    let farm_channel = Endpoint::from_shared(url.clone())?.connect().await?;
+    let mut farm = FarmServiceClient::with_interceptor(farm_channel, with_token(&submit_token));
+    loop {
+        let n = farm
+            .list_agents(farm_proto::ListAgentsRequest {})
+            .await?
+            .into_inner()
+            .agents
+            .len();
+        if n >= args.agents {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let connect_s = t_connect.elapsed().as_secs_f64();
+    let rss_connected = peak_rss_mib(pid);
+
+    let cells = 100usize;
+    let reps = args.runs.div_ceil(cells).clamp(1, 1000);
+    let threads: Vec<String> = (1..=cells).map(|t| t.to_string()).collect();
+    let toml = format!(
+        "name = \"loadgen\"\nrepetitions = {reps}\n[[workloads]]\nname = \"cpu-hog\"\nparams = {{ threads = [{}], seconds = 0.01 }}\n",
+        threads.join(", ")
+    );
+    let t_run = Instant::now();
+    let submitted = farm
+        .submit_matrix(SubmitMatrixRequest {
+            file_name: "loadgen.toml".into(),
+            toml,
+        })
+        .await?
+        .into_inner();
+    let mut watch = farm
+        .watch_matrix(WatchMatrixRequest {
+            matrix_id: submitted.matrix_id.clone(),
+        })
+        .await?
+        .into_inner();
+    while let Some(st) = watch.message().await? {
+        if st.state != farm_proto::MatrixState::Running as i32 {
+            break;
+        }
+    }
+    let run_s = t_run.elapsed().as_secs_f64();
+    let rss_peak = peak_rss_mib(pid);
+    drop(coord);
+    for t in tasks {
+        let _ = t.await;
+    }
+    let s = samples.lock().await;
+    let mut ack: Vec<f64> = s.ack_to_assign.clone();
+    let mut res: Vec<f64> = s.result_to_assign.clone();
+    ack.sort_by(f64::total_cmp);
+    res.sort_by(f64::total_cmp);
+    println!("agents                         {}", args.agents);
+    println!("runs                           {}", submitted.runs);
+    println!("simulated run time             {} ms", args.work_ms);
+    println!("connect + register all agents  {connect_s:.2} s");
+    println!("matrix wall time               {run_s:.2} s");
+    println!(
+        "throughput                     {:.0} runs/s",
+        f64::from(submitted.runs) / run_s
+    );
+    println!(
+        "ack -> next assignment         p50 {:.2} ms  p99 {:.2} ms  (n={})",
+        percentile(&ack, 0.5),
+        percentile(&ack, 0.99),
+        ack.len()
+    );
+    println!(
+        "result -> next assignment      p50 {:.2} ms  p99 {:.2} ms  (n={})",
+        percentile(&res, 0.5),
+        percentile(&res, 0.99),
+        res.len()
+    );
+    println!("coordinator RSS idle           {rss_idle:.0} MiB");
+    println!("coordinator RSS agents up      {rss_connected:.0} MiB");
+    println!("coordinator peak RSS           {rss_peak:.0} MiB");
+    Ok(())
+}
