@@ -262,19 +262,27 @@ arch = "s390x"
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(Duration::from_secs(30), "the servable cell to finish", || {
-        farm.results(&id)["counts"]["finished"] == 1
-    });
+    wait_for(
+        Duration::from_secs(30),
+        "the servable cell to finish",
+        || farm.results(&id)["counts"]["finished"] == 1,
+    );
     let out = farm.farmctl(&["cancel", &id]);
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "cancelled 3 runs");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "cancelled 3 runs"
+    );
     let status = watch.wait().unwrap();
     let mut err = String::new();
     std::io::Read::read_to_string(watch.stderr.as_mut().unwrap(), &mut err).unwrap();
     // A cancelled matrix is not a success.
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("waiting: no agent with arch=s390x"), "{err}");
-    assert!(err.contains("waiting: no agent with state=hotplug"), "{err}");
+    assert!(
+        err.contains("waiting: no agent with state=hotplug"),
+        "{err}"
+    );
     let v = farm.results(&id);
     assert_eq!(v["state"], "cancelled");
     assert_exactly_once(&v, 1);

@@ -3,10 +3,10 @@
 //! Seeds 000 and 003 used NPB `lu.C.x` because it is what scheduler changes
 //! hurt most: every iteration pipelines two triangular sweeps through all
 //! threads, so one thread that waits for a CPU stalls every thread after it,
-//! and the waits are spin-then-yield like libgomp's, so two threads that share
-//! a CPU burn their turns spinning for each other. This module reproduces that
-//! structure on a scalar problem, not NPB's five coupled components: the
-//! synchronisation is the point, not the physics.
+//! and the waits are spin-then-sleep like libgomp's, so two threads that share
+//! a CPU burn their turns spinning for each other before either gives way.
+//! This module reproduces that structure on a scalar problem, not NPB's five
+//! coupled components: the synchronisation is the point, not the physics.
 //!
 //! The problem is `(6 + σ) u_p - Σ_q u_q = f_p` on an `n × n × n` grid (a
 //! shifted 7-point Laplacian with zero values outside the grid), solved by
@@ -47,7 +47,8 @@ use std::io;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Barrier, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Barrier, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::catalogue::Direction;
@@ -77,7 +78,7 @@ const OPS_PER_POINT_ITERATION: f64 = 21.0;
 /// Floating-point operations per grid point of the final rhs.
 const OPS_PER_POINT_RHS: f64 = 10.0;
 
-/// How many times a thread polls a pipeline flag before it starts yielding:
+/// How many times a thread polls a pipeline flag before it goes to sleep:
 /// libgomp's default `GOMP_SPINCOUNT` when `OMP_WAIT_POLICY` is unset. In
 /// seed 003 LU had 80 threads on 96 CPUs, so libgomp spun this long, while
 /// the scheduler had put 27 of them on a node of 24 CPUs: a waiting thread
@@ -151,6 +152,12 @@ pub fn run(threads: usize, size: usize, iterations: usize) -> io::Result<Solutio
     } else {
         SPIN_LIMIT
     };
+    solve(threads, size, iterations, spin_limit)
+}
+
+/// `run` with a given poll count before a pipeline wait sleeps; the tests
+/// use 0 to make every wait take the sleeping path.
+fn solve(threads: usize, size: usize, iterations: usize, spin_limit: u32) -> io::Result<Solution> {
     let shared = Shared::new(threads, size, iterations, spin_limit);
     let gate = Gate::new();
     let work = |t: usize, (): ()| shared.work(t);
@@ -206,6 +213,9 @@ struct Shared {
     /// plane step it finished. Steps are numbered across all sweeps of the
     /// run, so flags only grow and never need a reset between sweeps.
     progress: Vec<Flag>,
+    /// Each thread's handle, set by the thread itself when it starts, so that
+    /// a publisher can wake the neighbour sleeping on its flag.
+    handles: Vec<OnceLock<Thread>>,
     barrier: Barrier,
     /// A row of zeros, standing in for neighbours outside the grid.
     zeros: Vec<f64>,
@@ -214,8 +224,29 @@ struct Shared {
 /// A progress flag alone on its cache line (128 bytes, because adjacent-line
 /// prefetchers fetch lines in pairs), so that a thread spinning on its
 /// neighbour's flag is not disturbed by writes to other flags.
+///
+/// At most one thread ever waits on a flag at a time: in the lower sweep
+/// thread `t + 1` waits on thread `t`'s flag, in the upper sweep thread
+/// `t - 1` does, and a barrier separates the sweeps.
 #[repr(align(128))]
-struct Flag(AtomicUsize);
+struct Flag {
+    /// The last plane step the owner finished.
+    step: AtomicUsize,
+    /// The thread asleep (or about to sleep) on this flag, plus one; 0 when
+    /// none is, which is the usual case and costs the publisher one load.
+    sleeper: AtomicUsize,
+}
+
+impl Flag {
+    fn new() -> Flag {
+        Flag {
+            step: AtomicUsize::new(0),
+            sleeper: AtomicUsize::new(NO_SLEEPER),
+        }
+    }
+}
+
+const NO_SLEEPER: usize = 0;
 
 #[derive(Clone, Copy)]
 struct Coeffs {
@@ -265,7 +296,8 @@ impl Shared {
                 .map(|_| (0..threads).map(|_| RwLock::new(Vec::new())).collect())
                 .collect(),
             plane_squares: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            progress: (0..threads).map(|_| Flag(AtomicUsize::new(0))).collect(),
+            progress: (0..threads).map(|_| Flag::new()).collect(),
+            handles: (0..threads).map(|_| OnceLock::new()).collect(),
             barrier: Barrier::new(threads),
             zeros: vec![0.0; n],
         }
@@ -274,6 +306,9 @@ impl Shared {
     /// One thread's whole run. Thread 0 times it and keeps the residual
     /// history, and returns them; the others return `None`.
     fn work(&self, t: usize) -> Option<(Duration, Vec<f64>)> {
+        // Before the first barrier, so before anyone can wait on anything.
+        // Each slot is set once, by its own thread, so this cannot fail.
+        let _ = self.handles[t].set(std::thread::current());
         self.setup(t);
         self.barrier.wait();
         let start = Instant::now();
@@ -366,7 +401,7 @@ impl Shared {
         for k in 0..n {
             let step = self.step(iteration, 0, k);
             if t > 0 {
-                self.wait_for(t - 1, step);
+                self.wait_for(t, t - 1, step);
             }
             if !rows.is_empty() {
                 let mut block = write(&self.r[k][t]);
@@ -387,7 +422,7 @@ impl Shared {
                 // The guards drop here, before the progress is published, so
                 // the next thread never finds this block locked.
             }
-            self.progress[t].0.store(step, Ordering::Release);
+            self.publish(t, step);
         }
     }
 
@@ -401,7 +436,7 @@ impl Shared {
         for (position, k) in (0..n).rev().enumerate() {
             let step = self.step(iteration, 1, position);
             if t + 1 < self.rows.len() {
-                self.wait_for(t + 1, step);
+                self.wait_for(t, t + 1, step);
             }
             if !rows.is_empty() {
                 let mut block = write(&self.r[k][t]);
@@ -418,7 +453,7 @@ impl Shared {
                     upper_row(row_mut(head, n, idx), north_row, up_row, &self.coeffs);
                 }
             }
-            self.progress[t].0.store(step, Ordering::Release);
+            self.publish(t, step);
         }
     }
 
@@ -443,23 +478,60 @@ impl Shared {
         (iteration * 2 + sweep) * self.n + position + 1
     }
 
-    /// Waits until thread `other` has finished plane step `step`: spins a
-    /// bounded number of polls, then yields the CPU between polls. libgomp
-    /// sleeps on a futex after spinning instead; yielding gives the CPU away
-    /// just the same without a system call std does not wrap. When the
-    /// awaited thread shares this CPU the spinning only delays it, which is
-    /// exactly the cost of a bad placement this workload exists to show.
-    fn wait_for(&self, other: usize, step: usize) {
-        let flag = &self.progress[other].0;
+    /// Thread `t` has finished plane step `step`: publishes it, and wakes
+    /// the neighbour if it has gone to sleep waiting for it.
+    fn publish(&self, t: usize, step: usize) {
+        let flag = &self.progress[t];
+        // SeqCst store then SeqCst load, against the sleeper's SeqCst store
+        // then SeqCst load in `wait_for`: of the two threads, at least one
+        // sees the other's store, so either the sleeper sees this step and
+        // does not sleep, or this sees the sleeper and wakes it.
+        flag.step.store(step, Ordering::SeqCst);
+        let sleeper = flag.sleeper.load(Ordering::SeqCst);
+        if sleeper != NO_SLEEPER {
+            // The sleeper may have been woken by an earlier step already and
+            // be on its way out; then this leaves it a token that only makes
+            // its next `park` return at once, and it checks again.
+            if let Some(handle) = self.handles[sleeper - 1].get() {
+                handle.unpark();
+            }
+        }
+    }
+
+    /// Thread `t` waits until thread `other` has finished plane step `step`:
+    /// polls a bounded number of times, then sleeps until `other` publishes
+    /// a step and wakes it. This is libgomp's policy when `OMP_WAIT_POLICY`
+    /// is unset, which is how NPB runs: spin `GOMP_SPINCOUNT` times, then
+    /// `futex_wait`, and the thread that changes the word `futex_wake`s the
+    /// waiters. `park` and `unpark` are std's futex wait and wake. A waiter
+    /// that yielded instead would stay runnable, and with many more threads
+    /// than CPUs every waiter would keep taking turns on the CPUs the
+    /// pipeline needs. When the awaited thread shares this CPU the spinning
+    /// still delays it, which is exactly the cost of a bad placement this
+    /// workload exists to show. (NPB LU's own pipeline flags, in `sync_left`
+    /// and `sync_right`, are polled without ever sleeping; following
+    /// libgomp's waits instead keeps runs with far more threads than CPUs to
+    /// seconds rather than minutes.)
+    fn wait_for(&self, t: usize, other: usize, step: usize) {
+        let flag = &self.progress[other];
         for _ in 0..self.spin_limit {
-            if flag.load(Ordering::Acquire) >= step {
+            if flag.step.load(Ordering::Acquire) >= step {
                 return;
             }
             std::hint::spin_loop();
         }
-        while flag.load(Ordering::Acquire) < step {
-            std::thread::yield_now();
+        // Register before the last check, so that a step published after
+        // that check sees the registration and wakes this thread.
+        let previous = flag.sleeper.swap(t + 1, Ordering::SeqCst);
+        debug_assert_eq!(previous, NO_SLEEPER, "two threads wait on one flag");
+        // `park` can return without an `unpark`, or for a stale one; only
+        // the flag says whether the wait is over.
+        while flag.step.load(Ordering::SeqCst) < step {
+            std::thread::park();
         }
+        // Relaxed is enough: the next registration on this flag comes after
+        // a barrier, or from this thread.
+        flag.sleeper.store(NO_SLEEPER, Ordering::Relaxed);
     }
 }
 

@@ -108,6 +108,22 @@ fn more_threads_than_rows_still_finish() {
 }
 
 #[test]
+fn sleeping_waits_match_the_reference_and_never_miss_a_wake_up() {
+    // No polling at all: every pipeline wait registers and parks unless the
+    // step is already published, so a lost wake-up would hang this test and
+    // a missed dependency would change the bits. Repeated, to give the race
+    // between registering and publishing many chances to go wrong.
+    let (size, iterations) = (8, 3);
+    let expected = bits(&reference(size, iterations));
+    for threads in [2, 3, 8, 13] {
+        for _ in 0..20 {
+            let solution = solve(threads, size, iterations, 0).expect("lu runs");
+            assert_eq!(bits(&solution.residuals), expected, "{threads} threads");
+        }
+    }
+}
+
+#[test]
 fn converges() {
     let r = residuals(2, 12, 30);
     assert!(

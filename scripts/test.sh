@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test of the farm on this machine: formatting, lints, unit tests,
+# and the end-to-end tests that start real coordinators and agents on
+# 127.0.0.1. Installs the system packages the tests need first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Command the tests use -> the Debian package that provides it.
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need pgrep procps
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}"
+    apt-get update -q
+    apt-get install -y -q "${missing[@]}"
+fi
+
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+# --workspace builds every binary the end-to-end tests start.
+cargo test --workspace
