@@ -94,7 +94,7 @@ fn retry_or_fail(since: &mut Option<Instant>, e: tonic::Status) -> Result<()> {
     Ok(())
 }
 
-/// Remaining runs × median run time, spread over the agents at work.
+/// Remaining runs × median run time, spread over the agents at work on it.
 fn eta(st: &MatrixStatus) -> String {
     let c = st.counts.unwrap_or_default();
     let left = c.queued + c.running;
@@ -102,7 +102,7 @@ fn eta(st: &MatrixStatus) -> String {
     if left == 0 || c.running == 0 || st.median_run_seconds <= 0.0 {
         return String::new();
     }
-    let secs = f64::from(left) * st.median_run_seconds / f64::from(st.busy_agents.max(1));
+    let secs = f64::from(left) * st.median_run_seconds / f64::from(c.running.max(1));
     format!(" · ETA {}", humanize(secs))
 }
 

@@ -86,9 +86,10 @@ use self::raw::{Int, Number, RawHost, RawMatrix, RawState, RawWorkload, Setting}
 /// The default limit on the number of cells of one matrix (`max_cells`).
 pub const DEFAULT_MAX_CELLS: usize = 10_000;
 
-/// The most runs (cells × repetitions) a matrix may have: the default cell
-/// limit at the largest number of repetitions.
-pub const MAX_RUNS: u64 = 10_000_000;
+/// The most runs (cells × repetitions) a matrix may have. A run costs the
+/// coordinator a few hundred bytes in memory and a row in the store, written
+/// in the submission's one transaction; a million is hours of a large fleet.
+pub const MAX_RUNS: u64 = 1_000_000;
 
 const MAX_CELLS: RangeInclusive<i64> = 1..=1_000_000;
 const REPETITIONS: RangeInclusive<i64> = 1..=1000;

@@ -858,6 +858,16 @@ impl Scheduler {
             .matrices
             .get_mut(matrix_id)
             .ok_or_else(|| unknown_matrix(matrix_id))?;
+        let runs = &self.runs;
+        let ended = m
+            .runs
+            .iter()
+            .filter_map(|id| runs.get(id))
+            .all(|r| r.rec.state.is_terminal());
+        if ended {
+            // An ended matrix stays as it ended.
+            return Ok(0);
+        }
         m.rec.cancelled = true;
         m.dirty = true;
         let seq = m.rec.seq;
@@ -954,11 +964,6 @@ impl Scheduler {
             cells,
             submitted_unix_ms: m.rec.submitted_ms,
             median_run_seconds: farm_analysis::median(&m.durations_s).unwrap_or(0.0),
-            busy_agents: self
-                .agents
-                .values()
-                .filter(|a| a.current.is_some() && a.session.is_some())
-                .count() as u32,
         })
     }
 

@@ -533,7 +533,7 @@ fn too_many_runs() {
         2,
         15,
         "repetitions",
-        "the matrix has 20000000 runs (20000 cells × 1000 repetitions), more than the limit of 10000000",
+        "the matrix has 20000000 runs (20000 cells × 1000 repetitions), more than the limit of 1000000",
     );
 }
 
