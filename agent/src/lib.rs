@@ -41,7 +41,8 @@ pub struct Options {
     /// e.g. `http://127.0.0.1:7700`.
     pub coordinator: String,
     pub token: String,
-    pub workload_bin: PathBuf,
+    /// How to start catalogued workloads.
+    pub workload: run::WorkloadCommand,
     /// Where /proc and /sys are; "/" except in tests.
     pub root: PathBuf,
     pub tls: Option<ClientTlsConfig>,
@@ -54,8 +55,8 @@ pub struct Agent {
 impl Options {
     pub fn build(self) -> Result<Agent, Error> {
         let capabilities = capabilities::discover(&self.root)?;
-        if !self.workload_bin.is_file() {
-            return Err(Error::WorkloadBin(self.workload_bin));
+        if !self.workload.program.is_file() {
+            return Err(Error::WorkloadBin(self.workload.program));
         }
         let endpoint_err = |source| Error::Endpoint {
             url: self.coordinator.clone(),
@@ -75,7 +76,7 @@ impl Options {
                 endpoint,
                 token: self.token,
                 capabilities,
-                workload_bin: self.workload_bin,
+                workload: self.workload,
                 shared: Arc::new(Mutex::new(Default::default())),
                 result_ready: Arc::new(tokio::sync::Notify::new()),
             },

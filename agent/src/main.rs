@@ -56,7 +56,7 @@ fn main() -> anyhow::Result<()> {
     let agent = farm_agent::Options {
         coordinator: args.coordinator,
         token,
-        workload_bin,
+        workload: farm_agent::run::WorkloadCommand::binary(workload_bin),
         root: "/".into(),
         tls: None,
     }

@@ -5,7 +5,7 @@
 //! catalogue, its parameters typed and in range, and it becomes an argument
 //! vector for the `farm-workload` binary, never a shell command.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use farm_proto::{Capabilities, Direction, Metric, RunAssignment, RunResult, Workload, param};
@@ -16,6 +16,23 @@ use crate::executor::host::{self, Exit, Killer, Spec};
 
 /// The executor this agent offers.
 pub const HOST_EXECUTOR: &str = "host";
+
+/// How to start the workload binary: `farm-workload`, or a program that
+/// embeds it behind leading arguments (`farmctl workload`).
+#[derive(Debug, Clone)]
+pub struct WorkloadCommand {
+    pub program: PathBuf,
+    pub leading_args: Vec<String>,
+}
+
+impl WorkloadCommand {
+    pub fn binary(program: impl Into<PathBuf>) -> WorkloadCommand {
+        WorkloadCommand {
+            program: program.into(),
+            leading_args: Vec::new(),
+        }
+    }
+}
 
 /// Turns a workload into the `farm-workload` argument vector.
 pub fn workload_args(w: &Workload) -> Result<Vec<String>, String> {
@@ -87,7 +104,7 @@ fn metric(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
 pub fn execute(
     a: &RunAssignment,
     caps: &Capabilities,
-    workload_bin: &Path,
+    workload: &WorkloadCommand,
     killer: &Killer,
 ) -> RunResult {
     let started = SystemTime::now();
@@ -107,11 +124,12 @@ pub fn execute(
     });
     let outcome = prepared.and_then(|args| {
         let spec = Spec {
-            program: workload_bin.to_path_buf(),
-            args,
+            program: workload.program.clone(),
+            args: workload.leading_args.iter().cloned().chain(args).collect(),
             timeout: Duration::from_secs(u64::from(a.timeout_s.max(1))),
         };
-        host::run(&spec, killer).map_err(|e| format!("starting {}: {e}", workload_bin.display()))
+        host::run(&spec, killer)
+            .map_err(|e| format!("starting {}: {e}", workload.program.display()))
     });
     result.finished_unix_ms = unix_ms(SystemTime::now());
     let out = match outcome {

@@ -8,7 +8,6 @@
 //! result once the agent is back.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -37,7 +36,7 @@ pub(crate) struct Session {
     pub endpoint: Endpoint,
     pub token: String,
     pub capabilities: Capabilities,
-    pub workload_bin: PathBuf,
+    pub workload: run::WorkloadCommand,
     pub shared: Arc<Mutex<Shared>>,
     /// Wakes the connection when a run leaves a result in the outbox.
     pub result_ready: Arc<Notify>,
@@ -220,11 +219,11 @@ impl Session {
         let shared = self.shared.clone();
         let notify = self.result_ready.clone();
         let caps = self.capabilities.clone();
-        let bin = self.workload_bin.clone();
+        let workload = self.workload.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("run {}", rref.run_id))
             .spawn(move || {
-                let result = run::execute(&a, &caps, &bin, &killer);
+                let result = run::execute(&a, &caps, &workload, &killer);
                 let mut s = lock(&shared);
                 if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
                     s.running = None;

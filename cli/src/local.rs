@@ -42,13 +42,16 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
         let _ = stopped.await;
     }));
 
-    let workload_bin = std::env::current_exe()
-        .context("locating farmctl")?
-        .with_file_name("farm-workload");
+    // The local agent runs workloads through this very binary (`farmctl
+    // workload ...`), so `cargo run -p farmctl` is all a first run needs.
+    let workload = farm_agent::run::WorkloadCommand {
+        program: std::env::current_exe().context("locating farmctl")?,
+        leading_args: vec!["workload".into()],
+    };
     let agent = farm_agent::Options {
         coordinator: url.clone(),
         token: tokens.agent.clone(),
-        workload_bin,
+        workload,
         root: "/".into(),
         tls: None,
     }

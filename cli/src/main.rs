@@ -60,6 +60,13 @@ enum Command {
     },
     /// Cancel a matrix's remaining runs.
     Cancel { id: String },
+    /// Run one catalogued workload here, in the foreground, as agents do
+    /// (`farmctl workload --list`; `farmctl workload lu --param threads=2`).
+    #[command(disable_help_flag = true)]
+    Workload {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run a matrix on this machine: embedded coordinator plus a local agent.
     Run {
         file: PathBuf,
@@ -85,6 +92,12 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    if let Command::Workload { args } = cli.command {
+        // Before any runtime exists: the workload's process must hold only
+        // the workload's threads, since agents sample them.
+        let code = farm_workload::cli::main(args);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -200,7 +213,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 .into_inner();
             println!("cancelled {} runs", r.cancelled_runs);
         }
-        Command::Run { .. } => unreachable!("handled above"),
+        Command::Run { .. } | Command::Workload { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -96,7 +96,10 @@ fn two_agents_run_a_matrix_to_completion() {
     assert!(table.contains("12/12 done"), "{table}");
     // Cancelling an ended matrix changes nothing.
     let out = farm.farmctl(&["cancel", &id]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "cancelled 0 runs");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "cancelled 0 runs"
+    );
     assert_eq!(farm.results(&id)["state"], "done");
     // An unknown id is bad input.
     assert_eq!(farm.farmctl(&["results", "m-nope"]).status.code(), Some(2));
