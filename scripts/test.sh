@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 missing=()
 need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
 need pgrep procps
+# External workloads the agent runs and parses (tests run each for real).
+need stress-ng stress-ng
+need sysbench sysbench
+need hackbench rt-tests
+need iperf3 iperf3
 if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
     apt-get update -q

@@ -12,8 +12,10 @@
 
 pub mod capabilities;
 pub mod executor;
+pub mod external;
 pub mod run;
 pub mod session;
+pub mod state;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -411,6 +411,7 @@ fn cells(
                         state: Some(state.clone()),
                         host: Some(host.clone()),
                         baseline: target.map(|t| t as u32),
+                        loads: Vec::new(),
                     });
                 }
             }
@@ -653,6 +654,7 @@ fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<Vec<MachineS
             hotplug,
             cgroup,
             autogroup,
+            ..Default::default()
         });
     }
     Ok(out)

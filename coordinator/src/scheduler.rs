@@ -778,6 +778,7 @@ impl Scheduler {
                     .map(|h| h.executor.clone())
                     .unwrap_or_default(),
                 timeout_s: m.rec.timeout_s,
+                loads: cell.loads.clone(),
             })),
         };
         m.dirty = true;

@@ -1,0 +1,123 @@
+//! Machine states: the knobs a run turns — CPU hotplug, autogroup, cgroup
+//! layout — applied before the run and restored after it.
+//!
+//! Every change goes through the [`journal`] first (old value, fsynced), so
+//! that the machine can be put back after a normal run and after a crash at
+//! any step. [`Applier::apply`] makes the changes; [`Journal::restore`]
+//! undoes them.
+
+pub mod cgroup;
+pub mod hotplug;
+pub mod journal;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use farm_proto::{Capabilities, CgroupLayout, MachineState};
+use tracing::info;
+
+pub use journal::{Entry, Journal};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Journal(#[from] journal::Error),
+    #[error("state `{state}`: {why}")]
+    Refused { state: String, why: String },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The state kinds this agent can apply on a machine with these capabilities.
+pub fn kinds(caps: &Capabilities) -> Vec<String> {
+    let mut out = Vec::new();
+    if !caps.hotpluggable_cpus.is_empty() {
+        out.push("hotplug".to_string());
+    }
+    if caps.sysctl_writable {
+        out.push("autogroup".to_string());
+    }
+    if caps.root && cgroup::Layout::of(caps).is_some() {
+        out.push("cgroup".to_string());
+    }
+    out
+}
+
+/// Where the processes of a run go: one list of `cgroup.procs` files per
+/// program (the measured workload first, then each competing load). Empty
+/// lists mean "stay where the agent is".
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub workload: Vec<PathBuf>,
+    pub loads: Vec<Vec<PathBuf>>,
+}
+
+pub struct Applier<'a> {
+    pub journal: &'a mut Journal,
+    pub caps: &'a Capabilities,
+}
+
+impl Applier<'_> {
+    /// Applies `state` for a run with `loads` competing programs; `tag`
+    /// names the run's cgroups.
+    pub fn apply(&mut self, state: &MachineState, tag: &str, loads: usize) -> Result<Placement> {
+        let refuse = |why: String| Error::Refused { state: state.name.clone(), why };
+        let root = self.journal.root().to_path_buf();
+        if let Some(v) = state.autogroup {
+            if v > 1 {
+                return Err(refuse(format!("autogroup must be 0 or 1, not {v}")));
+            }
+            if !self.caps.sysctl_writable {
+                return Err(refuse("kernel.sched_autogroup_enabled is not writable here".into()));
+            }
+            let key = journal::SYSCTLS[0];
+            let path = journal::sysctl_path(&root, key);
+            let was = read_trimmed(&path)?;
+            self.journal.record(&Entry::Sysctl { key: key.into(), was })?;
+            write(&path, &v.to_string())?;
+            journal::step("autogroup written");
+        }
+        if !state.hotplug.is_empty() {
+            let plan = hotplug::parse(&state.hotplug).map_err(refuse)?;
+            hotplug::check(&plan, self.caps).map_err(refuse)?;
+            for &cpu in &plan.cpus {
+                let path = journal::cpu_online_path(&root, cpu);
+                let was = read_trimmed(&path)? == "1";
+                self.journal.record(&Entry::CpuOnline { cpu, was })?;
+                write(&path, "0")?;
+                journal::step("cpu offlined");
+            }
+            if plan.mode == hotplug::Mode::Cycle {
+                for &cpu in &plan.cpus {
+                    write(&journal::cpu_online_path(&root, cpu), "1")?;
+                    journal::step("cpu onlined");
+                }
+            }
+            info!(hotplug = %state.hotplug, "hotplug applied");
+        }
+        if state.cgroup.is_empty() {
+            return Ok(Placement { workload: Vec::new(), loads: vec![Vec::new(); loads] });
+        }
+        let layout = cgroup::Layout::of(self.caps).ok_or_else(|| refuse("no usable cpu cgroup controller".into()))?;
+        let shape = cgroup::Shape::parse(&state.cgroup).map_err(refuse)?;
+        let limits = cgroup::Limits::from_state(state).map_err(refuse)?;
+        cgroup::create(self.journal, &root, layout, shape, &limits, tag, loads)
+    }
+}
+
+fn read_trimmed(path: &Path) -> Result<String> {
+    fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|source| Error::Io { path: path.into(), source })
+}
+
+pub(crate) fn write(path: &Path, value: &str) -> Result<()> {
+    fs::write(path, value).map_err(|source| Error::Io { path: path.into(), source })
+}
+
+/// The cgroup layout named in capabilities.
+pub fn layout_of(caps: &Capabilities) -> CgroupLayout {
+    CgroupLayout::try_from(caps.cgroup_layout).unwrap_or(CgroupLayout::Unspecified)
+}

@@ -1,0 +1,214 @@
+//! Cgroup layouts (seed 003): `shared` puts the measured workload and its
+//! competing load in one group; `separate` gives each program a group of its
+//! own. Works on cgroup v1 (the cpu and cpuset hierarchies), v2, and the
+//! hybrid layout (v1 controllers beside an empty cgroup2 tree), where the v1
+//! controllers are the ones that act.
+//!
+//! Groups live under `<hierarchy>/farm/<run>/`; every one we create is
+//! journalled first and removed on restore, together with whatever is
+//! still inside.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use farm_proto::{Capabilities, CgroupLayout, MachineState};
+
+use super::journal::{self, Entry, Journal};
+use super::{Placement, Result, write};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// v1 controllers (also on the hybrid layout).
+    V1 { cpuset: bool },
+    V2,
+}
+
+impl Layout {
+    pub fn of(caps: &Capabilities) -> Option<Layout> {
+        let has = |list: &[String], c: &str| list.iter().any(|x| x == c);
+        match CgroupLayout::try_from(caps.cgroup_layout).ok()? {
+            CgroupLayout::V1 | CgroupLayout::Hybrid if has(&caps.cgroup_v1_controllers, "cpu") => {
+                Some(Layout::V1 { cpuset: has(&caps.cgroup_v1_controllers, "cpuset") })
+            }
+            CgroupLayout::V2 if has(&caps.cgroup_v2_controllers, "cpu") => Some(Layout::V2),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Shared,
+    Separate,
+}
+
+impl Shape {
+    pub fn parse(s: &str) -> Result<Shape, String> {
+        match s {
+            "shared" => Ok(Shape::Shared),
+            "separate" => Ok(Shape::Separate),
+            other => Err(format!("cgroup layout `{other}` must be shared or separate")),
+        }
+    }
+}
+
+/// Optional limits applied to every group of the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// cgroup2 `cpu.weight` (1..=10000, default 100); v1 `cpu.shares` = weight × 1024 / 100.
+    pub weight: Option<u32>,
+    /// Quota and period in µs (`cpu.max`; v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
+    pub max: Option<(u64, u64)>,
+    /// A cpu list for `cpuset.cpus`.
+    pub cpuset: Option<String>,
+}
+
+impl Limits {
+    pub fn from_state(s: &MachineState) -> Result<Limits, String> {
+        let weight = match s.cgroup_cpu_weight {
+            0 => None,
+            w @ 1..=10_000 => Some(w),
+            w => return Err(format!("cgroup cpu weight {w} is out of range 1..=10000")),
+        };
+        let max = if s.cgroup_cpu_max.is_empty() {
+            None
+        } else {
+            let bad = || format!("cgroup cpu max `{}` must be \"QUOTA PERIOD\" in µs", s.cgroup_cpu_max);
+            let f: Vec<&str> = s.cgroup_cpu_max.split_whitespace().collect();
+            let [q, p] = f.as_slice() else { return Err(bad()) };
+            let (q, p) = (q.parse::<u64>().map_err(|_| bad())?, p.parse::<u64>().map_err(|_| bad())?);
+            if !(1_000..=1_000_000).contains(&p) || q < 1_000 {
+                return Err(bad());
+            }
+            Some((q, p))
+        };
+        let cpuset = if s.cgroup_cpuset.is_empty() {
+            None
+        } else {
+            crate::capabilities::parse_cpu_list(&s.cgroup_cpuset)
+                .map_err(|e| format!("cgroup cpuset `{}`: {e}", s.cgroup_cpuset))?;
+            Some(s.cgroup_cpuset.clone())
+        };
+        Ok(Limits { weight, max, cpuset })
+    }
+}
+
+fn sanitize(tag: &str) -> String {
+    tag.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect()
+}
+
+/// Creates the run's groups and returns where each program goes.
+pub fn create(
+    journal: &mut Journal,
+    root: &Path,
+    layout: Layout,
+    shape: Shape,
+    limits: &Limits,
+    tag: &str,
+    loads: usize,
+) -> Result<Placement> {
+    let names: Vec<String> = match shape {
+        Shape::Shared => vec!["shared".into()],
+        Shape::Separate => std::iter::once("workload".to_string()).chain((0..loads).map(|i| format!("load{i}"))).collect(),
+    };
+    let base = root.join("sys/fs/cgroup");
+    let tag = sanitize(tag);
+    let mut procs: Vec<Vec<PathBuf>> = Vec::new();
+    for name in &names {
+        let mut files = Vec::new();
+        match layout {
+            Layout::V1 { cpuset } => {
+                let dir = base.join("cpu/farm").join(&tag).join(name);
+                make_group(journal, &dir, false)?;
+                if let Some(w) = limits.weight {
+                    write(&dir.join("cpu.shares"), &(u64::from(w) * 1024 / 100).max(2).to_string())?;
+                }
+                if let Some((q, p)) = limits.max {
+                    write(&dir.join("cpu.cfs_period_us"), &p.to_string())?;
+                    write(&dir.join("cpu.cfs_quota_us"), &q.to_string())?;
+                }
+                files.push(dir.join("cgroup.procs"));
+                if let Some(cpus) = &limits.cpuset {
+                    if !cpuset {
+                        return Err(super::Error::Refused {
+                            state: tag.clone(),
+                            why: "no cpuset controller mounted".into(),
+                        });
+                    }
+                    let dir = base.join("cpuset/farm").join(&tag).join(name);
+                    make_group(journal, &dir, true)?;
+                    write(&dir.join("cpuset.cpus"), cpus)?;
+                    files.push(dir.join("cgroup.procs"));
+                }
+            }
+            Layout::V2 => {
+                let dir = base.join("farm").join(&tag).join(name);
+                let controllers: &[&str] = if limits.cpuset.is_some() { &["cpu", "cpuset"] } else { &["cpu"] };
+                enable_v2(journal, &base, controllers)?;
+                make_group(journal, &dir, false)?;
+                if let Some(w) = limits.weight {
+                    write(&dir.join("cpu.weight"), &w.to_string())?;
+                }
+                if let Some((q, p)) = limits.max {
+                    write(&dir.join("cpu.max"), &format!("{q} {p}"))?;
+                }
+                if let Some(cpus) = &limits.cpuset {
+                    write(&dir.join("cpuset.cpus"), cpus)?;
+                }
+                files.push(dir.join("cgroup.procs"));
+            }
+        }
+        procs.push(files);
+    }
+    Ok(match shape {
+        Shape::Shared => Placement { workload: procs[0].clone(), loads: vec![procs[0].clone(); loads] },
+        Shape::Separate => Placement { workload: procs[0].clone(), loads: procs[1..].to_vec() },
+    })
+}
+
+/// Journals and creates `dir` and any missing `farm` parents. A v1 cpuset
+/// group is unusable until it has cpus and mems, so new ones copy their
+/// parent's.
+fn make_group(journal: &mut Journal, dir: &Path, v1_cpuset: bool) -> Result<()> {
+    // Parents first, top-down, each journalled before it is made.
+    let mut chain: Vec<&Path> = dir.ancestors().take_while(|d| d.to_string_lossy().contains("/farm")).collect();
+    chain.reverse();
+    for d in chain {
+        if d.exists() {
+            continue;
+        }
+        journal.record(&Entry::Cgroup { path: d.to_path_buf() })?;
+        fs::create_dir(d).map_err(|source| super::Error::Io { path: d.into(), source })?;
+        journal::step("cgroup created");
+        if v1_cpuset {
+            if let Some(parent) = d.parent() {
+                for f in ["cpuset.cpus", "cpuset.mems"] {
+                    let v = fs::read_to_string(parent.join(f)).map_err(|source| super::Error::Io {
+                        path: parent.join(f),
+                        source,
+                    })?;
+                    write(&d.join(f), v.trim())?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Enables controllers for children of the cgroup2 root and of our `farm`
+/// groups; a change to the root's subtree_control is journalled.
+fn enable_v2(journal: &mut Journal, base: &Path, controllers: &[&str]) -> Result<()> {
+    let control = base.join("cgroup.subtree_control");
+    let enabled = fs::read_to_string(&control).unwrap_or_default();
+    for c in controllers {
+        if !enabled.split_whitespace().any(|x| x == *c) {
+            journal.record(&Entry::SubtreeControl { path: base.to_path_buf(), controller: c.to_string() })?;
+            write(&control, &format!("+{c}"))?;
+            journal::step("controller enabled");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
