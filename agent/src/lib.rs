@@ -7,6 +7,10 @@
 //!   unacknowledged results, reconnection with backoff.
 //! - [`run`]: checking an assignment and turning it into a result.
 //! - [`executor`]: where the workload executes ([`executor::host`] today).
+//! - [`state`]: machine states (hotplug, autogroup, cgroups) and the restore
+//!   journal that undoes them, also after a crash.
+//! - [`external`]: installed benchmark programs (stress-ng, sysbench, ...)
+//!   and the parsers of their output.
 #![deny(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
@@ -36,6 +40,8 @@ pub enum Error {
         "workload binary {0} not found (build it with `cargo build -p farmctl --bin farm-workload`)"
     )]
     WorkloadBin(PathBuf),
+    #[error("machine state left by an earlier run could not be restored: {0}")]
+    Restore(#[from] state::journal::Error),
 }
 
 #[derive(Debug, Clone)]
@@ -47,6 +53,8 @@ pub struct Options {
     pub workload: run::WorkloadCommand,
     /// Where /proc and /sys are; "/" except in tests.
     pub root: PathBuf,
+    /// Holds the restore journal (`journal`); it must survive the agent.
+    pub state_dir: PathBuf,
     pub tls: Option<ClientTlsConfig>,
 }
 
@@ -56,7 +64,18 @@ pub struct Agent {
 
 impl Options {
     pub fn build(self) -> Result<Agent, Error> {
-        let capabilities = capabilities::discover(&self.root)?;
+        // Before anything else: put back what a crashed run left changed,
+        // and only then look at the machine.
+        let mut journal = state::Journal::open(&self.state_dir.join("journal"), &self.root)?;
+        let undone = journal.restore()?;
+        if undone > 0 {
+            tracing::warn!(
+                entries = undone,
+                "restored machine state left by an interrupted run"
+            );
+        }
+        let mut capabilities = capabilities::discover(&self.root)?;
+        capabilities.state_kinds = state::kinds(&capabilities);
         if !self.workload.program.is_file() {
             return Err(Error::WorkloadBin(self.workload.program));
         }
@@ -79,6 +98,7 @@ impl Options {
                 token: self.token,
                 capabilities,
                 workload: self.workload,
+                journal: Arc::new(Mutex::new(journal)),
                 shared: Arc::new(Mutex::new(Default::default())),
                 result_ready: Arc::new(tokio::sync::Notify::new()),
             },

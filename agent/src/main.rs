@@ -25,6 +25,13 @@ struct Args {
     /// The agent token itself.
     #[arg(long, env = "FARM_AGENT_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Holds the restore journal of machine-state changes; it must survive reboots of the agent.
+    #[arg(
+        long,
+        default_value = "/var/lib/farm-agent",
+        env = "FARM_AGENT_STATE_DIR"
+    )]
+    state_dir: PathBuf,
     /// The farm-workload binary; by default the one beside this executable.
     #[arg(long, env = "FARM_WORKLOAD_BIN")]
     workload_bin: Option<PathBuf>,
@@ -58,6 +65,7 @@ fn main() -> anyhow::Result<()> {
         token,
         workload: farm_agent::run::WorkloadCommand::binary(workload_bin),
         root: "/".into(),
+        state_dir: args.state_dir,
         tls: None,
     }
     .build()?;

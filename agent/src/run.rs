@@ -6,13 +6,16 @@
 //! vector for the `farm-workload` binary, never a shell command.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use farm_proto::{Capabilities, Direction, Metric, RunAssignment, RunResult, Workload, param};
 use farm_workload::catalogue::{self, Value};
 use farm_workload::output;
 
-use crate::executor::host::{self, Exit, Killer, Spec};
+use crate::executor::host::{self, Exit, Killer};
+use crate::state::journal::{self, Entry, Journal};
+use crate::state::{Applier, Placement};
 
 /// The executor this agent offers.
 pub const HOST_EXECUTOR: &str = "host";
@@ -74,12 +77,18 @@ pub fn check(a: &RunAssignment, caps: &Capabilities) -> Result<(), String> {
         ));
     }
     if let Some(s) = &a.state {
-        // No state kind is implemented yet, so none may be asked for.
-        if !s.hotplug.is_empty() || !s.cgroup.is_empty() || s.autogroup.is_some() {
-            return Err(format!(
-                "machine state `{}` cannot be applied by this agent",
-                s.name
-            ));
+        let wanted = [
+            (!s.hotplug.is_empty(), "hotplug"),
+            (!s.cgroup.is_empty(), "cgroup"),
+            (s.autogroup.is_some(), "autogroup"),
+        ];
+        for (asked, kind) in wanted {
+            if asked && !caps.state_kinds.iter().any(|k| k == kind) {
+                return Err(format!(
+                    "machine state `{}` needs {kind}, which this agent cannot apply",
+                    s.name
+                ));
+            }
         }
     }
     Ok(())
@@ -100,13 +109,24 @@ fn metric(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
     }
 }
 
-/// Executes an assignment to the end; blocking, call it from a thread of its own.
-pub fn execute(
-    a: &RunAssignment,
-    caps: &Capabilities,
-    workload: &WorkloadCommand,
-    killer: &Killer,
-) -> RunResult {
+/// What a run needs besides its assignment.
+pub struct Context<'a> {
+    pub caps: &'a Capabilities,
+    pub workload: &'a WorkloadCommand,
+    /// Shared with the loads' thread, which journals the processes it starts.
+    pub journal: &'a Arc<Mutex<Journal>>,
+    pub killer: &'a Killer,
+}
+
+fn lock(j: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
+    j.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Executes an assignment to the end: apply the machine state, start the
+/// competing loads, run the workload, stop the loads, restore the state.
+/// Blocking; call it from a thread of its own.
+pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
+    let caps = ctx.caps;
     let started = SystemTime::now();
     let mut result = RunResult {
         run: a.run.clone(),
@@ -116,26 +136,24 @@ pub fn execute(
         started_unix_ms: unix_ms(started),
         ..Default::default()
     };
-    let prepared = check(a, caps).and_then(|()| {
-        a.workload
-            .as_ref()
-            .ok_or_else(|| "assignment carries no workload".to_string())
-            .and_then(workload_args)
-    });
-    let outcome = prepared.and_then(|args| {
-        let spec = Spec {
-            program: workload.program.clone(),
-            args: workload.leading_args.iter().cloned().chain(args).collect(),
-            timeout: Duration::from_secs(u64::from(a.timeout_s.max(1))),
-        };
-        host::run(&spec, killer)
-            .map_err(|e| format!("starting {}: {e}", workload.program.display()))
-    });
+    let outcome = prepare_and_run(a, ctx);
+    // Whatever happened, the machine goes back as it was.
+    let restored = lock(ctx.journal).restore();
     result.finished_unix_ms = unix_ms(SystemTime::now());
-    let out = match outcome {
-        Ok(out) => out,
-        Err(e) => {
+    let out = match (outcome, restored) {
+        (Ok(out), Ok(_)) => out,
+        (Err(e), Ok(_)) => {
             result.error = e;
+            return result;
+        }
+        (outcome, Err(e)) => {
+            result.error = format!(
+                "restoring machine state: {e}{}",
+                outcome
+                    .err()
+                    .map(|o| format!(" (after: {o})"))
+                    .unwrap_or_default()
+            );
             return result;
         }
     };
@@ -189,6 +207,131 @@ pub fn execute(
     }
     result.ok = result.error.is_empty();
     result
+}
+
+fn tag(a: &RunAssignment) -> String {
+    a.run
+        .as_ref()
+        .map(|r| format!("{}-a{}", r.run_id, r.attempt))
+        .unwrap_or_else(|| "run".into())
+}
+
+fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<host::Outcome, String> {
+    check(a, ctx.caps)?;
+    let workload = a
+        .workload
+        .as_ref()
+        .ok_or("assignment carries no workload")?;
+    let args = workload_args(workload)?;
+    let load_args = a
+        .loads
+        .iter()
+        .map(workload_args)
+        .collect::<Result<Vec<_>, _>>()?;
+    let timeout = Duration::from_secs(u64::from(a.timeout_s.max(1)));
+    let placement = match &a.state {
+        Some(state) => {
+            let mut journal = lock(ctx.journal);
+            Applier {
+                journal: &mut journal,
+                caps: ctx.caps,
+            }
+            .apply(state, &tag(a), a.loads.len())
+            .map_err(|e| e.to_string())?
+        }
+        None => Placement {
+            workload: Vec::new(),
+            loads: vec![Vec::new(); a.loads.len()],
+        },
+    };
+    let spec =
+        |args: Vec<String>, cgroups: Vec<std::path::PathBuf>, timeout: Duration| host::Spec {
+            program: ctx.workload.program.clone(),
+            args: ctx
+                .workload
+                .leading_args
+                .iter()
+                .cloned()
+                .chain(args)
+                .collect(),
+            timeout,
+            cgroups,
+        };
+    // Loads live until stopped; their own timeout is only a backstop.
+    let loads: Vec<host::Spec> = load_args
+        .into_iter()
+        .zip(placement.loads)
+        .map(|(args, cgroups)| spec(args, cgroups, timeout + Duration::from_secs(60)))
+        .collect();
+    let loads = Loads::start(loads, ctx.journal.clone())?;
+    let out = host::run(&spec(args, placement.workload, timeout), ctx.killer)
+        .map_err(|e| format!("starting {}: {e}", ctx.workload.program.display()));
+    loads.stop();
+    out
+}
+
+/// Competing programs (seed 003's `stress --cpu 1` beside lu), started
+/// before the workload and stopped after it. They run from a thread of
+/// their own that lives as long as they do: their PR_SET_PDEATHSIG is tied
+/// to it, and perf counters inherited by the workload's thread stay theirs.
+struct Loads {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Loads {
+    fn start(specs: Vec<host::Spec>, journal: Arc<Mutex<Journal>>) -> Result<Loads, String> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("loads".into())
+            .spawn(move || {
+                let mut running = Vec::new();
+                let mut failed = None;
+                for spec in &specs {
+                    let killer = Killer::default();
+                    match host::start(spec, &killer) {
+                        Ok(r) => {
+                            let pid = r.pid();
+                            let mut j = lock(&journal);
+                            let start_time =
+                                journal::process_start_time(j.root(), pid).unwrap_or(0);
+                            if let Err(e) = j.record(&Entry::Process { pid, start_time }) {
+                                failed = Some(e.to_string());
+                            }
+                            drop(j);
+                            running.push((r, killer));
+                        }
+                        Err(e) => failed = Some(format!("starting a load: {e}")),
+                    }
+                    if failed.is_some() {
+                        break;
+                    }
+                }
+                let _ = ready_tx.send(failed.map_or(Ok(()), Err));
+                // Until told to stop, or until the run's thread is gone.
+                let _ = stop_rx.recv();
+                for (r, killer) in running {
+                    killer.cancel();
+                    let _ = r.wait();
+                }
+            })
+            .map_err(|e| format!("starting the loads thread: {e}"))?;
+        let loads = Loads { stop, thread };
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(loads),
+            Ok(Err(e)) => {
+                loads.stop();
+                Err(e)
+            }
+            Err(_) => Err("the loads thread died".into()),
+        }
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
 }
 
 #[cfg(test)]

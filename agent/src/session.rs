@@ -37,6 +37,8 @@ pub(crate) struct Session {
     pub token: String,
     pub capabilities: Capabilities,
     pub workload: run::WorkloadCommand,
+    /// The restore journal; runs apply machine state through it.
+    pub journal: Arc<Mutex<crate::state::Journal>>,
     pub shared: Arc<Mutex<Shared>>,
     /// Wakes the connection when a run leaves a result in the outbox.
     pub result_ready: Arc<Notify>,
@@ -220,10 +222,17 @@ impl Session {
         let notify = self.result_ready.clone();
         let caps = self.capabilities.clone();
         let workload = self.workload.clone();
+        let journal = self.journal.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("run {}", rref.run_id))
             .spawn(move || {
-                let result = run::execute(&a, &caps, &workload, &killer);
+                let ctx = run::Context {
+                    caps: &caps,
+                    workload: &workload,
+                    journal: &journal,
+                    killer: &killer,
+                };
+                let result = run::execute(&a, &ctx);
                 let mut s = lock(&shared);
                 if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
                     s.running = None;

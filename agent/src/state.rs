@@ -25,7 +25,10 @@ pub enum Error {
     #[error("state `{state}`: {why}")]
     Refused { state: String, why: String },
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -63,19 +66,27 @@ impl Applier<'_> {
     /// Applies `state` for a run with `loads` competing programs; `tag`
     /// names the run's cgroups.
     pub fn apply(&mut self, state: &MachineState, tag: &str, loads: usize) -> Result<Placement> {
-        let refuse = |why: String| Error::Refused { state: state.name.clone(), why };
+        let refuse = |why: String| Error::Refused {
+            state: state.name.clone(),
+            why,
+        };
         let root = self.journal.root().to_path_buf();
         if let Some(v) = state.autogroup {
             if v > 1 {
                 return Err(refuse(format!("autogroup must be 0 or 1, not {v}")));
             }
             if !self.caps.sysctl_writable {
-                return Err(refuse("kernel.sched_autogroup_enabled is not writable here".into()));
+                return Err(refuse(
+                    "kernel.sched_autogroup_enabled is not writable here".into(),
+                ));
             }
             let key = journal::SYSCTLS[0];
             let path = journal::sysctl_path(&root, key);
             let was = read_trimmed(&path)?;
-            self.journal.record(&Entry::Sysctl { key: key.into(), was })?;
+            self.journal.record(&Entry::Sysctl {
+                key: key.into(),
+                was,
+            })?;
             write(&path, &v.to_string())?;
             journal::step("autogroup written");
         }
@@ -98,9 +109,13 @@ impl Applier<'_> {
             info!(hotplug = %state.hotplug, "hotplug applied");
         }
         if state.cgroup.is_empty() {
-            return Ok(Placement { workload: Vec::new(), loads: vec![Vec::new(); loads] });
+            return Ok(Placement {
+                workload: Vec::new(),
+                loads: vec![Vec::new(); loads],
+            });
         }
-        let layout = cgroup::Layout::of(self.caps).ok_or_else(|| refuse("no usable cpu cgroup controller".into()))?;
+        let layout = cgroup::Layout::of(self.caps)
+            .ok_or_else(|| refuse("no usable cpu cgroup controller".into()))?;
         let shape = cgroup::Shape::parse(&state.cgroup).map_err(refuse)?;
         let limits = cgroup::Limits::from_state(state).map_err(refuse)?;
         cgroup::create(self.journal, &root, layout, shape, &limits, tag, loads)
@@ -110,11 +125,17 @@ impl Applier<'_> {
 fn read_trimmed(path: &Path) -> Result<String> {
     fs::read_to_string(path)
         .map(|s| s.trim().to_string())
-        .map_err(|source| Error::Io { path: path.into(), source })
+        .map_err(|source| Error::Io {
+            path: path.into(),
+            source,
+        })
 }
 
 pub(crate) fn write(path: &Path, value: &str) -> Result<()> {
-    fs::write(path, value).map_err(|source| Error::Io { path: path.into(), source })
+    fs::write(path, value).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })
 }
 
 /// The cgroup layout named in capabilities.

@@ -29,7 +29,7 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
     };
     let coordinator = farm_coordinator::Options {
         listen: "127.0.0.1:0".parse().context("loopback address")?,
-        data_dir: dir,
+        data_dir: dir.clone(),
         scheduler: Default::default(),
         tls: None,
     }
@@ -53,6 +53,7 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
         token: tokens.agent.clone(),
         workload,
         root: "/".into(),
+        state_dir: dir.join("agent"),
         tls: None,
     }
     .build()?;

@@ -158,8 +158,10 @@ fn a_killed_agent_loses_its_run_to_the_other() {
     );
     assert_eq!(lost["attempt"], 2, "{lost}");
     // The killed agent's workload died with it (PR_SET_PDEATHSIG): nothing of it is left.
+    // Only our workload binary: other farm-workload builds may be running here.
+    let pattern = format!("^{} ", env!("CARGO_BIN_EXE_farm-workload"));
     let leftover = std::process::Command::new("pgrep")
-        .args(["-x", "farm-workload"])
+        .args(["-f", &pattern])
         .output()
         .unwrap();
     assert!(

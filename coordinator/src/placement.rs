@@ -22,6 +22,8 @@ pub enum Requirement {
     Workload(String),
     /// A machine-state kind the agent must be able to apply and restore.
     State(&'static str),
+    /// These CPUs must be hotpluggable there, and one CPU must stay online.
+    Hotplug(Vec<u32>),
 }
 
 impl fmt::Display for Requirement {
@@ -34,6 +36,10 @@ impl fmt::Display for Requirement {
             Requirement::Kernel(k) => write!(f, "kernel={k}"),
             Requirement::Workload(w) => write!(f, "workload={w}"),
             Requirement::State(s) => write!(f, "state={s}"),
+            Requirement::Hotplug(cpus) => {
+                let list: Vec<String> = cpus.iter().map(|c| format!("cpu{c}")).collect();
+                write!(f, "hotplug of {}", list.join(","))
+            }
         }
     }
 }
@@ -49,6 +55,10 @@ impl Requirement {
             Requirement::Kernel(k) => k == RUNNING_KERNEL || caps.kernel_release == *k,
             Requirement::Workload(w) => caps.workloads.iter().any(|x| x == w),
             Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s),
+            Requirement::Hotplug(cpus) => {
+                cpus.iter().all(|c| caps.hotpluggable_cpus.contains(c))
+                    && caps.online_cpus.iter().any(|c| !cpus.contains(c))
+            }
         }
     }
 }
@@ -79,12 +89,27 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
     if let Some(s) = &cell.state {
         if !s.hotplug.is_empty() {
             out.push(Requirement::State("hotplug"));
+            out.push(Requirement::Hotplug(hotplug_cpus(&s.hotplug)));
         }
         if !s.cgroup.is_empty() {
             out.push(Requirement::State("cgroup"));
         }
         if s.autogroup.is_some() {
             out.push(Requirement::State("autogroup"));
+        }
+    }
+    out
+}
+
+/// The CPUs of a `cycle:CPUS` / `offline:CPUS` state. The matrix was
+/// validated on submission, so this reads leniently.
+fn hotplug_cpus(spec: &str) -> Vec<u32> {
+    let list = spec.split_once(':').map_or("", |(_, l)| l);
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        let (lo, hi) = item.split_once('-').unwrap_or((item, item));
+        if let (Ok(lo), Ok(hi)) = (lo.trim().parse::<u32>(), hi.trim().parse::<u32>()) {
+            out.extend(lo..=hi.min(lo.saturating_add(100_000)));
         }
     }
     out

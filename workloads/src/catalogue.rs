@@ -301,4 +301,247 @@ pub const CATALOGUE: &[WorkloadSpec] = &[
             direction: Direction::HigherIsBetter,
         }],
     },
+    WorkloadSpec {
+        name: "stream",
+        doc: "STREAM copy/scale/add/triad (McCalpin) as N independent single-threaded \
+              instances, each with its own three arrays, like seed 001's N stream processes",
+        params: &[
+            ParamSpec {
+                name: "instances",
+                kind: Kind::Int {
+                    min: 1,
+                    max: THREADS_MAX,
+                },
+                default: Value::Int(1),
+                doc: "independent instances, one thread each (`stream-<N>`)",
+            },
+            // STREAM wants each array at least four times the last-level
+            // cache: 128 MiB is four times the 32 MiB L3 of the development
+            // VM. There, release build, idle machine, one instance took
+            // 1.32-1.35 s (triad 24-27 GB/s) and two took 1.30-1.31 s each
+            // (each vCPU has its own bandwidth); up to four times as long
+            // while another job kept the load average in the thousands.
+            ParamSpec {
+                name: "size_mb",
+                kind: Kind::Int {
+                    min: 1,
+                    max: 16_384,
+                },
+                default: Value::Int(128),
+                doc: "MiB per array; an instance has three (refused if /proc/meminfo has \
+                      less available than instances x 3 x size_mb)",
+            },
+            ParamSpec {
+                name: "ntimes",
+                kind: Kind::Int { min: 1, max: 1000 },
+                // Twice STREAM's default of 10, rather than larger arrays:
+                // memory is what guests are short of.
+                default: Value::Int(20),
+                doc: "repetitions of the four kernels (STREAM's NTIMES); the best time \
+                      of repetitions 2..ntimes counts",
+            },
+        ],
+        // `<N>` stands for an instance's index, from 0, as in its thread's
+        // name `stream-<N>`: these two are reported once per instance.
+        metrics: &[
+            MetricSpec {
+                name: "sum_inv_runtime",
+                unit: "1/s",
+                direction: Direction::HigherIsBetter,
+            },
+            MetricSpec {
+                name: "best_triad_mbs",
+                unit: "MB/s",
+                direction: Direction::HigherIsBetter,
+            },
+            MetricSpec {
+                name: "instance<N>_triad_mbs",
+                unit: "MB/s",
+                direction: Direction::HigherIsBetter,
+            },
+            MetricSpec {
+                name: "instance<N>_runtime_s",
+                unit: "s",
+                direction: Direction::LowerIsBetter,
+            },
+        ],
+    },
+    WorkloadSpec {
+        name: "udp-stream",
+        doc: "loopback UDP sender and receiver threads, netperf UDP_STREAM style (seed 002); \
+              figures are the receiver's. Pinning is applied from outside: the thread ids \
+              are printed on stderr as `tid sender <tid>` and `tid receiver <tid>`, and the \
+              workload waits up to 1 s for each CPU asked for, then says `pinned=true|false`",
+        params: &[
+            ParamSpec {
+                name: "seconds",
+                kind: Kind::Float {
+                    min: 0.01,
+                    max: 86_400.0,
+                },
+                // 2 s. On the 2-CPU development VM, release build, 50-95
+                // thousand 1024-byte datagrams per second were received,
+                // with 40-68% lost because the sender outruns the receiver
+                // (as netperf's UDP_STREAM over loopback typically shows),
+                // pinned apart, together or not at all; one run reached 275
+                // thousand with 7% lost.
+                default: Value::Float(2.0),
+                doc: "how long the sender sends",
+            },
+            ParamSpec {
+                name: "message_size",
+                kind: Kind::Int {
+                    min: 1,
+                    max: 65_507,
+                },
+                default: Value::Int(1024),
+                doc: "bytes per datagram (netperf's -m; seed 002 used 1024)",
+            },
+            ParamSpec {
+                name: "sender_cpu",
+                kind: Kind::Int { min: -1, max: 8191 },
+                default: Value::Int(-1),
+                doc: "CPU the sender is to be pinned to, -1 for none",
+            },
+            ParamSpec {
+                name: "receiver_cpu",
+                kind: Kind::Int { min: -1, max: 8191 },
+                default: Value::Int(-1),
+                doc: "CPU the receiver is to be pinned to, -1 for none",
+            },
+        ],
+        metrics: &[
+            MetricSpec {
+                name: "messages_per_s",
+                unit: "msg/s",
+                direction: Direction::HigherIsBetter,
+            },
+            MetricSpec {
+                name: "mb_per_s",
+                unit: "MB/s",
+                direction: Direction::HigherIsBetter,
+            },
+            MetricSpec {
+                name: "loss_pct",
+                unit: "%",
+                direction: Direction::LowerIsBetter,
+            },
+        ],
+    },
+    WorkloadSpec {
+        name: "oltp",
+        doc: "sysbench-like request loop (seed 004): workers lock one of several tables, \
+              read and update rows, then hand the transaction to a committer thread and \
+              sleep until it is committed (mutex and condvar hand-offs, group commit)",
+        params: &[
+            ParamSpec {
+                name: "threads",
+                kind: Kind::Int {
+                    min: 1,
+                    max: THREADS_MAX,
+                },
+                // Twice the CPUs of the development VM, so that a woken
+                // thread often finds its CPU busy, as in seed 004's guest:
+                // 100-162 thousand tps there, p50 21-26 us and p99
+                // 0.07-0.17 ms, release build; 53-81 thousand tps while
+                // another job loaded the machine.
+                default: Value::Int(4),
+                doc: "worker threads (sysbench's --threads), besides the committer",
+            },
+            ParamSpec {
+                name: "seconds",
+                kind: Kind::Float {
+                    min: 0.01,
+                    max: 86_400.0,
+                },
+                default: Value::Float(2.0),
+                doc: "how long workers start new transactions",
+            },
+            ParamSpec {
+                name: "tables",
+                kind: Kind::Int { min: 1, max: 256 },
+                default: Value::Int(16),
+                doc: "tables of 10000 rows of 64 bytes (sysbench's --tables)",
+            },
+        ],
+        metrics: &[
+            MetricSpec {
+                name: "tps",
+                unit: "txn/s",
+                direction: Direction::HigherIsBetter,
+            },
+            MetricSpec {
+                name: "latency_p50_ms",
+                unit: "ms",
+                direction: Direction::LowerIsBetter,
+            },
+            MetricSpec {
+                name: "latency_p95_ms",
+                unit: "ms",
+                direction: Direction::LowerIsBetter,
+            },
+            MetricSpec {
+                name: "latency_p99_ms",
+                unit: "ms",
+                direction: Direction::LowerIsBetter,
+            },
+        ],
+    },
+    WorkloadSpec {
+        name: "hackbench",
+        doc: "rt-tests hackbench in thread mode (-T): groups of fds senders and fds \
+              receivers; each sender writes loops 100-byte messages to each receiver of \
+              its group; reports the time until all were delivered",
+        // Groups x fds x 2 threads is at most THREADS_MAX, and as many file
+        // descriptors: more than the usual soft limit of 1024 fails at the
+        // start, with an error that says so. The defaults are hackbench's
+        // own (-g 10 -f 20 -l 100: 400 threads, 400,000 messages), so that
+        // figures compare with published ones. On the 2-CPU development
+        // VM, release build, idle machine: 0.50-0.57 s over sockets and
+        // 0.22-0.29 s over pipes (up to 1.4 and 0.8 s under another job's
+        // load); raise `loops` for longer runs.
+        params: &[
+            ParamSpec {
+                name: "groups",
+                kind: Kind::Int { min: 1, max: 64 },
+                default: Value::Int(10),
+                doc: "groups (hackbench's -g)",
+            },
+            ParamSpec {
+                name: "fds",
+                kind: Kind::Int { min: 1, max: 32 },
+                default: Value::Int(20),
+                doc: "senders and receivers per group (hackbench's -f)",
+            },
+            ParamSpec {
+                name: "loops",
+                kind: Kind::Int {
+                    min: 1,
+                    max: 1_000_000,
+                },
+                default: Value::Int(100),
+                doc: "messages from each sender to each receiver (hackbench's -l)",
+            },
+            // The catalogue has no string parameters, so the transport is a
+            // number.
+            ParamSpec {
+                name: "mode",
+                kind: Kind::Int { min: 0, max: 1 },
+                default: Value::Int(1),
+                doc: "0 = pipes (hackbench's -p), 1 = Unix stream sockets (its default)",
+            },
+        ],
+        metrics: &[
+            MetricSpec {
+                name: "time_s",
+                unit: "s",
+                direction: Direction::LowerIsBetter,
+            },
+            MetricSpec {
+                name: "messages_per_s",
+                unit: "msg/s",
+                direction: Direction::HigherIsBetter,
+            },
+        ],
+    },
 ];

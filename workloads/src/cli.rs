@@ -18,8 +18,9 @@ use std::io::{self, Write};
 use std::num::IntErrorKind;
 
 use crate::catalogue::{self, Kind, ParamError, Value, WorkloadSpec};
+use crate::hackbench::{self, Mode};
 use crate::output::{self, Metric};
-use crate::{cpu_hog, lu};
+use crate::{cpu_hog, lu, oltp, stream, udp_stream};
 
 #[cfg(test)]
 mod tests;
@@ -248,6 +249,81 @@ fn execute(
             );
             solution.metrics()
         }
+        "stream" => {
+            let outcome = stream::run(
+                count(params, "instances")?,
+                count(params, "size_mb")?,
+                count(params, "ntimes")?,
+            )
+            .map_err(failed)?;
+            // All four kernels, as STREAM prints them; only triad is a metric.
+            for (n, instance) in outcome.instances.iter().enumerate() {
+                let rates: Vec<String> = stream::Kernel::ALL
+                    .iter()
+                    .map(|k| format!("{} {:.1}", k.name(), instance.rate_mbs(*k)))
+                    .collect();
+                let _ = writeln!(
+                    stderr,
+                    "stream: instance {n}: {} MB/s; runtime {:.3} s",
+                    rates.join(", "),
+                    instance.runtime.as_secs_f64()
+                );
+            }
+            outcome.metrics()
+        }
+        "udp-stream" => {
+            let outcome = udp_stream::run(
+                number(params, "seconds")?,
+                count(params, "message_size")?,
+                cpu(params, "sender_cpu")?,
+                cpu(params, "receiver_cpu")?,
+                stderr,
+            )
+            .map_err(failed)?;
+            let _ = writeln!(
+                stderr,
+                "udp-stream: sent {} and received {} datagrams of {} bytes in {:.3} s",
+                outcome.sent,
+                outcome.received,
+                outcome.message_size,
+                outcome.elapsed.as_secs_f64()
+            );
+            outcome.metrics()
+        }
+        "oltp" => {
+            let outcome = oltp::run(
+                count(params, "threads")?,
+                number(params, "seconds")?,
+                count(params, "tables")?,
+            )
+            .map_err(failed)?;
+            let _ = writeln!(
+                stderr,
+                "oltp: {} transactions in {:.3} s",
+                outcome.transactions,
+                outcome.elapsed.as_secs_f64()
+            );
+            outcome.metrics()
+        }
+        "hackbench" => {
+            let mode =
+                Mode::from_param(integer(params, "mode")?).ok_or_else(|| mismatch("mode"))?;
+            let outcome = hackbench::run(
+                count(params, "groups")?,
+                count(params, "fds")?,
+                count(params, "loops")?,
+                mode,
+            )
+            .map_err(failed)?;
+            let _ = writeln!(
+                stderr,
+                "hackbench: {} messages over {}s in {:.3} s",
+                outcome.messages,
+                mode.name(),
+                outcome.elapsed.as_secs_f64()
+            );
+            outcome.metrics()
+        }
         other => {
             return Err(failed(io::Error::other(format!(
                 "`{other}` is in the catalogue but this binary cannot run it"
@@ -263,9 +339,21 @@ fn execute(
 /// A resolved parameter as a count. `resolve` has checked the type and the
 /// range, so a failure here means the catalogue and this file disagree.
 fn count(params: &[(&'static str, Value)], name: &str) -> Result<usize, Failure> {
+    usize::try_from(integer(params, name)?).map_err(|_| mismatch(name))
+}
+
+fn integer(params: &[(&'static str, Value)], name: &str) -> Result<i64, Failure> {
     match params.iter().find(|(n, _)| *n == name) {
-        Some((_, Value::Int(v))) => usize::try_from(*v).map_err(|_| mismatch(name)),
+        Some((_, Value::Int(v))) => Ok(*v),
         _ => Err(mismatch(name)),
+    }
+}
+
+/// A CPU number, where -1 means none.
+fn cpu(params: &[(&'static str, Value)], name: &str) -> Result<Option<usize>, Failure> {
+    match integer(params, name)? {
+        -1 => Ok(None),
+        v => usize::try_from(v).map(Some).map_err(|_| mismatch(name)),
     }
 }
 

@@ -1,6 +1,7 @@
 #![allow(unsafe_code)]
-//! The host executor: one child process in its own process group, measured
-//! with `wait4` so that user and sys time cover the whole process tree.
+//! The host executor: one child process in a session and process group of
+//! its own, measured with `wait4` so that user and sys time cover the whole
+//! process tree.
 //!
 //! The child is started from a dedicated thread that also waits for it:
 //! `PR_SET_PDEATHSIG` fires when the *thread* that forked exits, so a pool
@@ -27,6 +28,20 @@ pub struct Spec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub timeout: Duration,
+    /// `cgroup.procs` files the child joins before it executes, so that
+    /// every thread it ever has is in its groups from the start.
+    pub cgroups: Vec<PathBuf>,
+}
+
+impl Spec {
+    pub fn new(program: impl Into<PathBuf>, args: Vec<String>, timeout: Duration) -> Spec {
+        Spec {
+            program: program.into(),
+            args,
+            timeout,
+            cgroups: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,22 +93,67 @@ impl Killer {
 
 /// Runs `spec` to completion (or timeout, or cancel) on the calling thread.
 pub fn run(spec: &Spec, killer: &Killer) -> io::Result<Outcome> {
+    start(spec, killer)?.wait()
+}
+
+/// A started child, not yet reaped.
+pub struct Running {
+    pid: Pid,
+    child: std::process::Child,
+    start: Instant,
+    killer: Killer,
+    stdout: Option<std::thread::JoinHandle<String>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    timed_out: Arc<std::sync::atomic::AtomicBool>,
+    done_tx: std::sync::mpsc::Sender<()>,
+    watchdog: std::thread::JoinHandle<()>,
+}
+
+/// Starts `spec` in a new session (so autogroup, when enabled, gives it an
+/// autogroup of its own) and process group, inside its cgroups.
+///
+/// The child dies with the thread that calls this (PR_SET_PDEATHSIG), so
+/// call it from a thread that outlives the child.
+pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so that a kill reaches everything it started.
-        .process_group(0);
-    // SAFETY: the closure only makes one async-signal-safe syscall (prctl).
+        .stderr(Stdio::piped());
+    let groups: Vec<std::fs::File> = spec
+        .cgroups
+        .iter()
+        .map(|p| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))
+        })
+        .collect::<io::Result<_>>()?;
+    let fds: Vec<i32> = groups.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
+    // SAFETY: between fork and exec the closure only makes async-signal-safe
+    // system calls (setsid, prctl, write) on memory allocated before the fork.
     unsafe {
-        cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from));
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+            for &fd in &fds {
+                // "0" moves the writing process: the child itself.
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
     }
     if killer.0.lock().unwrap_or_else(|e| e.into_inner()).cancelled {
         return Err(io::Error::other("cancelled before start"));
     }
     let start = Instant::now();
     let mut child = cmd.spawn()?;
+    drop(groups);
     let pid = Pid::from_raw(child.id() as i32);
     killer.0.lock().unwrap_or_else(|e| e.into_inner()).pgid = Some(pid);
     let stdout = child
@@ -123,48 +183,79 @@ pub fn run(spec: &Spec, killer: &Killer) -> io::Result<Outcome> {
             }
         })
     };
-
-    // Wait for the leader to exit without reaping it (WNOWAIT): while it is a
-    // zombie its pid and group id stay ours, so stragglers can be killed and
-    // the killer above can never hit a recycled pid.
-    loop {
-        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
-            Ok(_) => break,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let wall = start.elapsed();
-    let cancelled = {
-        let mut st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
-        // Descendants left behind by the workload die with it.
-        let _ = killpg(pid, Signal::SIGKILL);
-        st.pgid = None;
-        st.cancelled
-    };
-    let _ = done_tx.send(());
-    let (status, rusage) = wait4(pid)?;
-    let _ = watchdog.join();
-    // std's Child is never waited on (we reaped it); dropping it does not wait.
-    drop(child);
-    let stdout = stdout.and_then(|h| h.join().ok()).unwrap_or_default();
-    let stderr_tail = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-    let exit = if libc::WIFEXITED(status) {
-        Exit::Code(libc::WEXITSTATUS(status))
-    } else {
-        Exit::Signal(libc::WTERMSIG(status))
-    };
-    debug!(?exit, wall_ms = wall.as_millis() as u64, "workload ended");
-    Ok(Outcome {
-        exit,
-        wall,
-        user: timeval(rusage.ru_utime),
-        sys: timeval(rusage.ru_stime),
+    Ok(Running {
+        pid,
+        child,
+        start,
+        killer: killer.clone(),
         stdout,
-        stderr_tail,
-        timed_out: timed_out.load(std::sync::atomic::Ordering::SeqCst),
-        cancelled,
+        stderr,
+        timed_out,
+        done_tx,
+        watchdog,
     })
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        self.pid.as_raw()
+    }
+
+    /// Waits for the child to end, kills what it left in its group, reaps it.
+    pub fn wait(self) -> io::Result<Outcome> {
+        let Running {
+            pid,
+            child,
+            start,
+            killer,
+            stdout,
+            stderr,
+            timed_out,
+            done_tx,
+            watchdog,
+        } = self;
+        // Wait for the leader to exit without reaping it (WNOWAIT): while it is a
+        // zombie its pid and group id stay ours, so stragglers can be killed and
+        // the killer above can never hit a recycled pid.
+        loop {
+            match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+                Ok(_) => break,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let wall = start.elapsed();
+        let cancelled = {
+            let mut st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
+            // Descendants left behind by the workload die with it.
+            let _ = killpg(pid, Signal::SIGKILL);
+            st.pgid = None;
+            st.cancelled
+        };
+        let _ = done_tx.send(());
+        let (status, rusage) = wait4(pid)?;
+        let _ = watchdog.join();
+        // std's Child is never waited on (we reaped it); dropping it does not wait.
+        drop(child);
+        let stdout = stdout.and_then(|h| h.join().ok()).unwrap_or_default();
+        let stderr_tail = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+        let exit = if libc::WIFEXITED(status) {
+            Exit::Code(libc::WEXITSTATUS(status))
+        } else {
+            Exit::Signal(libc::WTERMSIG(status))
+        };
+        debug!(?exit, wall_ms = wall.as_millis() as u64, "workload ended");
+        Ok(Outcome {
+            exit,
+            wall,
+            user: timeval(rusage.ru_utime),
+            sys: timeval(rusage.ru_stime),
+            stdout,
+            stderr_tail,
+            timed_out: timed_out.load(std::sync::atomic::Ordering::SeqCst),
+            cancelled,
+        })
+    }
 }
 
 fn timeval(t: libc::timeval) -> Duration {

@@ -19,7 +19,9 @@ use super::{Placement, Result, write};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// v1 controllers (also on the hybrid layout).
-    V1 { cpuset: bool },
+    V1 {
+        cpuset: bool,
+    },
     V2,
 }
 
@@ -28,7 +30,9 @@ impl Layout {
         let has = |list: &[String], c: &str| list.iter().any(|x| x == c);
         match CgroupLayout::try_from(caps.cgroup_layout).ok()? {
             CgroupLayout::V1 | CgroupLayout::Hybrid if has(&caps.cgroup_v1_controllers, "cpu") => {
-                Some(Layout::V1 { cpuset: has(&caps.cgroup_v1_controllers, "cpuset") })
+                Some(Layout::V1 {
+                    cpuset: has(&caps.cgroup_v1_controllers, "cpuset"),
+                })
             }
             CgroupLayout::V2 if has(&caps.cgroup_v2_controllers, "cpu") => Some(Layout::V2),
             _ => None,
@@ -47,7 +51,9 @@ impl Shape {
         match s {
             "shared" => Ok(Shape::Shared),
             "separate" => Ok(Shape::Separate),
-            other => Err(format!("cgroup layout `{other}` must be shared or separate")),
+            other => Err(format!(
+                "cgroup layout `{other}` must be shared or separate"
+            )),
         }
     }
 }
@@ -73,10 +79,20 @@ impl Limits {
         let max = if s.cgroup_cpu_max.is_empty() {
             None
         } else {
-            let bad = || format!("cgroup cpu max `{}` must be \"QUOTA PERIOD\" in µs", s.cgroup_cpu_max);
+            let bad = || {
+                format!(
+                    "cgroup cpu max `{}` must be \"QUOTA PERIOD\" in µs",
+                    s.cgroup_cpu_max
+                )
+            };
             let f: Vec<&str> = s.cgroup_cpu_max.split_whitespace().collect();
-            let [q, p] = f.as_slice() else { return Err(bad()) };
-            let (q, p) = (q.parse::<u64>().map_err(|_| bad())?, p.parse::<u64>().map_err(|_| bad())?);
+            let [q, p] = f.as_slice() else {
+                return Err(bad());
+            };
+            let (q, p) = (
+                q.parse::<u64>().map_err(|_| bad())?,
+                p.parse::<u64>().map_err(|_| bad())?,
+            );
             if !(1_000..=1_000_000).contains(&p) || q < 1_000 {
                 return Err(bad());
             }
@@ -89,12 +105,24 @@ impl Limits {
                 .map_err(|e| format!("cgroup cpuset `{}`: {e}", s.cgroup_cpuset))?;
             Some(s.cgroup_cpuset.clone())
         };
-        Ok(Limits { weight, max, cpuset })
+        Ok(Limits {
+            weight,
+            max,
+            cpuset,
+        })
     }
 }
 
 fn sanitize(tag: &str) -> String {
-    tag.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect()
+    tag.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// Creates the run's groups and returns where each program goes.
@@ -109,7 +137,9 @@ pub fn create(
 ) -> Result<Placement> {
     let names: Vec<String> = match shape {
         Shape::Shared => vec!["shared".into()],
-        Shape::Separate => std::iter::once("workload".to_string()).chain((0..loads).map(|i| format!("load{i}"))).collect(),
+        Shape::Separate => std::iter::once("workload".to_string())
+            .chain((0..loads).map(|i| format!("load{i}")))
+            .collect(),
     };
     let base = root.join("sys/fs/cgroup");
     let tag = sanitize(tag);
@@ -121,7 +151,10 @@ pub fn create(
                 let dir = base.join("cpu/farm").join(&tag).join(name);
                 make_group(journal, &dir, false)?;
                 if let Some(w) = limits.weight {
-                    write(&dir.join("cpu.shares"), &(u64::from(w) * 1024 / 100).max(2).to_string())?;
+                    write(
+                        &dir.join("cpu.shares"),
+                        &(u64::from(w) * 1024 / 100).max(2).to_string(),
+                    )?;
                 }
                 if let Some((q, p)) = limits.max {
                     write(&dir.join("cpu.cfs_period_us"), &p.to_string())?;
@@ -143,7 +176,11 @@ pub fn create(
             }
             Layout::V2 => {
                 let dir = base.join("farm").join(&tag).join(name);
-                let controllers: &[&str] = if limits.cpuset.is_some() { &["cpu", "cpuset"] } else { &["cpu"] };
+                let controllers: &[&str] = if limits.cpuset.is_some() {
+                    &["cpu", "cpuset"]
+                } else {
+                    &["cpu"]
+                };
                 enable_v2(journal, &base, controllers)?;
                 make_group(journal, &dir, false)?;
                 if let Some(w) = limits.weight {
@@ -161,8 +198,14 @@ pub fn create(
         procs.push(files);
     }
     Ok(match shape {
-        Shape::Shared => Placement { workload: procs[0].clone(), loads: vec![procs[0].clone(); loads] },
-        Shape::Separate => Placement { workload: procs[0].clone(), loads: procs[1..].to_vec() },
+        Shape::Shared => Placement {
+            workload: procs[0].clone(),
+            loads: vec![procs[0].clone(); loads],
+        },
+        Shape::Separate => Placement {
+            workload: procs[0].clone(),
+            loads: procs[1..].to_vec(),
+        },
     })
 }
 
@@ -171,22 +214,31 @@ pub fn create(
 /// parent's.
 fn make_group(journal: &mut Journal, dir: &Path, v1_cpuset: bool) -> Result<()> {
     // Parents first, top-down, each journalled before it is made.
-    let mut chain: Vec<&Path> = dir.ancestors().take_while(|d| d.to_string_lossy().contains("/farm")).collect();
+    let mut chain: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| d.to_string_lossy().contains("/farm"))
+        .collect();
     chain.reverse();
     for d in chain {
         if d.exists() {
             continue;
         }
-        journal.record(&Entry::Cgroup { path: d.to_path_buf() })?;
-        fs::create_dir(d).map_err(|source| super::Error::Io { path: d.into(), source })?;
+        journal.record(&Entry::Cgroup {
+            path: d.to_path_buf(),
+        })?;
+        fs::create_dir(d).map_err(|source| super::Error::Io {
+            path: d.into(),
+            source,
+        })?;
         journal::step("cgroup created");
         if v1_cpuset {
             if let Some(parent) = d.parent() {
                 for f in ["cpuset.cpus", "cpuset.mems"] {
-                    let v = fs::read_to_string(parent.join(f)).map_err(|source| super::Error::Io {
-                        path: parent.join(f),
-                        source,
-                    })?;
+                    let v =
+                        fs::read_to_string(parent.join(f)).map_err(|source| super::Error::Io {
+                            path: parent.join(f),
+                            source,
+                        })?;
                     write(&d.join(f), v.trim())?;
                 }
             }
@@ -202,7 +254,10 @@ fn enable_v2(journal: &mut Journal, base: &Path, controllers: &[&str]) -> Result
     let enabled = fs::read_to_string(&control).unwrap_or_default();
     for c in controllers {
         if !enabled.split_whitespace().any(|x| x == *c) {
-            journal.record(&Entry::SubtreeControl { path: base.to_path_buf(), controller: c.to_string() })?;
+            journal.record(&Entry::SubtreeControl {
+                path: base.to_path_buf(),
+                controller: c.to_string(),
+            })?;
             write(&control, &format!("+{c}"))?;
             journal::step("controller enabled");
         }

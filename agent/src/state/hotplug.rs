@@ -37,13 +37,21 @@ pub fn parse(spec: &str) -> Result<Plan, String> {
 /// Refuses CPUs this machine cannot hotplug (cpu0 usually has no `online`
 /// file) and plans that would leave no CPU online.
 pub fn check(plan: &Plan, caps: &Capabilities) -> Result<(), String> {
-    if let Some(cpu) = plan.cpus.iter().find(|c| !caps.hotpluggable_cpus.contains(c)) {
+    if let Some(cpu) = plan
+        .cpus
+        .iter()
+        .find(|c| !caps.hotpluggable_cpus.contains(c))
+    {
         return Err(format!(
             "cpu{cpu} cannot be hotplugged here (hotpluggable: {:?})",
             caps.hotpluggable_cpus
         ));
     }
-    let left = caps.online_cpus.iter().filter(|c| !plan.cpus.contains(c)).count();
+    let left = caps
+        .online_cpus
+        .iter()
+        .filter(|c| !plan.cpus.contains(c))
+        .count();
     if left == 0 {
         return Err("the plan would take every CPU offline".into());
     }
@@ -56,19 +64,41 @@ mod tests {
 
     #[test]
     fn plans() {
-        let caps = Capabilities { online_cpus: vec![0, 1, 2, 3], hotpluggable_cpus: vec![1, 2, 3], ..Default::default() };
-        let ok = [("cycle:1", Mode::Cycle, vec![1]), ("offline:1-3", Mode::Offline, vec![1, 2, 3]), ("cycle:1,3", Mode::Cycle, vec![1, 3])];
+        let caps = Capabilities {
+            online_cpus: vec![0, 1, 2, 3],
+            hotpluggable_cpus: vec![1, 2, 3],
+            ..Default::default()
+        };
+        let ok = [
+            ("cycle:1", Mode::Cycle, vec![1]),
+            ("offline:1-3", Mode::Offline, vec![1, 2, 3]),
+            ("cycle:1,3", Mode::Cycle, vec![1, 3]),
+        ];
         for (s, mode, cpus) in ok {
             let p = parse(s).unwrap();
             assert_eq!(p, Plan { mode, cpus }, "{s}");
             check(&p, &caps).unwrap();
         }
-        let bad = [("cycle", "must be"), ("reboot:1", "mode"), ("cycle:x", "cycle:x"), ("cycle:0", "cpu0 cannot"), ("cycle:7", "cpu7")];
+        let bad = [
+            ("cycle", "must be"),
+            ("reboot:1", "mode"),
+            ("cycle:x", "cycle:x"),
+            ("cycle:0", "cpu0 cannot"),
+            ("cycle:7", "cpu7"),
+        ];
         for (s, want) in bad {
             let e = parse(s).and_then(|p| check(&p, &caps)).unwrap_err();
             assert!(e.contains(want), "{s}: {e}");
         }
-        let all = Capabilities { online_cpus: vec![1], hotpluggable_cpus: vec![1], ..Default::default() };
-        assert!(check(&parse("offline:1").unwrap(), &all).unwrap_err().contains("every CPU"));
+        let all = Capabilities {
+            online_cpus: vec![1],
+            hotpluggable_cpus: vec![1],
+            ..Default::default()
+        };
+        assert!(
+            check(&parse("offline:1").unwrap(), &all)
+                .unwrap_err()
+                .contains("every CPU")
+        );
     }
 }

@@ -36,7 +36,12 @@ pub enum Error {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
     #[error("{}:{line}: bad journal entry {text:?}: {why}", path.display())]
-    Parse { path: PathBuf, line: usize, text: String, why: &'static str },
+    Parse {
+        path: PathBuf,
+        line: usize,
+        text: String,
+        why: &'static str,
+    },
     #[error("restoring {entry}: {why}")]
     Undo { entry: String, why: String },
 }
@@ -82,7 +87,10 @@ impl Entry {
                 if !SYSCTLS.contains(key) {
                     return Err("sysctl not in the allowed list");
                 }
-                Ok(Entry::Sysctl { key: key.to_string(), was: was.to_string() })
+                Ok(Entry::Sysctl {
+                    key: key.to_string(),
+                    was: was.to_string(),
+                })
             }
             ["cgroup", path] => {
                 let path = PathBuf::from(path);
@@ -90,13 +98,17 @@ impl Entry {
                 Ok(Entry::Cgroup { path })
             }
             ["subtree-control", path, controller] => {
-                if !path.starts_with('/') || path.contains("..") || !path.contains("/sys/fs/cgroup") {
+                if !path.starts_with('/') || path.contains("..") || !path.contains("/sys/fs/cgroup")
+                {
                     return Err("subtree-control path outside the cgroup tree");
                 }
                 if !matches!(*controller, "cpu" | "cpuset") {
                     return Err("unknown controller");
                 }
-                Ok(Entry::SubtreeControl { path: path.into(), controller: controller.to_string() })
+                Ok(Entry::SubtreeControl {
+                    path: path.into(),
+                    controller: controller.to_string(),
+                })
             }
             ["process", pid, start] => Ok(Entry::Process {
                 pid: i32::try_from(num(pid)?).map_err(|_| "pid out of range")?,
@@ -125,9 +137,14 @@ static STEPS: AtomicU64 = AtomicU64::new(0);
 
 pub fn step(what: &str) {
     let n = STEPS.fetch_add(1, Ordering::SeqCst) + 1;
-    let crash_at = std::env::var("FARM_AGENT_CRASH_AT").ok().and_then(|v| v.parse::<u64>().ok());
+    let crash_at = std::env::var("FARM_AGENT_CRASH_AT")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
     if crash_at == Some(n) {
-        warn!(step = n, what, "FARM_AGENT_CRASH_AT reached: killing myself");
+        warn!(
+            step = n,
+            what, "FARM_AGENT_CRASH_AT reached: killing myself"
+        );
         let _ = nix::sys::signal::raise(Signal::SIGKILL);
     }
 }
@@ -141,12 +158,24 @@ pub struct Journal {
 
 impl Journal {
     pub fn open(path: &Path, root: &Path) -> Result<Journal> {
-        let io = |source| Error::Io { path: path.into(), source };
+        let io = |source| Error::Io {
+            path: path.into(),
+            source,
+        };
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(io)?;
         }
-        let file = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
-        Ok(Journal { path: path.into(), file, root: root.into() })
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)
+            .map_err(io)?;
+        Ok(Journal {
+            path: path.into(),
+            file,
+            root: root.into(),
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -155,7 +184,10 @@ impl Journal {
 
     /// Makes `entry` durable; the change it describes may be made after this returns.
     pub fn record(&mut self, entry: &Entry) -> Result<()> {
-        let io = |source| Error::Io { path: self.path.clone(), source };
+        let io = |source| Error::Io {
+            path: self.path.clone(),
+            source,
+        };
         writeln!(self.file, "{}", entry.to_line()).map_err(io)?;
         self.file.sync_data().map_err(io)?;
         step("journal entry written");
@@ -163,7 +195,10 @@ impl Journal {
     }
 
     pub fn entries(&self) -> Result<Vec<Entry>> {
-        let text = fs::read_to_string(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        let text = fs::read_to_string(&self.path).map_err(|source| Error::Io {
+            path: self.path.clone(),
+            source,
+        })?;
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -178,7 +213,12 @@ impl Journal {
                     warn!(line = i + 1, why, "ignoring a torn last journal line");
                 }
                 Err(why) => {
-                    return Err(Error::Parse { path: self.path.clone(), line: i + 1, text: line.into(), why });
+                    return Err(Error::Parse {
+                        path: self.path.clone(),
+                        line: i + 1,
+                        text: line.into(),
+                        why,
+                    });
                 }
             }
         }
@@ -205,7 +245,10 @@ impl Journal {
         if let Some(e) = first_err {
             return Err(e);
         }
-        let io = |source| Error::Io { path: self.path.clone(), source };
+        let io = |source| Error::Io {
+            path: self.path.clone(),
+            source,
+        };
         self.file.set_len(0).map_err(io)?;
         self.file.sync_all().map_err(io)?;
         if !entries.is_empty() {
@@ -233,12 +276,16 @@ pub fn process_start_time(root: &Path, pid: i32) -> Option<u64> {
 }
 
 fn undo(root: &Path, e: &Entry) -> Result<()> {
-    let fail = |why: String| Error::Undo { entry: e.to_line(), why };
+    let fail = |why: String| Error::Undo {
+        entry: e.to_line(),
+        why,
+    };
     match e {
         Entry::CpuOnline { cpu, was } => {
             let path = cpu_online_path(root, *cpu);
             let want = if *was { "1" } else { "0" };
-            let now = fs::read_to_string(&path).map_err(|err| fail(format!("{}: {err}", path.display())))?;
+            let now = fs::read_to_string(&path)
+                .map_err(|err| fail(format!("{}: {err}", path.display())))?;
             if now.trim() != want {
                 fs::write(&path, want).map_err(|err| fail(format!("{}: {err}", path.display())))?;
             }
@@ -257,7 +304,8 @@ fn undo(root: &Path, e: &Entry) -> Result<()> {
         Entry::Cgroup { path } => remove_cgroup(path).map_err(fail)?,
         Entry::SubtreeControl { path, controller } => {
             let file = path.join("cgroup.subtree_control");
-            fs::write(&file, format!("-{controller}")).map_err(|err| fail(format!("{}: {err}", file.display())))?;
+            fs::write(&file, format!("-{controller}"))
+                .map_err(|err| fail(format!("{}: {err}", file.display())))?;
         }
     }
     Ok(())
@@ -283,7 +331,10 @@ pub fn remove_cgroup(path: &Path) -> Result<(), String> {
             let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
         if Instant::now() > deadline {
-            return Err(format!("{}: processes {pids:?} will not die", path.display()));
+            return Err(format!(
+                "{}: processes {pids:?} will not die",
+                path.display()
+            ));
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -161,6 +161,16 @@ impl Farm {
     }
 
     pub fn start_agent(&mut self) -> usize {
+        let state = self
+            .dir
+            .path()
+            .join(format!("agent-{}-state", self.agents.len()));
+        self.start_agent_with(&state, &[])
+    }
+
+    /// Starts an agent with its restore journal in `state_dir` and extra
+    /// environment (e.g. `FARM_AGENT_CRASH_AT`).
+    pub fn start_agent_with(&mut self, state_dir: &Path, env: &[(&str, String)]) -> usize {
         let i = self.agents.len();
         let log = self.dir.path().join(format!("agent-{i}.log"));
         let args = vec![
@@ -170,13 +180,15 @@ impl Farm {
             self.data_dir().join("agent.token").display().to_string(),
             "--workload-bin".to_string(),
             env!("CARGO_BIN_EXE_farm-workload").to_string(),
+            "--state-dir".to_string(),
+            state_dir.display().to_string(),
         ];
         let p = spawn(
             &format!("agent {i}"),
             &sibling_bin("farm-agent"),
             &args,
             log,
-            &[],
+            env,
         );
         self.agents.push(p);
         i

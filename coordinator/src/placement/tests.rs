@@ -43,6 +43,12 @@ fn cell(arch: &str, min_cpus: u32, nodes: u32, kernel: &str, hotplug: &str) -> C
 fn waiting_reasons() {
     let x86 = caps("x86_64", 2, 1, "6.1.0-47-amd64");
     let big = caps("x86_64", 64, 4, "6.1.0-57-amd64");
+    let hot = Capabilities {
+        online_cpus: vec![0, 1, 2, 3],
+        hotpluggable_cpus: vec![1, 2, 3],
+        state_kinds: vec!["hotplug".into()],
+        ..caps("x86_64", 4, 1, "6.1.0-57-amd64")
+    };
     let cases: &[(Cell, &[&Capabilities], Option<&str>)] = &[
         (
             cell("", 0, 0, "running", ""),

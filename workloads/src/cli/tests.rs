@@ -67,7 +67,10 @@ fn refuses_bad_command_lines() {
 #[test]
 fn refuses_what_the_catalogue_refuses() {
     let cases: &[(&[&str], &str)] = &[
-        (&["nope"], "unknown workload `nope` (known: cpu-hog, lu)"),
+        (
+            &["nope"],
+            "unknown workload `nope` (known: cpu-hog, lu, stream, udp-stream, oltp, hackbench)",
+        ),
         (
             &["lu", "--param", "bogus=1"],
             "unknown parameter `bogus` of workload `lu` (known: threads, size, iterations)",
@@ -107,6 +110,30 @@ fn refuses_what_the_catalogue_refuses() {
         (
             &["cpu-hog", "--param", "seconds=inf"],
             "parameter `seconds` = inf is out of range 0.01..=86400",
+        ),
+        (
+            &["udp-stream", "--param", "message_size=65508"],
+            "parameter `message_size` = 65508 is out of range 1..=65507",
+        ),
+        (
+            &["udp-stream", "--param", "sender_cpu=-2"],
+            "parameter `sender_cpu` = -2 is out of range -1..=8191",
+        ),
+        (
+            &["hackbench", "--param", "mode=2"],
+            "parameter `mode` = 2 is out of range 0..=1",
+        ),
+        (
+            &["hackbench", "--param", "fds=33"],
+            "parameter `fds` = 33 is out of range 1..=32",
+        ),
+        (
+            &["stream", "--param", "instances=0"],
+            "parameter `instances` = 0 is out of range 1..=4096",
+        ),
+        (
+            &["oltp", "--param", "tables=257"],
+            "parameter `tables` = 257 is out of range 1..=256",
         ),
     ];
     for (args, expect) in cases {
@@ -152,6 +179,38 @@ fn lists_the_catalogue() {
     );
 }
 
+/// Whether a reported metric name is what a declared one stands for: the
+/// same, or with `<N>` standing for an index (`instance<N>_runtime_s`).
+fn declares(declared: &str, reported: &str) -> bool {
+    match declared.split_once("<N>") {
+        None => declared == reported,
+        Some((prefix, suffix)) => reported
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix(suffix))
+            .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit())),
+    }
+}
+
+#[test]
+fn matches_indexed_metric_names() {
+    let cases = [
+        ("tps", "tps", true),
+        ("tps", "tps2", false),
+        ("instance<N>_runtime_s", "instance0_runtime_s", true),
+        ("instance<N>_runtime_s", "instance12_runtime_s", true),
+        ("instance<N>_runtime_s", "instance_runtime_s", false),
+        ("instance<N>_runtime_s", "instancex_runtime_s", false),
+        ("instance<N>_runtime_s", "instance1_triad_mbs", false),
+    ];
+    for (declared, reported, expected) in cases {
+        assert_eq!(
+            declares(declared, reported),
+            expected,
+            "{declared} vs {reported}"
+        );
+    }
+}
+
 #[test]
 fn every_workload_runs_and_reports_what_the_catalogue_declares() {
     // Small parameters: this checks the plumbing, not the performance.
@@ -169,6 +228,25 @@ fn every_workload_runs_and_reports_what_the_catalogue_declares() {
                 "iterations=2",
                 "--param",
                 "threads=3",
+            ],
+        ),
+        (
+            "stream",
+            &[
+                "--param",
+                "instances=2",
+                "--param",
+                "size_mb=1",
+                "--param",
+                "ntimes=2",
+            ],
+        ),
+        ("udp-stream", &["--param", "seconds=0.05"]),
+        ("oltp", &["--param", "seconds=0.05", "--param", "threads=2"]),
+        (
+            "hackbench",
+            &[
+                "--param", "groups=2", "--param", "fds=2", "--param", "loops=3",
             ],
         ),
     ];
@@ -193,18 +271,48 @@ fn every_workload_runs_and_reports_what_the_catalogue_declares() {
             })
             .collect();
         let spec = catalogue::find(name).expect("in the catalogue");
-        let declared: Vec<_> = spec
-            .metrics
-            .iter()
-            .map(|m| (m.name, m.unit, m.direction))
-            .collect();
-        let reported: Vec<_> = metrics
-            .iter()
-            .map(|m| (m.name.as_str(), m.unit.as_str(), m.direction))
-            .collect();
-        assert_eq!(reported, declared, "{name}");
-        assert!(metrics.iter().all(|m| m.value > 0.0), "{name}: {metrics:?}");
+        for m in &metrics {
+            let matching: Vec<_> = spec
+                .metrics
+                .iter()
+                .filter(|d| declares(d.name, &m.name))
+                .collect();
+            assert_eq!(matching.len(), 1, "{name}: {} is declared once", m.name);
+            assert_eq!(
+                (matching[0].unit, matching[0].direction),
+                (m.unit.as_str(), m.direction),
+                "{name}: {}",
+                m.name
+            );
+            // A loss, say, may be 0; a rate or a time may not.
+            assert!(m.value.is_finite() && m.value >= 0.0, "{name}: {m:?}");
+            if m.direction == catalogue::Direction::HigherIsBetter || m.unit == "s" {
+                assert!(m.value > 0.0, "{name}: {m:?}");
+            }
+        }
+        for d in spec.metrics {
+            assert!(
+                metrics.iter().any(|m| declares(d.name, &m.name)),
+                "{name}: {} is not reported",
+                d.name
+            );
+        }
     }
+}
+
+#[test]
+fn udp_stream_prints_its_thread_ids_for_pinning() {
+    let outcome = run_with(&["udp-stream", "--param", "seconds=0.05"]);
+    assert_eq!(outcome.status, 0, "{}", outcome.stderr);
+    let lines: Vec<&str> = outcome.stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", outcome.stderr);
+    assert!(lines[0].starts_with("tid receiver "), "{}", outcome.stderr);
+    assert!(lines[1].starts_with("tid sender "), "{}", outcome.stderr);
+    assert!(
+        lines[2].starts_with("udp-stream: sent "),
+        "{}",
+        outcome.stderr
+    );
 }
 
 #[test]

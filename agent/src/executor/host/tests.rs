@@ -1,11 +1,11 @@
 use super::*;
 
 fn spec(program: &str, args: &[&str], timeout_ms: u64) -> Spec {
-    Spec {
-        program: program.into(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        timeout: Duration::from_millis(timeout_ms),
-    }
+    Spec::new(
+        program,
+        args.iter().map(|s| s.to_string()).collect(),
+        Duration::from_millis(timeout_ms),
+    )
 }
 
 #[test]

@@ -13,9 +13,18 @@ fn caps(layout: CgroupLayout, v1: &[&str], v2: &[&str]) -> Capabilities {
 #[test]
 fn layouts() {
     let cases = [
-        (caps(CgroupLayout::Hybrid, &["cpu", "cpuset"], &["hugetlb"]), Some(Layout::V1 { cpuset: true })),
-        (caps(CgroupLayout::V1, &["cpu"], &[]), Some(Layout::V1 { cpuset: false })),
-        (caps(CgroupLayout::V2, &[], &["cpu", "memory"]), Some(Layout::V2)),
+        (
+            caps(CgroupLayout::Hybrid, &["cpu", "cpuset"], &["hugetlb"]),
+            Some(Layout::V1 { cpuset: true }),
+        ),
+        (
+            caps(CgroupLayout::V1, &["cpu"], &[]),
+            Some(Layout::V1 { cpuset: false }),
+        ),
+        (
+            caps(CgroupLayout::V2, &[], &["cpu", "memory"]),
+            Some(Layout::V2),
+        ),
         (caps(CgroupLayout::V2, &[], &["memory"]), None),
         (caps(CgroupLayout::None, &[], &[]), None),
     ];
@@ -32,12 +41,24 @@ fn limits() {
         cgroup_cpuset: set.into(),
         ..Default::default()
     };
-    assert_eq!(Limits::from_state(&st(0, "", "")).unwrap(), Limits::default());
+    assert_eq!(
+        Limits::from_state(&st(0, "", "")).unwrap(),
+        Limits::default()
+    );
     assert_eq!(
         Limits::from_state(&st(200, "50000 100000", "0-1")).unwrap(),
-        Limits { weight: Some(200), max: Some((50_000, 100_000)), cpuset: Some("0-1".into()) }
+        Limits {
+            weight: Some(200),
+            max: Some((50_000, 100_000)),
+            cpuset: Some("0-1".into())
+        }
     );
-    for bad in [st(20_000, "", ""), st(0, "max", ""), st(0, "10 100000", ""), st(0, "", "a-b")] {
+    for bad in [
+        st(20_000, "", ""),
+        st(0, "max", ""),
+        st(0, "10 100000", ""),
+        st(0, "", "a-b"),
+    ] {
         assert!(Limits::from_state(&bad).is_err(), "{bad:?}");
     }
 }
@@ -57,17 +78,38 @@ fn v1_root() -> tempfile::TempDir {
 fn separate_groups_on_v1_are_journalled_and_removed() {
     let root = v1_root();
     let mut j = Journal::open(&root.path().join("journal"), root.path()).unwrap();
-    let limits = Limits { weight: Some(50), max: None, cpuset: Some("1".into()) };
-    let p = create(&mut j, root.path(), Layout::V1 { cpuset: true }, Shape::Separate, &limits, "m-1.c0.r0", 2).unwrap();
+    let limits = Limits {
+        weight: Some(50),
+        max: None,
+        cpuset: Some("1".into()),
+    };
+    let p = create(
+        &mut j,
+        root.path(),
+        Layout::V1 { cpuset: true },
+        Shape::Separate,
+        &limits,
+        "m-1.c0.r0",
+        2,
+    )
+    .unwrap();
     let cpu = root.path().join("sys/fs/cgroup/cpu/farm/m-1-c0-r0");
     assert_eq!(p.workload[0], cpu.join("workload/cgroup.procs"));
     assert_eq!(p.loads.len(), 2);
     assert_eq!(p.loads[1][0], cpu.join("load1/cgroup.procs"));
-    assert_eq!(fs::read_to_string(cpu.join("load0/cpu.shares")).unwrap(), "512");
-    let cs = root.path().join("sys/fs/cgroup/cpuset/farm/m-1-c0-r0/workload");
+    assert_eq!(
+        fs::read_to_string(cpu.join("load0/cpu.shares")).unwrap(),
+        "512"
+    );
+    let cs = root
+        .path()
+        .join("sys/fs/cgroup/cpuset/farm/m-1-c0-r0/workload");
     assert_eq!(fs::read_to_string(cs.join("cpuset.cpus")).unwrap(), "1");
     // The parents copied the root's cpus and mems, so the group is usable.
-    assert_eq!(fs::read_to_string(cs.parent().unwrap().join("cpuset.mems")).unwrap(), "0");
+    assert_eq!(
+        fs::read_to_string(cs.parent().unwrap().join("cpuset.mems")).unwrap(),
+        "0"
+    );
     // Plain directories stand in for cgroups here: empty their files so rmdir works.
     for e in walk(&root.path().join("sys/fs/cgroup")) {
         if e.is_file() && e.to_string_lossy().contains("/farm") {
@@ -87,11 +129,26 @@ fn shared_on_v2_enables_the_cpu_controller_and_restores_it() {
     fs::create_dir_all(&base).unwrap();
     fs::write(base.join("cgroup.subtree_control"), "memory\n").unwrap();
     let mut j = Journal::open(&root.path().join("journal"), root.path()).unwrap();
-    let p = create(&mut j, root.path(), Layout::V2, Shape::Shared, &Limits::default(), "r", 2).unwrap();
+    let p = create(
+        &mut j,
+        root.path(),
+        Layout::V2,
+        Shape::Shared,
+        &Limits::default(),
+        "r",
+        2,
+    )
+    .unwrap();
     assert_eq!(p.workload, p.loads[0]);
     assert_eq!(p.loads[0], p.loads[1]);
-    assert_eq!(fs::read_to_string(base.join("cgroup.subtree_control")).unwrap(), "+cpu");
-    assert!(j.entries().unwrap().contains(&Entry::SubtreeControl { path: base.clone(), controller: "cpu".into() }));
+    assert_eq!(
+        fs::read_to_string(base.join("cgroup.subtree_control")).unwrap(),
+        "+cpu"
+    );
+    assert!(j.entries().unwrap().contains(&Entry::SubtreeControl {
+        path: base.clone(),
+        controller: "cpu".into()
+    }));
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

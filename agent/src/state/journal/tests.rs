@@ -5,10 +5,21 @@ fn entries_round_trip() {
     let cases = [
         Entry::CpuOnline { cpu: 3, was: true },
         Entry::CpuOnline { cpu: 1, was: false },
-        Entry::Sysctl { key: "kernel/sched_autogroup_enabled".into(), was: "1".into() },
-        Entry::Cgroup { path: "/sys/fs/cgroup/cpu/farm/r1/workload".into() },
-        Entry::SubtreeControl { path: "/sys/fs/cgroup".into(), controller: "cpu".into() },
-        Entry::Process { pid: 4242, start_time: 99 },
+        Entry::Sysctl {
+            key: "kernel/sched_autogroup_enabled".into(),
+            was: "1".into(),
+        },
+        Entry::Cgroup {
+            path: "/sys/fs/cgroup/cpu/farm/r1/workload".into(),
+        },
+        Entry::SubtreeControl {
+            path: "/sys/fs/cgroup".into(),
+            controller: "cpu".into(),
+        },
+        Entry::Process {
+            pid: 4242,
+            start_time: 99,
+        },
     ];
     for e in cases {
         assert_eq!(Entry::parse(&e.to_line()), Ok(e.clone()), "{}", e.to_line());
@@ -53,15 +64,29 @@ fn restore_undoes_in_reverse_and_empties_the_journal() {
     // cpu1 is taken offline, then autogroup switched off, as a run would.
     j.record(&Entry::CpuOnline { cpu: 1, was: true }).unwrap();
     fs::write(cpu_online_path(root.path(), 1), "0").unwrap();
-    j.record(&Entry::Sysctl { key: SYSCTLS[0].into(), was: "1".into() }).unwrap();
+    j.record(&Entry::Sysctl {
+        key: SYSCTLS[0].into(),
+        was: "1".into(),
+    })
+    .unwrap();
     fs::write(sysctl_path(root.path(), SYSCTLS[0]), "0").unwrap();
     // A fresh handle, as after a crash.
     drop(j);
     let mut j = Journal::open(&jpath, root.path()).unwrap();
     assert_eq!(j.entries().unwrap().len(), 2);
     assert_eq!(j.restore().unwrap(), 2);
-    assert_eq!(fs::read_to_string(cpu_online_path(root.path(), 1)).unwrap().trim(), "1");
-    assert_eq!(fs::read_to_string(sysctl_path(root.path(), SYSCTLS[0])).unwrap().trim(), "1");
+    assert_eq!(
+        fs::read_to_string(cpu_online_path(root.path(), 1))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    assert_eq!(
+        fs::read_to_string(sysctl_path(root.path(), SYSCTLS[0]))
+            .unwrap()
+            .trim(),
+        "1"
+    );
     assert!(j.is_empty().unwrap());
     // Restoring again is harmless.
     assert_eq!(j.restore().unwrap(), 0);
@@ -73,7 +98,10 @@ fn a_torn_last_line_is_ignored_but_a_bad_middle_line_is_an_error() {
     let jpath = root.path().join("journal");
     fs::write(&jpath, "cpu-online 1 1\ncpu-onl").unwrap();
     let j = Journal::open(&jpath, root.path()).unwrap();
-    assert_eq!(j.entries().unwrap(), vec![Entry::CpuOnline { cpu: 1, was: true }]);
+    assert_eq!(
+        j.entries().unwrap(),
+        vec![Entry::CpuOnline { cpu: 1, was: true }]
+    );
     fs::write(&jpath, "bogus\ncpu-online 1 1\n").unwrap();
     let err = j.entries().unwrap_err().to_string();
     assert!(err.contains(":1:") && err.contains("bogus"), "{err}");
@@ -85,7 +113,11 @@ fn start_time_is_read_past_a_comm_with_spaces_and_parens() {
     let p = root.path().join("proc/77");
     fs::create_dir_all(&p).unwrap();
     let fields: Vec<String> = (4..=52).map(|i| i.to_string()).collect();
-    fs::write(p.join("stat"), format!("77 (a (b) c) S {}", fields.join(" "))).unwrap();
+    fs::write(
+        p.join("stat"),
+        format!("77 (a (b) c) S {}", fields.join(" ")),
+    )
+    .unwrap();
     // Field 22 is the start time.
     assert_eq!(process_start_time(root.path(), 77), Some(22));
     assert_eq!(process_start_time(root.path(), 78), None);
