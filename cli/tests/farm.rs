@@ -256,7 +256,7 @@ params = { seconds = 0.1 }
 name = "plain"
 [[states]]
 name = "cycled"
-hotplug = "cycle:1"
+hotplug = "cycle:63"
 [[hosts]]
 name = "here"
 [[hosts]]
@@ -291,7 +291,7 @@ arch = "s390x"
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("waiting: no agent with arch=s390x"), "{err}");
     assert!(
-        err.contains("waiting: no agent with state=hotplug"),
+        err.contains("waiting: no agent with hotplug of cpu63"),
         "{err}"
     );
     let v = farm.results(&id);
