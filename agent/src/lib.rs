@@ -20,6 +20,7 @@ pub mod external;
 pub mod run;
 pub mod session;
 pub mod state;
+pub mod telemetry;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -16,6 +16,10 @@ use farm_workload::output;
 use crate::executor::host::{self, Exit, Killer};
 use crate::state::journal::{self, Entry, Journal};
 use crate::state::{Applier, Placement};
+use crate::telemetry::placement::NodeMap;
+use crate::telemetry::sampler::{self, Collected, Sampler};
+use crate::telemetry::{interrupts, procstat, report, topology};
+use tracing::warn;
 
 /// The executor this agent offers.
 pub const HOST_EXECUTOR: &str = "host";
@@ -140,8 +144,12 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     // Whatever happened, the machine goes back as it was.
     let restored = lock(ctx.journal).restore();
     result.finished_unix_ms = unix_ms(SystemTime::now());
-    let out = match (outcome, restored) {
-        (Ok(out), Ok(_)) => out,
+    let Measured {
+        out,
+        metrics: telemetry_metrics,
+        telemetry,
+    } = match (outcome, restored) {
+        (Ok(m), Ok(_)) => m,
         (Err(e), Ok(_)) => {
             result.error = e;
             return result;
@@ -178,6 +186,8 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
             Direction::LowerIsBetter,
         ),
     ];
+    result.metrics.extend(telemetry_metrics);
+    result.telemetry = Some(telemetry);
     result.error = match (&out.exit, out.cancelled, out.timed_out) {
         (_, true, _) => "cancelled by the coordinator".into(),
         (_, _, true) => format!("timed out after {} s", a.timeout_s),
@@ -216,7 +226,14 @@ fn tag(a: &RunAssignment) -> String {
         .unwrap_or_else(|| "run".into())
 }
 
-fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<host::Outcome, String> {
+/// A finished workload with what telemetry saw of it.
+struct Measured {
+    out: host::Outcome,
+    metrics: Vec<Metric>,
+    telemetry: farm_proto::Telemetry,
+}
+
+fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, String> {
     check(a, ctx.caps)?;
     let workload = a
         .workload
@@ -229,6 +246,11 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<host::Outcome
         .map(workload_args)
         .collect::<Result<Vec<_>, _>>()?;
     let timeout = Duration::from_secs(u64::from(a.timeout_s.max(1)));
+    let root = lock(ctx.journal).root().to_path_buf();
+    // The topology before the state and after it (seed 000: a level gone after a hotplug cycle).
+    let topology_before = topology::read(&root)
+        .map_err(|e| warn!("topology: {e}"))
+        .ok();
     let placement = match &a.state {
         Some(state) => {
             let mut journal = lock(ctx.journal);
@@ -245,29 +267,88 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<host::Outcome
         },
     };
     let spec =
-        |args: Vec<String>, cgroups: Vec<std::path::PathBuf>, timeout: Duration| host::Spec {
-            program: ctx.workload.program.clone(),
-            args: ctx
-                .workload
-                .leading_args
-                .iter()
-                .cloned()
-                .chain(args)
-                .collect(),
-            timeout,
-            cgroups,
+        |args: Vec<String>, cgroups: Vec<std::path::PathBuf>, timeout: Duration, perf: bool| {
+            host::Spec {
+                program: ctx.workload.program.clone(),
+                args: ctx
+                    .workload
+                    .leading_args
+                    .iter()
+                    .cloned()
+                    .chain(args)
+                    .collect(),
+                timeout,
+                cgroups,
+                perf,
+            }
         };
     // Loads live until stopped; their own timeout is only a backstop.
     let loads: Vec<host::Spec> = load_args
         .into_iter()
         .zip(placement.loads)
-        .map(|(args, cgroups)| spec(args, cgroups, timeout + Duration::from_secs(60)))
+        .map(|(args, cgroups)| spec(args, cgroups, timeout + Duration::from_secs(60), false))
         .collect();
+    let topology_after = topology::read(&root)
+        .map_err(|e| warn!("topology: {e}"))
+        .ok();
+    let allowed = std::fs::read_to_string(root.join("sys/devices/system/cpu/online"))
+        .ok()
+        .and_then(|s| crate::capabilities::parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| ctx.caps.online_cpus.clone());
     let loads = Loads::start(loads, ctx.journal.clone())?;
-    let out = host::run(&spec(args, placement.workload, timeout), ctx.killer)
-        .map_err(|e| format!("starting {}: {e}", ctx.workload.program.display()));
+    let measured = measure(ctx, &root, &spec(args, placement.workload, timeout, true));
     loads.stop();
-    out
+    let (out, collected, irqs) = measured?;
+    let map = if ctx.caps.numa_nodes.is_empty() {
+        NodeMap::single(&ctx.caps.online_cpus)
+    } else {
+        NodeMap::from_nodes(&ctx.caps.numa_nodes)
+    };
+    let (metrics, telemetry) = report::build(&report::Inputs {
+        wall: out.wall,
+        counts: out.counts,
+        irqs: &irqs,
+        collected: &collected,
+        map: &map,
+        allowed: &allowed,
+        user_hz: procstat::user_hz(),
+        topology: topology_before.as_ref().zip(topology_after.as_ref()),
+    });
+    Ok(Measured {
+        out,
+        metrics,
+        telemetry,
+    })
+}
+
+/// Runs the workload under the sampler, with /proc/interrupts read around it.
+fn measure(
+    ctx: &Context<'_>,
+    root: &std::path::Path,
+    spec: &host::Spec,
+) -> Result<(host::Outcome, Collected, Vec<interrupts::IrqDelta>), String> {
+    // Started before the workload so that it does not inherit its counters.
+    let sampler = Sampler::spawn(root, sampler::DEFAULT_INTERVAL)
+        .map_err(|e| format!("starting the sampler: {e}"))?;
+    let irq_before = interrupts::read(root)
+        .map_err(|e| warn!("interrupts: {e}"))
+        .ok();
+    let out = host::start(spec, ctx.killer).and_then(|running| {
+        sampler.track(running.pid() as u32);
+        running.wait()
+    });
+    let irq_after = interrupts::read(root)
+        .map_err(|e| warn!("interrupts: {e}"))
+        .ok();
+    let collected = sampler.finish();
+    let out = out.map_err(|e| format!("running {}: {e}", ctx.workload.program.display()))?;
+    let irqs = match (irq_before, irq_after) {
+        (Some(b), Some(a)) => interrupts::delta(&b, &a)
+            .map_err(|e| warn!("interrupts: {e}"))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    Ok((out, collected, irqs))
 }
 
 /// Competing programs (seed 003's `stress --cpu 1` beside lu), started

@@ -63,6 +63,22 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
     }));
 
     let mut c = client::connect(&url, &tokens.submit).await?;
+    // Submit once the local agent is in, so nothing waits for "no agent".
+    let t = std::time::Instant::now();
+    while c
+        .list_agents(farm_proto::ListAgentsRequest {})
+        .await?
+        .into_inner()
+        .agents
+        .iter()
+        .all(|a| !a.connected)
+    {
+        anyhow::ensure!(
+            t.elapsed().as_secs() < 30,
+            "the local agent did not connect within 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let submitted = c
         .submit_matrix(SubmitMatrixRequest { file_name, toml })
         .await?

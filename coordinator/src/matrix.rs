@@ -22,12 +22,28 @@
 //! # catalogue: known parameter, integer or float, within bounds.
 //! params = { threads = [1, 2], size = 48 }
 //!
+//! [[loads]]                 # optional: competing programs beside every cell's workload
+//! name = "cpu-hog"          # a workload of the catalogue, checked as for [[workloads]]
+//! params = { threads = 1 }  # fixed values only: an array is refused (no axes here);
+//!                           # left out: the catalogue's defaults, except `seconds`
+//!                           # (see "Loads" below)
+//! instances = 2             # copies, each a program of its own; default 1, 1..=64;
+//!                           # at most 64 instances per cell in all
+//!
 //! [[states]]                # default: one state "default" that changes nothing
 //! name = "cycled"           # required, unique
 //! hotplug = "cycle:1"       # "cycle:CPUS" (offline then online again before the run)
 //!                           # or "offline:CPUS" (offline during the run);
 //!                           # CPUS like "1", "1-3", "1,3-5"
-//! cgroup = "separate"       # "shared" (all programs in one cgroup) or "separate"
+//! cgroup = "separate"       # "shared" (the workload and its loads in one cgroup) or
+//!                           # "separate" (one cgroup each: the workload, every load instance)
+//! # Limits set on every cgroup of the run; each needs `cgroup` in the same state.
+//! cgroup_cpu_weight = 100   # cgroup2 cpu.weight, 1..=10000 (v1: cpu.shares = weight × 1024 / 100)
+//! cgroup_cpu_max = "50000 100000"  # "QUOTA PERIOD" in µs, one space between (cpu.max;
+//!                           # v1: cpu.cfs_quota_us and cpu.cfs_period_us):
+//!                           # period 1000..=1000000, quota 1000..=2^44-1 (the kernel's bounds)
+//! cgroup_cpuset = "0-1"     # cpuset.cpus: a CPU list like CPUS above; it may not lie
+//!                           # wholly in the CPUs that `hotplug = "offline:CPUS"` takes away
 //! autogroup = 0             # kernel.sched_autogroup_enabled: 0 or 1
 //!
 //! [[hosts]]                 # default: one selector "any" that every agent satisfies
@@ -45,6 +61,37 @@
 //! Unknown keys are refused everywhere, as are empty axes (`kernels = []`,
 //! `threads = []`, ...), repeated values on an axis, and two workload entries
 //! that resolve to the same parameters: each would make two identical cells.
+//! `loads = []` is refused too: a matrix without competing load leaves the key out.
+//!
+//! An example, shaped like seed 003 (lu beside two `stress --cpu 1`, all in one
+//! cgroup or each in its own; `examples/group-imbalance.toml` is the full one):
+//!
+//! ```toml
+//! name = "group-imbalance"
+//! repetitions = 5
+//!
+//! [[workloads]]
+//! name = "lu"
+//! params = { threads = [2, 3] }
+//!
+//! [[loads]]
+//! name = "cpu-hog"
+//! params = { threads = 1 }
+//! instances = 2
+//!
+//! [[states]]
+//! name = "shared"
+//! cgroup = "shared"
+//! autogroup = 0
+//!
+//! [[states]]
+//! name = "separate"
+//! cgroup = "separate"
+//! autogroup = 0
+//!
+//! [baseline]
+//! state = "shared"
+//! ```
 //!
 //! # Cells
 //!
@@ -61,11 +108,33 @@
 //! A cell's baseline is the cell with the `[baseline]` values substituted into
 //! its coordinates; see the `baseline` submodule for the exact rule.
 //!
+//! # Loads
+//!
+//! Every cell gets the same loads, so they are not an axis and do not appear
+//! in cell names. On the wire (`Cell.loads`) each `[[loads]]` entry becomes
+//! `instances` copies of one `Workload`, entries in file order, parameters
+//! complete and sorted by name as for the measured workload. The agent starts
+//! them before the measured workload and kills them after it, in the cgroup
+//! layout of the cell's state (with `separate`, every instance in a cgroup of
+//! its own, as seed 003 gave each `stress` process its own group).
+//!
+//! A load therefore ends when the agent stops it, not when its own clock
+//! runs out, and its duration must only outlast the measured run: a load's
+//! `seconds` parameter (cpu-hog's, and that of any other catalogued workload
+//! with one), when not given, is [`LOAD_SECONDS`] = 86400, the catalogue's
+//! largest, rather than the catalogue default of a few seconds, which would
+//! leave the workload alone after the first seconds of its run. Give `seconds`
+//! explicitly only for a load meant to stop early. Workloads without a
+//! duration (lu, stream, ...) end when their work is done, possibly before
+//! the measured workload does.
+//!
 //! # Limits
 //!
 //! The number of cells is counted before any is built, so a matrix of 10^30
 //! cells fails as fast as one of 10^4 + 1. Runs (cells × repetitions) are
-//! limited to [`MAX_RUNS`], so that [`runs`] always fits in memory.
+//! limited to [`MAX_RUNS`], so that [`runs`] always fits in memory, and load
+//! copies (cells × load instances per cell) to [`MAX_LOAD_COPIES`], since
+//! every cell carries its own.
 
 mod baseline;
 mod location;
@@ -81,7 +150,7 @@ use farm_workload::catalogue::{self, ParamError, ParamSpec, Value, WorkloadSpec}
 use toml::Spanned;
 
 use self::location::{Issue, join};
-use self::raw::{Int, Number, RawHost, RawMatrix, RawState, RawWorkload, Setting};
+use self::raw::{Int, Number, RawHost, RawLoad, RawMatrix, RawState, RawWorkload, Setting};
 
 /// The default limit on the number of cells of one matrix (`max_cells`).
 pub const DEFAULT_MAX_CELLS: usize = 10_000;
@@ -91,12 +160,36 @@ pub const DEFAULT_MAX_CELLS: usize = 10_000;
 /// in the submission's one transaction; a million is hours of a large fleet.
 pub const MAX_RUNS: u64 = 1_000_000;
 
+/// The most load instances one cell may have (`instances` summed over `[[loads]]`).
+pub const MAX_LOADS_PER_CELL: u32 = 64;
+
+/// The most load copies a matrix may hold: cells × load instances per cell.
+/// Each copy is a complete `Workload` (a few hundred bytes) in every cell, so
+/// this keeps a matrix with loads within the memory of one without.
+pub const MAX_LOAD_COPIES: u64 = 1_000_000;
+
+/// A load's `seconds` when the file leaves it out: the agent stops a load
+/// after the measured workload, so its own duration only has to outlast the
+/// run. A day, the catalogue's largest duration.
+pub const LOAD_SECONDS: f64 = 86_400.0;
+
 const MAX_CELLS: RangeInclusive<i64> = 1..=1_000_000;
 const REPETITIONS: RangeInclusive<i64> = 1..=1000;
 const TIMEOUT_S: RangeInclusive<i64> = 1..=604_800;
 const MIN_CPUS: RangeInclusive<i64> = 1..=100_000;
 const MIN_NUMA_NODES: RangeInclusive<i64> = 1..=1024;
 const AUTOGROUP: RangeInclusive<i64> = 0..=1;
+const LOAD_INSTANCES: RangeInclusive<i64> = 1..=MAX_LOADS_PER_CELL as i64;
+/// cgroup2 `cpu.weight`.
+const CPU_WEIGHT: RangeInclusive<i64> = 1..=10_000;
+/// `cpu.max` / `cpu.cfs_period_us` in µs: the kernel refuses a period under
+/// 1 ms or over 1 s.
+const CPU_MAX_PERIOD_US: RangeInclusive<u64> = 1_000..=1_000_000;
+/// `cpu.max` / `cpu.cfs_quota_us` in µs: at least 1 ms, at most the kernel's
+/// `max_cfs_runtime` (2^44 - 1 µs).
+const CPU_MAX_QUOTA_US: RangeInclusive<u64> = 1_000..=(1 << 44) - 1;
+/// The parameter that bounds a workload's duration, long for loads.
+const DURATION_PARAM: &str = "seconds";
 const DEFAULT_REPETITIONS: u32 = 1;
 const DEFAULT_TIMEOUT_S: u32 = 3600;
 const RUNNING_KERNEL: &str = "running";
@@ -245,6 +338,7 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         .enumerate()
         .map(|(i, w)| workload_axes(i, w))
         .collect::<Checked<Vec<_>>>()?;
+    let loads = loads(raw.loads.as_ref())?;
     let states = states(raw.states.as_ref())?;
     let hosts = hosts(raw.hosts.as_ref())?;
 
@@ -254,6 +348,7 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         [kernels.len(), states.len(), hosts.len()],
         max_cells,
         repetitions,
+        loads.len(),
     )?;
     let variants = variants(raw, &workloads)?;
     let baseline = match &raw.baseline {
@@ -268,7 +363,14 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
             Some(baseline::resolve(b, &axes)?)
         }
     };
-    let cells = cells(&kernels, &variants, &states, &hosts, baseline.as_ref());
+    let cells = cells(
+        &kernels,
+        &variants,
+        &states,
+        &hosts,
+        &loads,
+        baseline.as_ref(),
+    );
     Ok(Matrix {
         name,
         repetitions,
@@ -277,14 +379,16 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     })
 }
 
-/// Refuses a matrix with more cells than `max_cells` or more runs than
-/// [`MAX_RUNS`], counting them from the axes' lengths alone.
+/// Refuses a matrix with more cells than `max_cells`, more runs than
+/// [`MAX_RUNS`] or more load copies than [`MAX_LOAD_COPIES`], counting them
+/// from the axes' lengths alone.
 fn check_size(
     raw: &RawMatrix,
     workloads: &[(&'static WorkloadSpec, Vec<Axis>)],
     other_axes: [usize; 3],
     max_cells: usize,
     repetitions: u32,
+    loads_per_cell: usize,
 ) -> Checked<()> {
     // Saturating: ten axes of a thousand values overflow even a u128.
     let variant_count = workloads.iter().fold(0u128, |sum, (_, axes)| {
@@ -316,6 +420,19 @@ fn check_size(
             format!(
                 "the matrix has {run_count} runs ({cell_count} cells × {repetitions} repetitions), \
                  more than the limit of {MAX_RUNS}"
+            ),
+        ));
+    }
+    let load_copies = cell_count.saturating_mul(loads_per_cell as u128);
+    if load_copies > u128::from(MAX_LOAD_COPIES) {
+        let span = raw.loads.as_ref().map_or(0..0, Spanned::span);
+        return Err(Issue::new(
+            span,
+            "loads",
+            format!(
+                "the matrix has {load_copies} load copies ({cell_count} cells × \
+                 {loads_per_cell} load instances), more than the limit of {MAX_LOAD_COPIES}: \
+                 fewer cells or fewer instances"
             ),
         ));
     }
@@ -356,12 +473,14 @@ fn variants(
     Ok(variants)
 }
 
-/// The cells, kernel-major and host-minor, with their baselines.
+/// The cells, kernel-major and host-minor, with their baselines; every one
+/// carries the same `loads`.
 fn cells(
     kernels: &[String],
     variants: &[Variant],
     states: &[MachineState],
     hosts: &[HostSelector],
+    loads: &[Workload],
     baseline: Option<&baseline::Baseline>,
 ) -> Vec<Cell> {
     let (n_variants, n_states, n_hosts) = (variants.len(), states.len(), hosts.len());
@@ -411,7 +530,7 @@ fn cells(
                         state: Some(state.clone()),
                         host: Some(host.clone()),
                         baseline: target.map(|t| t as u32),
-                        loads: Vec::new(),
+                        loads: loads.to_vec(),
                     });
                 }
             }
@@ -616,6 +735,106 @@ fn expand(
     }
 }
 
+/// The competing loads of every cell: each `[[loads]]` entry checked against
+/// the catalogue with fixed parameters only, completed, and repeated
+/// `instances` times, in file order.
+fn loads(raw: Option<&Spanned<Vec<Spanned<RawLoad>>>>) -> Checked<Vec<Workload>> {
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    if raw.get_ref().is_empty() {
+        return Err(Issue::new(
+            raw.span(),
+            "loads",
+            "no loads given: leave `loads` out for runs without competing load",
+        ));
+    }
+    let mut out: Vec<Workload> = Vec::new();
+    for (i, entry) in raw.get_ref().iter().enumerate() {
+        let entry = entry.get_ref();
+        let key = format!("loads[{i}]");
+        let (load, instances) = load(entry, &key)?;
+        let total = out.len() as u32 + instances;
+        if total > MAX_LOADS_PER_CELL {
+            let (span, key) = match &entry.instances {
+                Some(n) => (n.span(), join(&key, "instances")),
+                None => (entry.name.span(), join(&key, "name")),
+            };
+            return Err(Issue::new(
+                span,
+                key,
+                format!(
+                    "the loads have {total} instances so far, more than the limit of \
+                     {MAX_LOADS_PER_CELL} per cell"
+                ),
+            ));
+        }
+        out.extend(std::iter::repeat_n(load, instances as usize));
+    }
+    Ok(out)
+}
+
+/// One `[[loads]]` entry as it goes on the wire, and its number of instances.
+fn load(entry: &RawLoad, key: &str) -> Checked<(Workload, u32)> {
+    let spec = catalogue::lookup(entry.name.get_ref())
+        .map_err(|e| Issue::new(entry.name.span(), join(key, "name"), e.to_string()))?;
+    let mut params: Vec<_> = entry.params.iter().collect();
+    params.sort_by_key(|(name, _)| name.span().start);
+    let mut given: Vec<(String, Value)> = Vec::with_capacity(params.len() + 1);
+    for (name, setting) in params {
+        let key = format!("{key}.params.{}", name.get_ref());
+        let param = spec
+            .param(name.get_ref())
+            .map_err(|e| Issue::new(name.span(), &key, e.to_string()))?;
+        let value = match setting.get_ref() {
+            Setting::Fixed(n) => {
+                typed(param, *n).map_err(|e| Issue::new(setting.span(), &key, e.to_string()))?
+            }
+            Setting::Axis(_) => {
+                return Err(Issue::new(
+                    setting.span(),
+                    key,
+                    format!(
+                        "loads take fixed parameters: give `{}` one value (every cell runs \
+                         the same loads; an axis belongs in [[workloads]])",
+                        param.name
+                    ),
+                ));
+            }
+        };
+        given.push((param.name.to_owned(), value));
+    }
+    // Stopped by the agent after the run, not by its own clock: see "Loads".
+    if let Ok(duration) = spec.param(DURATION_PARAM)
+        && !given.iter().any(|(name, _)| name == DURATION_PARAM)
+    {
+        let value = duration.check_float(LOAD_SECONDS).map_err(|e| {
+            Issue::new(
+                entry.name.span(),
+                join(key, "name"),
+                format!("the long default duration of a load: {e}"),
+            )
+        })?;
+        given.push((DURATION_PARAM.to_owned(), value));
+    }
+    let params = catalogue::resolve(spec.name, &given)
+        .map_err(|e| Issue::new(entry.name.span(), join(key, "name"), e.to_string()))?;
+    let instances = bounded(
+        entry.instances.as_ref(),
+        &join(key, "instances"),
+        LOAD_INSTANCES,
+        1u32,
+    )?;
+    let workload = Workload {
+        name: spec.name.to_owned(),
+        params: params
+            .iter()
+            .map(|&(name, value)| wire_param(name, value))
+            .collect(),
+    };
+    Ok((workload, instances))
+}
+
 fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<Vec<MachineState>> {
     let Some(raw) = raw else {
         return Ok(vec![MachineState {
@@ -633,17 +852,57 @@ fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<Vec<MachineS
             "state",
             out.iter().map(|s| s.name.as_str()),
         )?;
-        let hotplug = match &state.hotplug {
-            None => String::new(),
+        let (hotplug, offline) = match &state.hotplug {
+            None => (String::new(), Vec::new()),
             Some(h) => {
-                check_hotplug(h.get_ref())
+                let (mode, cpus) = check_hotplug(h.get_ref())
                     .map_err(|m| Issue::new(h.span(), join(&key, "hotplug"), m))?;
-                h.get_ref().clone()
+                let offline = if mode == "offline" { cpus } else { Vec::new() };
+                (h.get_ref().clone(), offline)
             }
         };
         let cgroup = match &state.cgroup {
             None => String::new(),
             Some(c) => one_of(c, &join(&key, "cgroup"), "cgroup layout", CGROUP_LAYOUTS)?,
+        };
+        // The limits are set on the run's cgroups: there must be some.
+        let needs_cgroup = |field: &str, span: std::ops::Range<usize>| -> Checked<()> {
+            if cgroup.is_empty() {
+                return Err(Issue::new(
+                    span,
+                    join(&key, field),
+                    format!(
+                        "{field} needs cgroup = \"shared\" or \"separate\" in the same state \
+                         (the limit is set on the run's cgroups)"
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        let cgroup_cpu_weight = match &state.cgroup_cpu_weight {
+            None => 0,
+            Some(w) => {
+                needs_cgroup("cgroup_cpu_weight", w.span())?;
+                bounded(Some(w), &join(&key, "cgroup_cpu_weight"), CPU_WEIGHT, 0u32)?
+            }
+        };
+        let cgroup_cpu_max = match &state.cgroup_cpu_max {
+            None => String::new(),
+            Some(m) => {
+                needs_cgroup("cgroup_cpu_max", m.span())?;
+                check_cpu_max(m.get_ref())
+                    .map_err(|e| Issue::new(m.span(), join(&key, "cgroup_cpu_max"), e))?;
+                m.get_ref().clone()
+            }
+        };
+        let cgroup_cpuset = match &state.cgroup_cpuset {
+            None => String::new(),
+            Some(c) => {
+                needs_cgroup("cgroup_cpuset", c.span())?;
+                check_cpuset(c.get_ref(), &offline)
+                    .map_err(|e| Issue::new(c.span(), join(&key, "cgroup_cpuset"), e))?;
+                c.get_ref().clone()
+            }
         };
         let autogroup = match &state.autogroup {
             None => None,
@@ -654,7 +913,9 @@ fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<Vec<MachineS
             hotplug,
             cgroup,
             autogroup,
-            ..Default::default()
+            cgroup_cpu_weight,
+            cgroup_cpu_max,
+            cgroup_cpuset,
         });
     }
     Ok(out)
@@ -728,9 +989,12 @@ fn unique_name<'a>(
     Ok(value)
 }
 
+/// Inclusive ranges of CPU numbers, as a CPU list gives them.
+type CpuRanges = Vec<(u32, u32)>;
+
 /// Checks `cycle:CPUS` / `offline:CPUS`, CPUS being a list of CPU numbers and
-/// ranges such as `1`, `1-3` or `1,3-5`.
-fn check_hotplug(spec: &str) -> std::result::Result<(), String> {
+/// ranges such as `1`, `1-3` or `1,3-5`; gives the mode and the CPUs.
+fn check_hotplug(spec: &str) -> std::result::Result<(&str, CpuRanges), String> {
     const FORM: &str =
         "expected `cycle:CPUS` or `offline:CPUS` with CPUS like `1`, `1-3` or `1,3-5`";
     let Some((mode, cpus)) = spec.split_once(':') else {
@@ -742,12 +1006,70 @@ fn check_hotplug(spec: &str) -> std::result::Result<(), String> {
             HOTPLUG_MODES.join(", ")
         ));
     }
+    Ok((mode, cpu_list(cpus, FORM)?))
+}
+
+/// Checks a `cgroup_cpuset` CPU list, and that some CPU of it stays online
+/// while `offline` CPUs are taken away.
+fn check_cpuset(cpus: &str, offline: &[(u32, u32)]) -> std::result::Result<(), String> {
+    const FORM: &str = "expected a CPU list like `1`, `0-3` or `0,2-3`";
+    let wanted = merged(cpu_list(cpus, FORM)?);
+    let offline = merged(offline.to_vec());
+    // Merged, disjoint and apart: a range the offline CPUs cover lies in one of theirs.
+    let covered = |&(lo, hi): &(u32, u32)| {
+        let i = offline.partition_point(|r| r.1 < lo);
+        offline.get(i).is_some_and(|r| r.0 <= lo && hi <= r.1)
+    };
+    if wanted.iter().all(covered) {
+        return Err(format!(
+            "every CPU of `{cpus}` is offline during the run (hotplug = \"offline:...\" in the \
+             same state): the cgroup would have no CPU to run on"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a `cgroup_cpu_max`: "QUOTA PERIOD" in µs, within the kernel's bounds.
+fn check_cpu_max(spec: &str) -> std::result::Result<(), String> {
+    const FORM: &str =
+        "expected \"QUOTA PERIOD\" in µs, e.g. \"50000 100000\" (half a CPU per 100 ms)";
+    let split = spec.split_once(' ');
+    if split.map_or(spec, |(quota, _)| quota) == "max" {
+        return Err(
+            "an unlimited quota (`max`) is what no cgroup_cpu_max gives: leave the key out"
+                .to_owned(),
+        );
+    }
+    let Some((quota, period)) = split else {
+        return Err(format!("`{spec}`: {FORM}"));
+    };
+    let micros = |what: &str, s: &str, range: RangeInclusive<u64>| {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("{what} `{s}` in `{spec}` is not a number: {FORM}"));
+        }
+        match s.parse::<u64>() {
+            Ok(n) if range.contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{what} {s} µs is out of range {}..={}",
+                range.start(),
+                range.end()
+            )),
+        }
+    };
+    micros("quota", quota, CPU_MAX_QUOTA_US)?;
+    micros("period", period, CPU_MAX_PERIOD_US)?;
+    Ok(())
+}
+
+/// Parses a list of CPU numbers and ranges such as `1`, `1-3` or `1,3-5`;
+/// `form` says what was expected.
+fn cpu_list(cpus: &str, form: &str) -> std::result::Result<CpuRanges, String> {
     if cpus.is_empty() {
-        return Err(format!("no CPUs given: {FORM}"));
+        return Err(format!("no CPUs given: {form}"));
     }
     let cpu = |s: &str| -> std::result::Result<u32, String> {
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("`{s}` in `{cpus}` is not a CPU number: {FORM}"));
+            return Err(format!("`{s}` in `{cpus}` is not a CPU number: {form}"));
         }
         match s.parse::<u32>() {
             Ok(n) if n < CPU_LIMIT => Ok(n),
@@ -757,14 +1079,31 @@ fn check_hotplug(spec: &str) -> std::result::Result<(), String> {
             )),
         }
     };
+    let mut out = Vec::new();
     for item in cpus.split(',') {
         if let Some((lo, hi)) = item.split_once('-') {
-            if cpu(lo)? > cpu(hi)? {
+            let (lo, hi) = (cpu(lo)?, cpu(hi)?);
+            if lo > hi {
                 return Err(format!("range `{item}` runs backwards"));
             }
+            out.push((lo, hi));
         } else {
-            cpu(item)?;
+            let n = cpu(item)?;
+            out.push((n, n));
         }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Sorts ranges and joins those that overlap or touch.
+fn merged(mut ranges: CpuRanges) -> CpuRanges {
+    ranges.sort_unstable();
+    let mut out: CpuRanges = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
 }

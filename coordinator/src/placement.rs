@@ -86,6 +86,13 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
     if let Some(w) = &cell.workload {
         out.push(Requirement::Workload(w.name.clone()));
     }
+    // Competing loads run on the same agent, so it must have them too.
+    for l in &cell.loads {
+        let r = Requirement::Workload(l.name.clone());
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
     if let Some(s) = &cell.state {
         if !s.hotplug.is_empty() {
             out.push(Requirement::State("hotplug"));

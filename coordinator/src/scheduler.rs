@@ -68,7 +68,7 @@ pub enum Event {
     },
     FromAgent {
         agent_id: String,
-        msg: agent_message::Msg,
+        msg: Box<agent_message::Msg>,
     },
     SessionClosed {
         agent_id: String,
@@ -399,7 +399,7 @@ impl Scheduler {
                 let r = self.session_open(hello, session, tx);
                 self.reply(reply, r);
             }
-            Event::FromAgent { agent_id, msg } => self.on_agent_message(&agent_id, msg),
+            Event::FromAgent { agent_id, msg } => self.on_agent_message(&agent_id, *msg),
             Event::SessionClosed { agent_id, session } => {
                 if let Some(a) = self.agents.get_mut(&agent_id)
                     && a.session.as_ref().is_some_and(|(s, _)| *s == session)

@@ -105,7 +105,7 @@ impl AgentService for Agents {
                         if handle
                             .send(Event::FromAgent {
                                 agent_id: agent_id.clone(),
-                                msg,
+                                msg: Box::new(msg),
                             })
                             .is_err()
                         {

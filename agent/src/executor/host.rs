@@ -21,6 +21,8 @@ use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use tracing::{debug, warn};
 
+use crate::telemetry::perf::{Counters, Counts};
+
 /// What to start: a program from a fixed path with an argument vector. There
 /// is no shell anywhere on this path.
 #[derive(Debug, Clone)]
@@ -31,6 +33,8 @@ pub struct Spec {
     /// `cgroup.procs` files the child joins before it executes, so that
     /// every thread it ever has is in its groups from the start.
     pub cgroups: Vec<PathBuf>,
+    /// Count software perf events over the whole process tree.
+    pub perf: bool,
 }
 
 impl Spec {
@@ -40,6 +44,7 @@ impl Spec {
             args,
             timeout,
             cgroups: Vec::new(),
+            perf: false,
         }
     }
 }
@@ -64,6 +69,8 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Killed on request (the coordinator cancelled the run).
     pub cancelled: bool,
+    /// Perf counts over the process tree, when asked for.
+    pub counts: Option<Counts>,
 }
 
 /// Output kept per stream; a workload's report is a few lines.
@@ -107,6 +114,7 @@ pub struct Running {
     timed_out: Arc<std::sync::atomic::AtomicBool>,
     done_tx: std::sync::mpsc::Sender<()>,
     watchdog: std::thread::JoinHandle<()>,
+    counters: Option<Counters>,
 }
 
 /// Starts `spec` in a new session (so autogroup, when enabled, gives it an
@@ -151,20 +159,22 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
     if killer.0.lock().unwrap_or_else(|e| e.into_inner()).cancelled {
         return Err(io::Error::other("cancelled before start"));
     }
-    let start = Instant::now();
-    let mut child = cmd.spawn()?;
-    drop(groups);
-    let pid = Pid::from_raw(child.id() as i32);
-    killer.0.lock().unwrap_or_else(|e| e.into_inner()).pgid = Some(pid);
-    let stdout = child
-        .stdout
-        .take()
-        .map(|s| std::thread::spawn(move || read_capped(s, STDOUT_LIMIT, false)));
-    let stderr = child
-        .stderr
-        .take()
-        .map(|s| std::thread::spawn(move || read_capped(s, STDERR_TAIL, true)));
-
+    // The helper threads exist before the perf counters are opened on this
+    // thread, so that they do not inherit them: only the workload is counted.
+    let (out_tx, out_rx) = std::sync::mpsc::channel::<std::process::ChildStdout>();
+    let (err_tx, err_rx) = std::sync::mpsc::channel::<std::process::ChildStderr>();
+    let stdout = Some(std::thread::spawn(move || {
+        out_rx
+            .recv()
+            .map(|s| read_capped(s, STDOUT_LIMIT, false))
+            .unwrap_or_default()
+    }));
+    let stderr = Some(std::thread::spawn(move || {
+        err_rx
+            .recv()
+            .map(|s| read_capped(s, STDERR_TAIL, true))
+            .unwrap_or_default()
+    }));
     // A watchdog enforces the timeout; it only signals while the leader is
     // unreaped, so the group id cannot have been reused.
     let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -183,6 +193,22 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
             }
         })
     };
+    let counters = if spec.perf {
+        Some(Counters::open_inherited()?)
+    } else {
+        None
+    };
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    drop(groups);
+    let pid = Pid::from_raw(child.id() as i32);
+    killer.0.lock().unwrap_or_else(|e| e.into_inner()).pgid = Some(pid);
+    if let Some(s) = child.stdout.take() {
+        let _ = out_tx.send(s);
+    }
+    if let Some(s) = child.stderr.take() {
+        let _ = err_tx.send(s);
+    }
     Ok(Running {
         pid,
         child,
@@ -193,6 +219,7 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
         timed_out,
         done_tx,
         watchdog,
+        counters,
     })
 }
 
@@ -213,6 +240,7 @@ impl Running {
             timed_out,
             done_tx,
             watchdog,
+            counters,
         } = self;
         // Wait for the leader to exit without reaping it (WNOWAIT): while it is a
         // zombie its pid and group id stay ours, so stragglers can be killed and
@@ -234,6 +262,11 @@ impl Running {
         };
         let _ = done_tx.send(());
         let (status, rusage) = wait4(pid)?;
+        // Reaped: every task's counts have been folded into ours.
+        let counts = match counters {
+            Some(mut c) => Some(c.read()?),
+            None => None,
+        };
         let _ = watchdog.join();
         // std's Child is never waited on (we reaped it); dropping it does not wait.
         drop(child);
@@ -254,6 +287,7 @@ impl Running {
             stderr_tail,
             timed_out: timed_out.load(std::sync::atomic::Ordering::SeqCst),
             cancelled,
+            counts,
         })
     }
 }

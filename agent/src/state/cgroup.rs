@@ -231,16 +231,13 @@ fn make_group(journal: &mut Journal, dir: &Path, v1_cpuset: bool) -> Result<()> 
             source,
         })?;
         journal::step("cgroup created");
-        if v1_cpuset {
-            if let Some(parent) = d.parent() {
-                for f in ["cpuset.cpus", "cpuset.mems"] {
-                    let v =
-                        fs::read_to_string(parent.join(f)).map_err(|source| super::Error::Io {
-                            path: parent.join(f),
-                            source,
-                        })?;
-                    write(&d.join(f), v.trim())?;
-                }
+        if v1_cpuset && let Some(parent) = d.parent() {
+            for f in ["cpuset.cpus", "cpuset.mems"] {
+                let v = fs::read_to_string(parent.join(f)).map_err(|source| super::Error::Io {
+                    path: parent.join(f),
+                    source,
+                })?;
+                write(&d.join(f), v.trim())?;
             }
         }
     }

@@ -21,6 +21,7 @@ pub(super) struct RawMatrix {
     pub timeout_s: Option<Spanned<Int>>,
     pub kernels: Option<Spanned<Vec<Spanned<String>>>>,
     pub workloads: Spanned<Vec<Spanned<RawWorkload>>>,
+    pub loads: Option<Spanned<Vec<Spanned<RawLoad>>>>,
     pub states: Option<Spanned<Vec<Spanned<RawState>>>>,
     pub hosts: Option<Spanned<Vec<Spanned<RawHost>>>>,
     pub baseline: Option<Spanned<BTreeMap<Spanned<String>, Spanned<Scalar>>>>,
@@ -35,12 +36,26 @@ pub(super) struct RawWorkload {
     pub params: BTreeMap<Spanned<String>, Spanned<Setting>>,
 }
 
+/// A competing load. Its parameters are read like a workload's, so that an
+/// array reaches validation and is refused there with a message of our own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(super) struct RawLoad {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub params: BTreeMap<Spanned<String>, Spanned<Setting>>,
+    pub instances: Option<Spanned<Int>>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub(super) struct RawState {
     pub name: Spanned<String>,
     pub hotplug: Option<Spanned<String>>,
     pub cgroup: Option<Spanned<String>>,
+    pub cgroup_cpu_weight: Option<Spanned<Int>>,
+    pub cgroup_cpu_max: Option<Spanned<String>>,
+    pub cgroup_cpuset: Option<Spanned<String>>,
     pub autogroup: Option<Spanned<Int>>,
 }
 

@@ -283,14 +283,20 @@ fn empty_values() {
     );
 }
 
+/// The catalogue's workload names, as an unknown-workload error lists them.
+fn known_workloads() -> String {
+    let names: Vec<&str> = catalogue::CATALOGUE.iter().map(|w| w.name).collect();
+    names.join(", ")
+}
+
 #[test]
 fn unknown_names() {
     check_err(
-        "name = \"m\"\n[[workloads]]\nname = \"stream\"\n",
+        "name = \"m\"\n[[workloads]]\nname = \"stress\"\n",
         3,
         8,
         "workloads[0].name",
-        "unknown workload `stream` (known: cpu-hog, lu)",
+        &format!("unknown workload `stress` (known: {})", known_workloads()),
     );
     check_err(
         &format!("{HEAD}params = {{ size = 32, thread = 2 }}\n"),
@@ -566,6 +572,355 @@ fn bad_hotplug() {
     }
 }
 
+/// A state `s` with `cgroup = "shared"` and `line` after it, on line 7.
+fn limited_state(line: &str) -> String {
+    format!("{HEAD}[[states]]\nname = \"s\"\ncgroup = \"shared\"\n{line}\n")
+}
+
+#[test]
+fn bad_cgroup_limits() {
+    // (line 7 of the state, column, message); the key is the line's.
+    let cases: &[(&str, usize, &str)] = &[
+        ("cgroup_cpu_weight = 0", 21, "0 is out of range 1..=10000"),
+        (
+            "cgroup_cpu_weight = 10001",
+            21,
+            "10001 is out of range 1..=10000",
+        ),
+        ("cgroup_cpu_weight = -5", 21, "-5 is out of range 1..=10000"),
+        ("cgroup_cpu_weight = \"100\"", 21, "expected an integer"),
+        ("cgroup_cpu_weight = 1.5", 21, "expected an integer"),
+        (
+            "cgroup_cpu_max = \"50000\"",
+            18,
+            "`50000`: expected \"QUOTA PERIOD\" in µs",
+        ),
+        (
+            "cgroup_cpu_max = \"\"",
+            18,
+            "``: expected \"QUOTA PERIOD\" in µs",
+        ),
+        (
+            "cgroup_cpu_max = \"max 100000\"",
+            18,
+            "an unlimited quota (`max`) is what no cgroup_cpu_max gives",
+        ),
+        ("cgroup_cpu_max = \"max\"", 18, "an unlimited quota (`max`)"),
+        (
+            "cgroup_cpu_max = \"50000  100000\"",
+            18,
+            "period ` 100000` in `50000  100000` is not a number",
+        ),
+        (
+            "cgroup_cpu_max = \"50000 100000 1\"",
+            18,
+            "period `100000 1` in `50000 100000 1` is not a number",
+        ),
+        (
+            "cgroup_cpu_max = \"-1 100000\"",
+            18,
+            "quota `-1` in `-1 100000` is not a number",
+        ),
+        (
+            "cgroup_cpu_max = \"50ms 100ms\"",
+            18,
+            "quota `50ms` in `50ms 100ms` is not a number",
+        ),
+        (
+            "cgroup_cpu_max = \"999 100000\"",
+            18,
+            "quota 999 µs is out of range 1000..=17592186044415",
+        ),
+        (
+            "cgroup_cpu_max = \"17592186044416 100000\"",
+            18,
+            "quota 17592186044416 µs is out of range 1000..=17592186044415",
+        ),
+        (
+            "cgroup_cpu_max = \"99999999999999999999999 100000\"",
+            18,
+            "quota 99999999999999999999999 µs is out of range",
+        ),
+        (
+            "cgroup_cpu_max = \"1000 999\"",
+            18,
+            "period 999 µs is out of range 1000..=1000000",
+        ),
+        (
+            "cgroup_cpu_max = \"1000 1000001\"",
+            18,
+            "period 1000001 µs is out of range 1000..=1000000",
+        ),
+        ("cgroup_cpu_max = 50000", 18, "expected a string"),
+        (
+            "cgroup_cpuset = \"\"",
+            17,
+            "no CPUs given: expected a CPU list like `1`, `0-3` or `0,2-3`",
+        ),
+        (
+            "cgroup_cpuset = \"0-\"",
+            17,
+            "`` in `0-` is not a CPU number: expected a CPU list",
+        ),
+        ("cgroup_cpuset = \"1-0\"", 17, "range `1-0` runs backwards"),
+        (
+            "cgroup_cpuset = \"0 ,1\"",
+            17,
+            "`0 ` in `0 ,1` is not a CPU number",
+        ),
+        (
+            "cgroup_cpuset = \"0-3:2/4\"",
+            17,
+            "`3:2/4` in `0-3:2/4` is not a CPU number",
+        ),
+        (
+            "cgroup_cpuset = \"100000\"",
+            17,
+            "CPU 100000 is beyond the largest supported CPU number 99999",
+        ),
+        ("cgroup_cpuset = [0, 1]", 17, "expected a string"),
+    ];
+    for &(line, column, message) in cases {
+        let key = format!("states[0].{}", line.split(' ').next().unwrap_or_default());
+        check_err(&limited_state(line), 7, column, &key, message);
+    }
+    for good in [
+        "cgroup_cpu_weight = 1",
+        "cgroup_cpu_weight = 10000",
+        "cgroup_cpu_max = \"1000 1000\"",
+        "cgroup_cpu_max = \"1000 1000000\"",
+        "cgroup_cpu_max = \"200000 100000\"",
+        "cgroup_cpu_max = \"17592186044415 1000000\"",
+        "cgroup_cpuset = \"0\"",
+        "cgroup_cpuset = \"0-1,3\"",
+        "cgroup_cpuset = \"0,0-1\"",
+    ] {
+        ok(&limited_state(good));
+    }
+}
+
+#[test]
+fn cgroup_limits_need_a_cgroup() {
+    let cases = [
+        ("cgroup_cpu_weight", "100", 21),
+        ("cgroup_cpu_max", "\"50000 100000\"", 18),
+        ("cgroup_cpuset", "\"0\"", 17),
+    ];
+    for (key, value, column) in cases {
+        let message = format!("{key} needs cgroup = \"shared\" or \"separate\" in the same state");
+        // No cgroup at all, and a bad value too: the missing cgroup is reported.
+        check_err(
+            &format!("{HEAD}[[states]]\nname = \"s\"\n{key} = {value}\n"),
+            6,
+            column,
+            &format!("states[0].{key}"),
+            &message,
+        );
+        // The cgroup in another state does not count.
+        check_err(
+            &format!(
+                "{HEAD}[[states]]\nname = \"a\"\ncgroup = \"separate\"\n\
+                 [[states]]\nname = \"b\"\nhotplug = \"cycle:1\"\n{key} = {value}\n"
+            ),
+            10,
+            column,
+            &format!("states[1].{key}"),
+            &message,
+        );
+    }
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"s\"\ncgroup_cpu_weight = 0\n"),
+        6,
+        21,
+        "states[0].cgroup_cpu_weight",
+        "cgroup_cpu_weight needs cgroup",
+    );
+}
+
+#[test]
+fn cpuset_needs_an_online_cpu() {
+    // (hotplug, cpuset, refused)
+    let cases = [
+        ("offline:1", "1", true),
+        ("offline:1-3", "2-3,1", true),
+        ("offline:1-2,3", "2-3", true),
+        ("offline:1,3", "1-3", false),
+        ("offline:1", "0-1", false),
+        ("cycle:1", "1", false),
+        ("offline:0-99999", "99999", true),
+    ];
+    for (hotplug, cpuset, refused) in cases {
+        let text = format!(
+            "{HEAD}[[states]]\nname = \"s\"\nhotplug = \"{hotplug}\"\ncgroup = \"separate\"\n\
+             cgroup_cpuset = \"{cpuset}\"\n"
+        );
+        if refused {
+            check_err(
+                &text,
+                8,
+                17,
+                "states[0].cgroup_cpuset",
+                &format!("every CPU of `{cpuset}` is offline during the run"),
+            );
+        } else {
+            ok(&text);
+        }
+    }
+}
+
+/// `HEAD` then one `[[loads]]` entry whose lines are `body` (from line 5 on).
+fn with_load(body: &str) -> String {
+    format!("{HEAD}[[loads]]\n{body}\n")
+}
+
+#[test]
+fn bad_loads() {
+    let hog = "name = \"cpu-hog\"\n";
+    check_err(
+        &with_load("name = \"stress\""),
+        5,
+        8,
+        "loads[0].name",
+        &format!("unknown workload `stress` (known: {})", known_workloads()),
+    );
+    check_err(
+        &with_load("params = { threads = 1 }"),
+        4,
+        1,
+        "loads[0].name",
+        "missing field `name`",
+    );
+    check_err(
+        &with_load(&format!("{hog}params = {{ threads = [1, 2] }}")),
+        6,
+        22,
+        "loads[0].params.threads",
+        "loads take fixed parameters: give `threads` one value",
+    );
+    check_err(
+        &with_load(&format!("{hog}params = {{ threads = 1, seconds = [] }}")),
+        6,
+        35,
+        "loads[0].params.seconds",
+        "loads take fixed parameters",
+    );
+    check_err(
+        &with_load(&format!("{hog}params = {{ thread = 1 }}")),
+        6,
+        12,
+        "loads[0].params.thread",
+        "unknown parameter `thread` of workload `cpu-hog` (known: threads, seconds)",
+    );
+    check_err(
+        &with_load(&format!("{hog}params = {{ seconds = 0 }}")),
+        6,
+        22,
+        "loads[0].params.seconds",
+        "parameter `seconds` = 0 is out of range 0.01..=86400",
+    );
+    check_err(
+        &with_load(&format!("{hog}params = {{ threads = 1.5 }}")),
+        6,
+        22,
+        "loads[0].params.threads",
+        "parameter `threads` must be an integer",
+    );
+    check_err(
+        &with_load(&format!("{hog}params = {{ threads = \"1\" }}")),
+        6,
+        22,
+        "loads[0].params.threads",
+        "expected a number or an array of numbers",
+    );
+    check_err(
+        &with_load(&format!("{hog}instances = 0")),
+        6,
+        13,
+        "loads[0].instances",
+        "0 is out of range 1..=64",
+    );
+    check_err(
+        &with_load(&format!("{hog}instances = 65")),
+        6,
+        13,
+        "loads[0].instances",
+        "65 is out of range 1..=64",
+    );
+    check_err(
+        &with_load(&format!("{hog}instances = \"2\"")),
+        6,
+        13,
+        "loads[0].instances",
+        "expected an integer",
+    );
+    check_err(
+        &with_load(&format!("{hog}count = 2")),
+        6,
+        1,
+        "loads[0].count",
+        "unknown field `count`",
+    );
+    check_err(
+        &format!("{HEAD}[loads]\n{hog}"),
+        4,
+        1,
+        "loads",
+        "invalid type: table, expected an array",
+    );
+    check_err(
+        &format!("loads = []\n{HEAD}"),
+        1,
+        9,
+        "loads",
+        "no loads given: leave `loads` out",
+    );
+}
+
+#[test]
+fn too_many_load_instances() {
+    // 40 + 30 instances: the second entry goes over.
+    check_err(
+        &format!(
+            "{HEAD}[[loads]]\nname = \"cpu-hog\"\ninstances = 40\n\
+             [[loads]]\nname = \"lu\"\ninstances = 30\n"
+        ),
+        9,
+        13,
+        "loads[1].instances",
+        "the loads have 70 instances so far, more than the limit of 64 per cell",
+    );
+    // 65 entries of one instance each: the 65th name.
+    let entries: String = (0..65).map(|_| "[[loads]]\nname = \"cpu-hog\"\n").collect();
+    check_err(
+        &format!("{HEAD}{entries}"),
+        4 + 64 * 2 + 1,
+        8,
+        "loads[64].name",
+        "the loads have 65 instances so far, more than the limit of 64 per cell",
+    );
+    ok(&format!(
+        "{HEAD}[[loads]]\nname = \"cpu-hog\"\ninstances = 60\n[[loads]]\nname = \"lu\"\ninstances = 4\n"
+    ));
+}
+
+#[test]
+fn too_many_load_copies() {
+    // 4096 × 4 = 16384 cells × 64 instances = 1048576 copies.
+    let threads: Vec<String> = (1..=4096).map(|t| t.to_string()).collect();
+    check_err(
+        &format!(
+            "max_cells = 1000000\n{HEAD}params = {{ threads = [{}], size = [8, 9, 10, 11] }}\n\
+             [[loads]]\nname = \"cpu-hog\"\ninstances = 64\n",
+            threads.join(",")
+        ),
+        6,
+        1,
+        "loads",
+        "the matrix has 1048576 load copies (16384 cells × 64 load instances), more than the \
+         limit of 1000000",
+    );
+}
+
 #[test]
 fn bad_baselines() {
     let two_states = "[[states]]\nname = \"a\"\n[[states]]\nname = \"b\"\n";
@@ -645,7 +1000,7 @@ fn display() {
     assert_eq!(
         err.to_string(),
         "dir/m.toml:2:1: foo: unknown field `foo`, expected one of `name`, `repetitions`, \
-         `max_cells`, `timeout_s`, `kernels`, `workloads`, `states`, `hosts`, `baseline`"
+         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`"
     );
     let err = parse("m.toml", "name = \"m\n").unwrap_err();
     assert!(
@@ -737,6 +1092,7 @@ fn states_and_hosts_on_the_wire() {
         hotplug: "cycle:1".into(),
         cgroup: "separate".into(),
         autogroup: Some(0),
+        ..Default::default()
     };
     assert_eq!(cell.state.as_ref(), Some(&state));
     let host = HostSelector {
@@ -747,6 +1103,134 @@ fn states_and_hosts_on_the_wire() {
         executor: "host".into(),
     };
     assert_eq!(cell.host.as_ref(), Some(&host));
+}
+
+#[test]
+fn cgroup_limits_on_the_wire() {
+    let m = ok(&format!(
+        "{HEAD}[[states]]\nname = \"limited\"\ncgroup = \"separate\"\ncgroup_cpu_weight = 50\n\
+         cgroup_cpu_max = \"50000 100000\"\ncgroup_cpuset = \"0-1,3\"\nautogroup = 1\n\
+         [[states]]\nname = \"weighted\"\ncgroup = \"shared\"\ncgroup_cpu_weight = 10000\n\
+         [[states]]\nname = \"plain\"\ncgroup = \"shared\"\n"
+    ));
+    let states: Vec<MachineState> = m.cells.iter().filter_map(|c| c.state.clone()).collect();
+    assert_eq!(
+        states,
+        [
+            MachineState {
+                name: "limited".into(),
+                cgroup: "separate".into(),
+                autogroup: Some(1),
+                cgroup_cpu_weight: 50,
+                cgroup_cpu_max: "50000 100000".into(),
+                cgroup_cpuset: "0-1,3".into(),
+                ..Default::default()
+            },
+            MachineState {
+                name: "weighted".into(),
+                cgroup: "shared".into(),
+                cgroup_cpu_weight: 10000,
+                ..Default::default()
+            },
+            MachineState {
+                name: "plain".into(),
+                cgroup: "shared".into(),
+                ..Default::default()
+            },
+        ]
+    );
+}
+
+fn workload_text(w: &Workload) -> String {
+    let params: Vec<String> = w.params.iter().map(param_text).collect();
+    format!("{} {}", w.name, params.join(" "))
+}
+
+fn loads_text(cell: &Cell) -> Vec<String> {
+    cell.loads.iter().map(workload_text).collect()
+}
+
+#[test]
+fn loads_on_the_wire() {
+    let m = ok(&format!(
+        "{HEAD}params = {{ threads = [1, 2] }}\n\
+         [[loads]]\nname = \"cpu-hog\"\nparams = {{ threads = 1 }}\ninstances = 2\n\
+         [[loads]]\nname = \"cpu-hog\"\nparams = {{ seconds = 30, threads = 2 }}\n\
+         [[loads]]\nname = \"lu\"\nparams = {{ size = 16 }}\n\
+         [[loads]]\nname = \"cpu-hog\"\n\
+         [[states]]\nname = \"a\"\n[[states]]\nname = \"b\"\ncgroup = \"separate\"\n"
+    ));
+    // Instances copies each, in file order, complete and sorted by name; a
+    // cpu-hog without `seconds` runs for a day (the agent stops it).
+    let hog_threads = default("cpu-hog", "threads");
+    let expected = [
+        "cpu-hog seconds=86400.0 threads=1".to_owned(),
+        "cpu-hog seconds=86400.0 threads=1".to_owned(),
+        "cpu-hog seconds=30.0 threads=2".to_owned(),
+        format!(
+            "lu iterations={} size=16 threads={}",
+            default("lu", "iterations"),
+            default("lu", "threads")
+        ),
+        format!("cpu-hog seconds=86400.0 threads={hog_threads}"),
+    ];
+    assert_eq!(m.cells.len(), 4);
+    for cell in &m.cells {
+        assert_eq!(loads_text(cell), expected, "{}", cell.name);
+    }
+    // The same in every cell, so not part of any name.
+    let names: Vec<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "lu threads=1 | state=a",
+            "lu threads=1 | state=b",
+            "lu threads=2 | state=a",
+            "lu threads=2 | state=b",
+        ]
+    );
+    // No [[loads]]: no loads.
+    assert!(ok(HEAD).cells.iter().all(|c| c.loads.is_empty()));
+}
+
+#[test]
+fn loads_run_long_unless_told() {
+    // Every catalogued workload with a duration gets a day of it as a load;
+    // the others get their defaults.
+    for spec in catalogue::CATALOGUE {
+        let m = ok(&with_load(&format!("name = \"{}\"", spec.name)));
+        let load = &m.cells[0].loads;
+        assert_eq!(load.len(), 1, "{}", spec.name);
+        let mut expected: Vec<(&str, Value)> =
+            spec.params.iter().map(|p| (p.name, p.default)).collect();
+        for p in &mut expected {
+            if p.0 == "seconds" {
+                p.1 = Value::Float(LOAD_SECONDS);
+            }
+        }
+        expected.sort_by_key(|p| p.0);
+        let expected = Workload {
+            name: spec.name.to_owned(),
+            params: expected.iter().map(|&(n, v)| wire_param(n, v)).collect(),
+        };
+        assert_eq!(load[0], expected, "{}", spec.name);
+    }
+    // A duration given is kept, even a short one.
+    let m = ok(&with_load("name = \"cpu-hog\"\nparams = { seconds = 5 }"));
+    assert_eq!(
+        loads_text(&m.cells[0]),
+        [format!(
+            "cpu-hog seconds=5.0 threads={}",
+            default("cpu-hog", "threads")
+        )]
+    );
+    assert!(
+        catalogue::lookup("cpu-hog")
+            .and_then(|w| w.param("seconds"))
+            .and_then(|p| p.check_float(LOAD_SECONDS))
+            .is_ok(),
+        "the catalogue takes LOAD_SECONDS for cpu-hog"
+    );
 }
 
 #[test]
@@ -921,30 +1405,108 @@ fn baseline_by_workload() {
     );
 }
 
+/// The examples, one per seed, and the quick look.
+const EXAMPLES: &[&str] = &[
+    "quick.toml",
+    "hotplug-cycle.toml",
+    "stream-instances.toml",
+    "udp-stream.toml",
+    "group-imbalance.toml",
+    "migrations.toml",
+];
+
+fn example(name: &str) -> Matrix {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse(&path.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn examples_parse() {
+    // Every example there is, and every one expected.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut seen = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
         let path = entry.expect("examples/ is readable").path();
         if path.extension().is_some_and(|e| e == "toml") {
-            let text = std::fs::read_to_string(&path).expect("an example is readable");
-            let name = path.display().to_string();
-            if let Err(e) = parse(&name, &text) {
-                panic!("{e}");
-            }
-            seen.push(path.file_name().map(|n| n.to_string_lossy().into_owned()));
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            example(name.as_deref().unwrap_or_default());
+            seen.extend(name);
         }
     }
-    assert!(
-        seen.contains(&Some("quick.toml".to_owned())),
-        "examples: {seen:?}"
-    );
+    for name in EXAMPLES {
+        assert!(seen.iter().any(|s| s == name), "{name} missing: {seen:?}");
+    }
 
-    let text = std::fs::read_to_string(dir.join("quick.toml")).expect("quick.toml is readable");
-    let quick = ok(&text);
+    let quick = example("quick.toml");
     assert_eq!((quick.cells.len(), quick.repetitions), (4, 3));
     assert_eq!(runs(&quick).len(), 12);
+}
+
+#[test]
+fn example_group_imbalance() {
+    let m = example("group-imbalance.toml");
+    assert_eq!(m.repetitions, 5);
+    let names: Vec<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "lu threads=2 size=162 iterations=40 | state=shared",
+            "lu threads=2 size=162 iterations=40 | state=separate",
+            "lu threads=3 size=162 iterations=40 | state=shared",
+            "lu threads=3 size=162 iterations=40 | state=separate",
+        ]
+    );
+    assert_eq!(
+        baselines(&m),
+        pairs(&[
+            ("lu threads=2 size=162 iterations=40 | state=shared", None),
+            (
+                "lu threads=2 size=162 iterations=40 | state=separate",
+                Some("lu threads=2 size=162 iterations=40 | state=shared")
+            ),
+            ("lu threads=3 size=162 iterations=40 | state=shared", None),
+            (
+                "lu threads=3 size=162 iterations=40 | state=separate",
+                Some("lu threads=3 size=162 iterations=40 | state=shared")
+            ),
+        ])
+    );
+    for cell in &m.cells {
+        // Two `stress --cpu 1`: two one-thread hogs, for as long as the run.
+        assert_eq!(
+            loads_text(cell),
+            ["cpu-hog seconds=86400.0 threads=1"; 2],
+            "{}",
+            cell.name
+        );
+        let state = cell.state.as_ref().expect("every cell has a state");
+        assert_eq!(state.cgroup, state.name, "{}", cell.name);
+        assert_eq!(state.autogroup, Some(0), "{}", cell.name);
+    }
+}
+
+#[test]
+fn example_hotplug_cycle() {
+    let m = example("hotplug-cycle.toml");
+    let states: Vec<(&str, &str, Option<u32>)> = m
+        .cells
+        .iter()
+        .filter_map(|c| c.state.as_ref())
+        .map(|s| (s.name.as_str(), s.hotplug.as_str(), s.autogroup))
+        .collect();
+    assert_eq!(
+        states,
+        [("booted", "", Some(0)), ("cpu1-cycled", "cycle:1", Some(0))]
+    );
+    assert_eq!(m.cells[1].baseline, Some(0));
+    assert!(
+        m.cells
+            .iter()
+            .all(|c| c.workload.as_ref().is_some_and(|w| w.name == "lu"))
+    );
 }
 
 // ------------------------------------------------------------------ properties
@@ -957,6 +1519,8 @@ struct Generated {
     states: usize,
     hosts: usize,
     repetitions: u32,
+    /// `[[loads]]` entries: workload and instances.
+    loads: Vec<(&'static str, u32)>,
     /// `[baseline]` entries, already written as TOML values.
     baseline: Vec<(&'static str, String)>,
 }
@@ -989,6 +1553,11 @@ impl Generated {
                 t.push_str(&format!(", {param} = [{}]", values.join(", ")));
             }
             t.push_str(" }\n");
+        }
+        for (name, instances) in &self.loads {
+            t.push_str(&format!(
+                "[[loads]]\nname = \"{name}\"\ninstances = {instances}\n"
+            ));
         }
         for s in 0..self.states {
             t.push_str(&format!("[[states]]\nname = \"s{s}\"\n"));
@@ -1051,8 +1620,12 @@ fn generated() -> impl Strategy<Value = Generated> {
         1..=3usize,
         1..=3usize,
         1..=4u32,
+        proptest::collection::vec(
+            (proptest::sample::select(vec!["cpu-hog", "lu"]), 1..=3u32),
+            0..=2,
+        ),
     )
-        .prop_flat_map(|(kernels, workloads, states, hosts, repetitions)| {
+        .prop_flat_map(|(kernels, workloads, states, hosts, repetitions, loads)| {
             // Baseline values are picked among those on the axes (or a parameter's default).
             let mut threads: Vec<i64> = workloads
                 .iter()
@@ -1086,17 +1659,18 @@ fn generated() -> impl Strategy<Value = Generated> {
                 [a, b, c, d, e].into_iter().flatten().collect::<Vec<_>>()
             });
             (
-                Just((kernels, workloads, states, hosts, repetitions)),
+                Just((kernels, workloads, states, hosts, repetitions, loads)),
                 baseline,
             )
         })
         .prop_map(
-            |((kernels, workloads, states, hosts, repetitions), baseline)| Generated {
+            |((kernels, workloads, states, hosts, repetitions, loads), baseline)| Generated {
                 kernels,
                 workloads,
                 states,
                 hosts,
                 repetitions,
+                loads,
                 baseline,
             },
         )
@@ -1195,6 +1769,15 @@ proptest! {
 
         let names: HashSet<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
         prop_assert_eq!(names.len(), m.cells.len(), "cell names are unique");
+        // Every cell has the same loads: each entry's instances, in file order.
+        let load_names: Vec<&str> = g
+            .loads
+            .iter()
+            .flat_map(|&(name, n)| std::iter::repeat_n(name, n as usize))
+            .collect();
+        let first = &m.cells[0].loads;
+        prop_assert_eq!(first.iter().map(|w| w.name.as_str()).collect::<Vec<_>>(), load_names);
+        prop_assert!(m.cells.iter().all(|c| &c.loads == first));
         let all = all_coordinates(&m);
         for (i, cell) in m.cells.iter().enumerate() {
             prop_assert_eq!(cell.index as usize, i);

@@ -85,12 +85,26 @@ fn waiting_reasons() {
         (
             cell("", 0, 0, "running", "cycle:1"),
             &[&x86],
-            Some("no agent with state=hotplug"),
+            Some("no agent with state=hotplug; no agent with hotplug of cpu1"),
         ),
         (
             cell("s390x", 0, 0, "running", "cycle:1"),
             &[&x86],
-            Some("no agent with arch=s390x; no agent with state=hotplug"),
+            Some(
+                "no agent with arch=s390x; no agent with state=hotplug; no agent with hotplug of cpu1",
+            ),
+        ),
+        (cell("", 0, 0, "running", "cycle:1"), &[&hot], None),
+        (cell("", 0, 0, "running", "offline:1-3"), &[&hot], None),
+        (
+            cell("", 0, 0, "running", "offline:0-3"),
+            &[&hot],
+            Some("no agent with hotplug of cpu0,cpu1,cpu2,cpu3"),
+        ),
+        (
+            cell("", 0, 0, "running", "cycle:7"),
+            &[&hot],
+            Some("no agent with hotplug of cpu7"),
         ),
     ];
     for (c, agents, want) in cases {

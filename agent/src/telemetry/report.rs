@@ -1,0 +1,199 @@
+//! Turning what was measured into a run's telemetry: scalar metrics (with
+//! units and directions) for comparison, and the structured `Telemetry`
+//! message for placement, IPIs, wasted cores and topology. Pure.
+
+use std::time::Duration;
+
+use farm_proto::{Direction, InstancePlacement, Metric, NodeLoad, NodeTick, Telemetry};
+
+use super::interrupts::{self, IpiKind, IrqDelta};
+use super::perf::Counts;
+use super::placement::{self, NodeMap};
+use super::sampler::Collected;
+use super::topology::{self, Topology};
+use super::waste;
+
+/// Everything a run measured besides its own figures of merit.
+pub struct Inputs<'a> {
+    pub wall: Duration,
+    pub counts: Option<Counts>,
+    pub irqs: &'a [IrqDelta],
+    pub collected: &'a Collected,
+    pub map: &'a NodeMap,
+    /// CPUs the workload could use (online during the run).
+    pub allowed: &'a [u32],
+    pub user_hz: u64,
+    pub topology: Option<(&'a Topology, &'a Topology)>,
+}
+
+fn metric(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
+    Metric {
+        name: name.into(),
+        value,
+        unit: unit.into(),
+        direction: direction as i32,
+    }
+}
+
+fn ipi_name(k: Option<IpiKind>) -> &'static str {
+    match k {
+        Some(IpiKind::Rescheduling) => "rescheduling",
+        Some(IpiKind::FunctionCall) => "function_call",
+        Some(IpiKind::TlbShootdown) => "tlb_shootdown",
+        Some(IpiKind::Mixed) => "mixed",
+        Some(IpiKind::Other) => "other",
+        None => "",
+    }
+}
+
+fn levels(t: &Topology) -> Vec<String> {
+    t.domains
+        .per_cpu
+        .iter()
+        .map(|(cpu, ls)| {
+            let names: Vec<String> = ls
+                .iter()
+                .map(|l| format!("{}[{}]", l.name, topology::format_cpu_list(&l.span)))
+                .collect();
+            format!("cpu{cpu}: {}", names.join(" "))
+        })
+        .collect()
+}
+
+pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
+    use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
+    let wall_s = i.wall.as_secs_f64();
+    let mut metrics = Vec::new();
+    if let Some(c) = i.counts {
+        metrics.push(metric(
+            "task_clock_s",
+            c.task_clock_ns as f64 / 1e9,
+            "s",
+            Down,
+        ));
+        metrics.push(metric("cpus_utilised", c.cpus_utilised(wall_s), "CPUs", Up));
+        metrics.push(metric(
+            "context_switches",
+            c.context_switches as f64,
+            "switches",
+            Down,
+        ));
+        metrics.push(metric(
+            "cpu_migrations",
+            c.cpu_migrations as f64,
+            "migrations",
+            Down,
+        ));
+        metrics.push(metric("page_faults", c.page_faults as f64, "faults", Down));
+        if c.task_clock_ns > 0 {
+            // What sampling cost, against the CPU time of what it watched.
+            let pct = i.collected.cost.as_secs_f64() / (c.task_clock_ns as f64 / 1e9) * 100.0;
+            metrics.push(metric("telemetry_overhead_pct", pct, "%", Down));
+        }
+    }
+    let totals = interrupts::ipi_totals(i.irqs);
+    metrics.push(metric(
+        "rescheduling_ipis",
+        totals.rescheduling as f64,
+        "IPIs",
+        Down,
+    ));
+    metrics.push(metric(
+        "function_call_ipis",
+        totals.function_call as f64,
+        "IPIs",
+        Down,
+    ));
+    metrics.push(metric(
+        "tlb_shootdowns",
+        totals.tlb_shootdown as f64,
+        "IPIs",
+        Down,
+    ));
+    if totals.mixed > 0 {
+        metrics.push(metric("mixed_ipis", totals.mixed as f64, "IPIs", Down));
+    }
+
+    let placed = placement::summarize(&i.collected.samples, i.map);
+    let node_ids: Vec<u32> = placed.nodes.iter().map(|n| n.node).collect();
+    let wasted = waste::check(
+        &i.collected.snapshots,
+        &i.collected.samples,
+        i.allowed,
+        i.map,
+        i.user_hz,
+    );
+    if wasted.intervals > 0 {
+        metrics.push(metric("wasted_core_s", wasted.wasted_cpu_s, "CPU-s", Down));
+        metrics.push(metric("wasted_core_pct", wasted.percent, "%", Down));
+    }
+    let (topology_source, before, after, changes) = match i.topology {
+        Some((b, a)) => (
+            b.source.to_string(),
+            levels(b),
+            levels(a),
+            topology::diff(b, a)
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        ),
+        None => (String::new(), Vec::new(), Vec::new(), Vec::new()),
+    };
+    let telemetry = Telemetry {
+        sample_interval_ms: i.collected.interval.as_millis() as u32,
+        instances: placed
+            .instances
+            .iter()
+            .map(|s| InstancePlacement {
+                instance: s.instance,
+                numa_nodes: s.numa_nodes_line(),
+                avg_threads: s.avg_threads.iter().map(|(k, v)| (*k, *v)).collect(),
+                avg_runnable: s.avg_runnable.iter().map(|(k, v)| (*k, *v)).collect(),
+            })
+            .collect(),
+        nodes: placed
+            .nodes
+            .iter()
+            .map(|n| NodeLoad {
+                node: n.node,
+                cpus: n.cpus as u32,
+                avg_threads: n.avg_threads,
+                avg_runnable: n.avg_runnable,
+                peak_threads: n.peak_threads as u32,
+            })
+            .collect(),
+        series: placed
+            .series
+            .iter()
+            .map(|t| NodeTick {
+                t_ms: t.t_ms,
+                threads: node_ids
+                    .iter()
+                    .map(|n| t.threads.get(n).copied().unwrap_or(0) as u32)
+                    .collect(),
+                runnable: node_ids
+                    .iter()
+                    .map(|n| t.runnable.get(n).copied().unwrap_or(0) as u32)
+                    .collect(),
+            })
+            .collect(),
+        irqs: i
+            .irqs
+            .iter()
+            .filter(|d| d.total > 0)
+            .map(|d| farm_proto::IrqDelta {
+                name: d.name.clone(),
+                description: d.description.clone(),
+                ipi: ipi_name(d.ipi).into(),
+                total: d.total,
+                per_cpu: d.per_cpu.iter().map(|(k, v)| (*k, *v)).collect(),
+            })
+            .collect(),
+        wasted_cpu_s_per_node: wasted.per_node.iter().map(|(k, v)| (*k, *v)).collect(),
+        topology_source,
+        topology_before: before,
+        topology_after: after,
+        topology_changes: changes,
+    };
+    (metrics, telemetry)
+}
