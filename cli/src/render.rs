@@ -87,6 +87,8 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
             "index": c.cell_index,
             "name": c.cell_name,
             "baseline": c.baseline,
+            "representative_run": c.representative_run,
+            "notes": c.notes,
             "metrics": c.metrics.iter().map(|m| json!({
                 "name": m.name,
                 "unit": m.unit,
@@ -135,16 +137,23 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// The results table: one block per cell, one row per metric.
+/// A line of the results table: a row of columns, or a note under a cell.
+enum Line {
+    Row([String; 6]),
+    Note(String),
+}
+
+/// A metric worth a row: zero on both sides says nothing (no TLB shootdowns).
+fn shown(m: &farm_proto::MetricSummary) -> bool {
+    m.median != 0.0 || m.baseline_median.is_some_and(|b| b != 0.0)
+}
+
+/// The results table: one block per cell, one row per metric, then what the
+/// cell's representative run's telemetry says.
 pub fn results_table(r: &GetResultsResponse) -> String {
     let status = r.status.clone().unwrap_or_default();
-    let mut rows: Vec<[String; 6]> = vec![[
-        "CELL".into(),
-        "RUNS".into(),
-        "METRIC".into(),
-        "MEDIAN".into(),
-        "BASELINE".into(),
-        "RATIO".into(),
-    ]];
+    let header = ["CELL", "RUNS", "METRIC", "MEDIAN", "BASELINE", "RATIO"].map(String::from);
+    let mut lines: Vec<Line> = vec![Line::Row(header)];
     for c in &r.cells {
         let counts = status
             .cells
@@ -159,24 +168,26 @@ pub fn results_table(r: &GetResultsResponse) -> String {
         } else {
             format!("{}/{}", counts.finished, counts.total)
         };
-        if c.metrics.is_empty() {
-            rows.push([
+        let metrics: Vec<&farm_proto::MetricSummary> =
+            c.metrics.iter().filter(|m| shown(m)).collect();
+        if metrics.is_empty() {
+            lines.push(Line::Row([
                 c.cell_name.clone(),
                 runs,
                 "-".into(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
-            ]);
+            ]));
             continue;
         }
-        for (i, m) in c.metrics.iter().enumerate() {
+        for (i, m) in metrics.iter().enumerate() {
             let arrow = match Direction::try_from(m.direction) {
                 Ok(Direction::LowerIsBetter) => "↓",
                 Ok(Direction::HigherIsBetter) => "↑",
                 _ => "",
             };
-            rows.push([
+            lines.push(Line::Row([
                 if i == 0 {
                     c.cell_name.clone()
                 } else {
@@ -191,13 +202,18 @@ pub fn results_table(r: &GetResultsResponse) -> String {
                 m.ratio
                     .map(|x| format!("×{x:.3}"))
                     .unwrap_or_else(|| "-".into()),
-            ]);
+            ]));
+        }
+        for n in &c.notes {
+            lines.push(Line::Note(format!("    · {n}")));
         }
     }
     let mut widths = [0usize; 6];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+    for line in &lines {
+        if let Line::Row(row) = line {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
         }
     }
     let mut out = format!(
@@ -206,21 +222,29 @@ pub fn results_table(r: &GetResultsResponse) -> String {
         status.name,
         progress_line(&status)
     );
-    for row in rows {
-        let mut line = String::new();
+    for line in lines {
+        let row = match line {
+            Line::Note(n) => {
+                out.push_str(&n);
+                out.push('\n');
+                continue;
+            }
+            Line::Row(row) => row,
+        };
+        let mut text = String::new();
         for (i, (w, cell)) in widths.iter().zip(&row).enumerate() {
             let pad = w - cell.chars().count();
             // Numbers align right, words left.
             if i >= 3 {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
+                text.push_str(&" ".repeat(pad));
+                text.push_str(cell);
             } else {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad));
             }
-            line.push_str("  ");
+            text.push_str("  ");
         }
-        out.push_str(line.trim_end());
+        out.push_str(text.trim_end());
         out.push('\n');
     }
     let failed: Vec<String> = r

@@ -57,14 +57,83 @@ pub fn summarise(cells: &[Cell], runs: &[&RunRecord]) -> Vec<CellSummary> {
                     }
                 }
             }
+            let (representative_run, notes) = representative(cell.index, runs);
             CellSummary {
                 cell_index: cell.index,
                 cell_name: cell.name.clone(),
                 baseline: cell.baseline,
                 metrics,
+                representative_run,
+                notes,
             }
         })
         .collect()
+}
+
+/// Most instances and topology changes a cell's notes list.
+const MAX_NOTES_EACH: usize = 8;
+
+fn wall(r: &RunRecord) -> Option<f64> {
+    r.result
+        .as_ref()?
+        .metrics
+        .iter()
+        .find(|m| m.name == "wall_s")
+        .map(|m| m.value)
+}
+
+/// The finished run of `cell` whose wall time is nearest the median, and
+/// its telemetry in the words the seeds' authors used.
+fn representative(cell: u32, runs: &[&RunRecord]) -> (String, Vec<String>) {
+    let mut finished: Vec<(&RunRecord, f64)> = runs
+        .iter()
+        .filter(|r| r.cell == cell && r.state == RunState::Finished)
+        .filter_map(|r| Some((*r, wall(r)?)))
+        .collect();
+    if finished.is_empty() {
+        return (String::new(), Vec::new());
+    }
+    finished.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let (run, _) = finished[(finished.len() - 1) / 2];
+    let Some(t) = run.result.as_ref().and_then(|r| r.telemetry.as_ref()) else {
+        return (run.run_id.clone(), Vec::new());
+    };
+    let mut notes = Vec::new();
+    for n in &t.nodes {
+        let over = if n.avg_runnable > f64::from(n.cpus) {
+            " — overcommitted"
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "node {} holds {:.1} threads ({:.1} runnable) on {} CPUs{over}",
+            n.node, n.avg_threads, n.avg_runnable, n.cpus
+        ));
+    }
+    if t.instances.len() > 1 || t.nodes.len() > 1 {
+        for i in t.instances.iter().take(MAX_NOTES_EACH) {
+            let mut per_node: Vec<(&u32, &f64)> = i.avg_threads.iter().collect();
+            per_node.sort_by_key(|(n, _)| **n);
+            let avg: Vec<String> = per_node
+                .iter()
+                .map(|(n, v)| format!("{n}: {v:.2}"))
+                .collect();
+            let mut nodes = i.numa_nodes.clone();
+            if nodes.len() > 60 {
+                nodes.truncate(nodes.char_indices().nth(57).map_or(nodes.len(), |(b, _)| b));
+                nodes.push_str("...");
+            }
+            notes.push(format!(
+                "instance {}: average threads per node {}; NUMA nodes: {nodes}",
+                i.instance,
+                avg.join(", ")
+            ));
+        }
+    }
+    for c in t.topology_changes.iter().take(MAX_NOTES_EACH) {
+        notes.push(format!("topology: {c}"));
+    }
+    (run.run_id.clone(), notes)
 }
 
 #[cfg(test)]
