@@ -315,6 +315,7 @@ mod tests {
                         median: 2.0,
                         ..Default::default()
                     }],
+                    ..Default::default()
                 },
                 CellSummary {
                     cell_index: 1,
@@ -329,6 +330,8 @@ mod tests {
                         baseline_median: Some(2.0),
                         ratio: Some(0.5),
                     }],
+                    representative_run: "m-1.c1.r0".into(),
+                    notes: vec!["node 0 holds 2.0 threads (2.0 runnable) on 2 CPUs".into()],
                 },
             ],
         }
@@ -338,6 +341,12 @@ mod tests {
     fn table_shows_medians_and_ratios() {
         let t = results_table(&response());
         assert!(t.starts_with("matrix m-1 (demo): 2/2 done"), "{t}");
+        // Notes follow their cell, outside the columns.
+        let last = t.lines().last().unwrap();
+        assert_eq!(
+            last, "    · node 0 holds 2.0 threads (2.0 runnable) on 2 CPUs",
+            "{t}"
+        );
         let line = t.lines().find(|l| l.starts_with("lu threads=2")).unwrap();
         assert!(
             line.contains("1/1")
