@@ -140,11 +140,18 @@ fn sample(root: &Path, pid: u32, t_ms: u64, out: &mut Collected) -> bool {
     found
 }
 
-/// Threads named `<name>-<N>` (e.g. `stream-3`) are instance N of a
-/// single-process workload; anything else is instance 0.
+/// Workloads whose instances are threads of one process: the built-in
+/// `stream` runs each instance as a thread `stream-<N>`, where seed 001 ran N
+/// single-threaded processes. Other workloads' threads (`lu-3`) are workers
+/// of one instance.
+const THREAD_INSTANCES: &[&str] = &["stream-"];
+
+/// The instance a thread belongs to in a single-process workload.
 pub fn instance_of(comm: &str) -> u32 {
-    comm.rsplit_once('-')
-        .and_then(|(_, n)| n.parse().ok())
+    THREAD_INSTANCES
+        .iter()
+        .find_map(|p| comm.strip_prefix(p))
+        .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
 
@@ -181,7 +188,13 @@ mod tests {
 
     #[test]
     fn instances_from_thread_names() {
-        for (comm, want) in [("stream-3", 3), ("lu", 0), ("worker-x", 0), ("a-b-12", 12)] {
+        for (comm, want) in [
+            ("stream-3", 3),
+            ("lu", 0),
+            ("lu-1", 0),
+            ("stream-x", 0),
+            ("cpu-hog-2", 0),
+        ] {
             assert_eq!(instance_of(comm), want, "{comm}");
         }
     }
