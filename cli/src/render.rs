@@ -115,8 +115,49 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
                 "started_unix_ms": res.started_unix_ms,
                 "finished_unix_ms": res.finished_unix_ms,
                 "metrics": res.metrics.iter().map(|m| (m.name.clone(), json!(m.value))).collect::<serde_json::Map<_, _>>(),
+                "telemetry": res.telemetry.as_ref().map(telemetry_json),
             })
         }).collect::<Vec<_>>(),
+    })
+}
+
+/// A proto map as a JSON object with keys in order.
+fn sorted_map<V: Copy + Into<Value>>(m: &std::collections::HashMap<u32, V>) -> Value {
+    let mut keys: Vec<&u32> = m.keys().collect();
+    keys.sort();
+    Value::Object(
+        keys.into_iter()
+            .map(|k| (k.to_string(), m[k].into()))
+            .collect(),
+    )
+}
+
+/// A run's scheduler telemetry: placement, IPIs per CPU, wasted cores, topology.
+fn telemetry_json(t: &farm_proto::Telemetry) -> Value {
+    json!({
+        "sample_interval_ms": t.sample_interval_ms,
+        "nodes": t.nodes.iter().map(|n| json!({
+            "node": n.node, "cpus": n.cpus, "avg_threads": n.avg_threads,
+            "avg_runnable": n.avg_runnable, "peak_threads": n.peak_threads,
+        })).collect::<Vec<_>>(),
+        "instances": t.instances.iter().map(|i| json!({
+            "instance": i.instance,
+            "numa_nodes": i.numa_nodes,
+            "avg_threads": sorted_map(&i.avg_threads),
+            "avg_runnable": sorted_map(&i.avg_runnable),
+        })).collect::<Vec<_>>(),
+        "series": t.series.iter().map(|s| json!({"t_ms": s.t_ms, "threads": s.threads, "runnable": s.runnable})).collect::<Vec<_>>(),
+        "irqs": t.irqs.iter().map(|d| json!({
+            "name": d.name, "description": d.description, "ipi": d.ipi,
+            "total": d.total, "per_cpu": sorted_map(&d.per_cpu),
+        })).collect::<Vec<_>>(),
+        "wasted_cpu_s_per_node": sorted_map(&t.wasted_cpu_s_per_node),
+        "topology": {
+            "source": t.topology_source,
+            "before": t.topology_before,
+            "after": t.topology_after,
+            "changes": t.topology_changes,
+        },
     })
 }
 
