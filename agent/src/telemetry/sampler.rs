@@ -7,7 +7,9 @@
 //! does not inherit the workload's perf counters, and it measures its own
 //! CPU time so every run reports what telemetry cost it.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -79,12 +81,26 @@ fn sample_loop(root: &Path, interval: Duration, rx: &mpsc::Receiver<Msg>) -> Col
     let cpu0 = thread_cpu();
     let t0 = Instant::now();
     let mut next = t0;
+    let mut state = Sweeper::new(root, pid);
+    let user_hz = procstat::user_hz().max(1) as f64;
+    let mut step = interval;
     loop {
         let t_ms = t0.elapsed().as_millis() as u64;
-        if !sample(root, pid, t_ms, &mut out) {
+        if !state.sample(t_ms, &mut out) {
             break;
         }
-        next += interval;
+        // Stay within the overhead budget: while the sampler has cost more
+        // than BUDGET of the CPU time the workload has used, sweep less
+        // often (up to MAX_INTERVAL); come back to the interval asked for
+        // once under it. Only workloads of hundreds of threads get here.
+        let cost = thread_cpu().saturating_sub(cpu0).as_secs_f64();
+        let used = state.workload_ticks as f64 / user_hz;
+        step = if used > 0.1 && cost > BUDGET * used {
+            (step * 2).min(MAX_INTERVAL)
+        } else {
+            (step / 2).max(interval)
+        };
+        next += step;
         let wait = next.saturating_duration_since(Instant::now());
         match rx.recv_timeout(wait) {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -93,6 +109,11 @@ fn sample_loop(root: &Path, interval: Duration, rx: &mpsc::Receiver<Msg>) -> Col
         }
     }
     out.cost = thread_cpu().saturating_sub(cpu0);
+    // The interval actually kept, on average, for the record.
+    if out.snapshots.len() > 1 {
+        let span = out.snapshots.last().map_or(0, |s| s.t_ms) - out.snapshots[0].t_ms;
+        out.interval = Duration::from_millis(span / (out.snapshots.len() as u64 - 1));
+    }
     debug!(
         samples = out.samples.len(),
         ticks = out.snapshots.len(),
@@ -102,42 +123,119 @@ fn sample_loop(root: &Path, interval: Duration, rx: &mpsc::Receiver<Msg>) -> Col
     out
 }
 
-/// One sweep; false once the workload is gone.
-fn sample(root: &Path, pid: u32, t_ms: u64, out: &mut Collected) -> bool {
-    let procs = tree(root, pid);
-    if procs.is_empty() {
-        return false;
-    }
-    let Ok(stat) = procstat::read(root) else {
-        return false;
-    };
-    let mut found = false;
-    for (i, p) in procs.iter().enumerate() {
-        // Threads exit between listing and reading: what is gone is skipped.
-        let Ok(tasks) = taskstat::read_process(root, *p) else {
-            continue;
-        };
-        for t in tasks {
-            if t.state == 'Z' || t.state == 'X' {
-                continue;
-            }
-            found = true;
-            let instance = if procs.len() > 1 {
-                i as u32
-            } else {
-                instance_of(&t.comm)
-            };
-            out.samples.push(Sample {
-                t_ms,
-                instance,
-                tid: t.tid,
-                cpu: t.cpu,
-                running: t.is_runnable(),
-            });
+/// The sampler's CPU time may be at most this fraction of the workload's.
+const BUDGET: f64 = 0.004;
+/// The longest interval the budget may stretch sweeps to.
+const MAX_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How many sweeps between re-reads of the process tree: processes come and
+/// go far less often than threads, and reading every thread's `children`
+/// file at every sweep doubled the sampler's cost.
+const TREE_EVERY: u32 = 10;
+
+/// The sampler's state between sweeps: the process tree, and an open handle
+/// per thread's `stat` file. Re-reading an open procfs file with `pread`
+/// skips the path walk and the open/close of every thread at every sweep,
+/// which is most of the cost with hundreds of threads (hackbench).
+struct Sweeper {
+    root: PathBuf,
+    pid: u32,
+    procs: Vec<u32>,
+    sweeps: u32,
+    stats: HashMap<(u32, u32), File>,
+    buf: Vec<u8>,
+    /// utime + stime of each thread at its last sweep.
+    ticks: HashMap<u32, u64>,
+    /// CPU time the workload has used so far, in clock ticks, as seen by the sweeps.
+    workload_ticks: u64,
+}
+
+impl Sweeper {
+    fn new(root: &Path, pid: u32) -> Sweeper {
+        Sweeper {
+            root: root.to_path_buf(),
+            pid,
+            procs: Vec::new(),
+            sweeps: 0,
+            stats: HashMap::new(),
+            buf: vec![0; 1024],
+            ticks: HashMap::new(),
+            workload_ticks: 0,
         }
     }
-    out.snapshots.push(Snapshot { t_ms, stat });
-    found
+
+    /// One sweep; false once the workload is gone.
+    fn sample(&mut self, t_ms: u64, out: &mut Collected) -> bool {
+        if self.sweeps % TREE_EVERY == 0 || self.procs.is_empty() {
+            self.procs = tree(&self.root, self.pid);
+        }
+        self.sweeps += 1;
+        if self.procs.is_empty() {
+            return false;
+        }
+        let Ok(stat) = procstat::read(&self.root) else {
+            return false;
+        };
+        let mut found = false;
+        let mut seen: Vec<(u32, u32)> = Vec::new();
+        let procs = self.procs.clone();
+        for (i, &p) in procs.iter().enumerate() {
+            let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{p}/task"))) else {
+                continue;
+            };
+            for tid in dir
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            {
+                // Threads exit between listing and reading: what is gone is skipped.
+                let Some(t) = self.read_task(p, tid) else {
+                    continue;
+                };
+                seen.push((p, tid));
+                let now = t.utime + t.stime;
+                let before = self.ticks.insert(tid, now).unwrap_or(0);
+                self.workload_ticks += now.saturating_sub(before);
+                if t.state == 'Z' || t.state == 'X' {
+                    continue;
+                }
+                found = true;
+                let instance = if procs.len() > 1 {
+                    i as u32
+                } else {
+                    instance_of(&t.comm)
+                };
+                out.samples.push(Sample {
+                    t_ms,
+                    instance,
+                    tid: t.tid,
+                    cpu: t.cpu,
+                    running: t.is_runnable(),
+                });
+            }
+        }
+        // Handles of threads that are gone would pin their /proc entries.
+        self.stats.retain(|k, _| seen.contains(k));
+        out.snapshots.push(Snapshot { t_ms, stat });
+        found
+    }
+
+    fn read_task(&mut self, pid: u32, tid: u32) -> Option<taskstat::TaskSample> {
+        use std::collections::hash_map::Entry;
+        use std::os::unix::fs::FileExt;
+        let file = match self.stats.entry((pid, tid)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                e.insert(File::open(self.root.join(format!("proc/{pid}/task/{tid}/stat"))).ok()?)
+            }
+        };
+        let n = file.read_at(&mut self.buf, 0).ok()?;
+        if n == 0 {
+            self.stats.remove(&(pid, tid));
+            return None;
+        }
+        let text = std::str::from_utf8(&self.buf[..n]).ok()?;
+        taskstat::parse(text).ok()
+    }
 }
 
 /// Workloads whose instances are threads of one process: the built-in
