@@ -21,6 +21,7 @@
 //! | `sys_writable` | `/sys` is a sysfs mounted read-write |
 //! | `hotpluggable_cpus` | possible CPUs with a `cpu<N>/online` file, when root may write /sys |
 //! | `sysctl_writable` | root, `/proc/sys` mounted read-write, `kernel/sched_autogroup_enabled` present |
+//! | `workloads` | the built-in catalogue; the agent adds the external programs it found |
 //!
 //! A file that every Linux kernel has (osrelease, hostname, the cpu lists, the mount
 //! table) is mandatory: missing or malformed, it is an [`Error`]. The others are evidence
@@ -158,6 +159,9 @@ impl Probe {
             hotpluggable_cpus,
             sysctl_writable,
             executors: vec!["host".to_owned()],
+            // The built-in workloads, which run anywhere. External ones depend
+            // on the programs installed, which are not under `root`: the agent
+            // adds those it found (`Options::build`).
             workloads: farm_workload::catalogue::CATALOGUE
                 .iter()
                 .map(|w| w.name.to_owned())

@@ -1,20 +1,25 @@
 //! External workloads: benchmark programs that are not part of the farm but
-//! may be on the agent's machine, each with typed parameters and a parser of
-//! its output.
+//! may be on the agent's machine, each with a command-line builder and a
+//! parser of its output.
 //!
 //! Two kinds of program:
 //! - installed from Debian packages into `PATH`: stress-ng, sysbench,
 //!   hackbench (rt-tests) and iperf3;
-//! - built by the user and found in configured directories: NPB's
-//!   `lu.<class>.x`, McCalpin's STREAM (`stream`) and netperf (`netperf`
-//!   beside `netserver`).
+//! - built by the user and found in configured directories (the agent's
+//!   `--tools-dir`): NPB's `lu.<class>.x`, McCalpin's STREAM (`stream`) and
+//!   netperf (`netperf` beside `netserver`).
 //!
 //! Each program, or each way of running one, is an [`ExternalSpec`] in
-//! [`EXTERNALS`]. Like the built-in catalogue, nothing here goes through a
-//! shell: [`command`] checks the given values against the spec's bounded
-//! [`ParamSpec`]s and builds an argument vector (program first) and the
-//! environment variables to add; the only text that reaches the program is
-//! this module's fixed words and numbers it formatted. [`parse`] turns the
+//! [`EXTERNALS`], keyed by the name of its entry in the catalogue's
+//! [`EXTERNAL`](farm_workload::catalogue::EXTERNAL) table, which holds its
+//! data: program name, bounded parameters, metrics, documentation. (The
+//! coordinator checks matrices against that table and cannot depend on this
+//! crate.) Like the built-in workloads, nothing here goes through a shell:
+//! [`command`] checks the given values against the entry's bounded
+//! [`ParamSpec`](farm_workload::catalogue::ParamSpec)s and builds an
+//! argument vector (program first) and the environment variables to add; the
+//! only text that reaches the program is this module's fixed words and
+//! numbers it formatted. [`parse`] turns the
 //! program's stdout and stderr into [`Metric`]s, and fails, naming the tool and
 //! the line or the missing piece, when the output is not a successful run:
 //! a run whose figure of merit cannot be read is a failed run, not a run
@@ -23,19 +28,21 @@
 //! Layout:
 //! - this file: the spec type, the table, [`command`], [`server_command`],
 //!   [`parse`], and the line helpers the parsers share;
-//! - one module per tool, holding its specs, how its arguments are built and
-//!   its output parser: `stress_ng`, `sysbench`, `hackbench`, `iperf3`, `npb`,
-//!   `stream`, `netperf`;
+//! - one module per tool, holding its specs (which catalogue entry, which
+//!   Debian package or none, which server), how its arguments are built and
+//!   its output parser: `stress_ng`, `sysbench`, `hackbench` (`rt-hackbench`),
+//!   `iperf3`, `npb` (one entry per class), `stream` (`stream-bin`),
+//!   `netperf`;
 //! - `discover`: which of the programs this machine has ([`discover()`]).
 //!
 //! **Architecture invariant:** this module starts no process. Client/server
 //! tools (iperf3, netperf) get a second command from [`server_command`], with
 //! the port to wait for; starting the server, waiting for it, running the
-//! client and stopping the server is the executor's job.
+//! client and stopping the server is [`run`](crate::run)'s job.
 
 use std::path::{Path, PathBuf};
 
-use farm_workload::catalogue::{Kind, MetricSpec, ParamError, ParamSpec, Value};
+use farm_workload::catalogue::{ParamError, Value, WorkloadSpec};
 use farm_workload::output::Metric;
 
 mod discover;
@@ -49,9 +56,10 @@ mod sysbench;
 #[cfg(test)]
 mod tests;
 
-pub use discover::{discover, npb_class};
+pub use discover::{discover, discover_installed};
 
-/// Every external workload the agent knows how to run.
+/// Every external workload the agent knows how to run, in the order of the
+/// catalogue's `EXTERNAL` table.
 pub const EXTERNALS: &[ExternalSpec] = &[
     stress_ng::CPU,
     sysbench::CPU,
@@ -59,7 +67,14 @@ pub const EXTERNALS: &[ExternalSpec] = &[
     hackbench::SPEC,
     iperf3::TCP,
     iperf3::UDP,
-    npb::LU,
+    npb::lu("npb-lu.S"),
+    npb::lu("npb-lu.W"),
+    npb::lu("npb-lu.A"),
+    npb::lu("npb-lu.B"),
+    npb::lu("npb-lu.C"),
+    npb::lu("npb-lu.D"),
+    npb::lu("npb-lu.E"),
+    npb::lu("npb-lu.F"),
     stream::SPEC,
     netperf::UDP_STREAM,
 ];
@@ -78,26 +93,35 @@ pub enum Source {
 /// One external workload.
 #[derive(Debug, Clone, Copy)]
 pub struct ExternalSpec {
-    /// The name a matrix uses, e.g. `sysbench-cpu`. One program may serve
-    /// several specs (sysbench's cpu and threads tests).
-    pub name: &'static str,
-    /// The program's file name. `<class>` stands for an NPB problem class
-    /// letter: `lu.<class>.x` is `lu.A.x`, `lu.C.x`, ...
-    pub program: &'static str,
+    /// Its catalogue entry, found at compile time by name
+    /// ([`catalogue::external`](farm_workload::catalogue::external)): the
+    /// name a matrix uses (e.g. `sysbench-cpu`; one program may serve several
+    /// entries), the program's file name, the parameters, and the metrics
+    /// [`parse`] returns, in that order.
+    pub workload: &'static WorkloadSpec,
     pub source: Source,
     /// For client/server tools, the server program's file name; it must sit
-    /// in the same directory as `program`, so that both come from one build.
+    /// in the same directory as the program, so that both come from one build.
     pub server: Option<&'static str>,
-    pub params: &'static [ParamSpec],
-    /// What [`parse`] returns, in this order.
-    pub metrics: &'static [MetricSpec],
-    pub doc: &'static str,
     /// The arguments after the program, and the environment to add.
     build: fn(&Params) -> Command,
     /// The server's arguments and port; `Some` exactly when `server` is.
     build_server: Option<fn(&Params) -> Server>,
     /// One value per entry of `metrics`, in the same order.
     parse: fn(&str, &str) -> Result<Vec<f64>, Error>,
+}
+
+impl ExternalSpec {
+    /// The catalogue name, as matrices and capabilities spell it.
+    pub fn name(&self) -> &'static str {
+        self.workload.name
+    }
+
+    /// The program's file name. Every entry of the catalogue's `EXTERNAL`
+    /// table has one (its tests say so).
+    pub fn program(&self) -> &'static str {
+        self.workload.external_program().unwrap_or_default()
+    }
 }
 
 /// A program to start: no shell, no `PATH` lookup.
@@ -167,12 +191,12 @@ pub enum Error {
 pub fn lookup(name: &str) -> Result<&'static ExternalSpec, Error> {
     EXTERNALS
         .iter()
-        .find(|s| s.name == name)
+        .find(|s| s.name() == name)
         .ok_or_else(|| Error::UnknownSpec {
             name: name.to_string(),
             known: EXTERNALS
                 .iter()
-                .map(|s| s.name)
+                .map(ExternalSpec::name)
                 .collect::<Vec<_>>()
                 .join(", "),
         })
@@ -215,9 +239,9 @@ pub fn server_command(
 pub fn parse(spec_name: &str, stdout: &str, stderr: &str) -> Result<Vec<Metric>, Error> {
     let spec = lookup(spec_name)?;
     let values = (spec.parse)(stdout, stderr)?;
-    debug_assert_eq!(values.len(), spec.metrics.len(), "{}", spec.name);
-    Ok(spec
-        .metrics
+    let metrics = spec.workload.metrics;
+    debug_assert_eq!(values.len(), metrics.len(), "{}", spec.name());
+    Ok(metrics
         .iter()
         .zip(values)
         .map(|(m, value)| Metric {
@@ -233,7 +257,7 @@ fn path_arg(spec: &ExternalSpec, path: &Path) -> Result<String, Error> {
     path.to_str()
         .map(str::to_string)
         .ok_or_else(|| Error::ProgramPath {
-            tool: spec.name,
+            tool: spec.name(),
             path: path.to_path_buf(),
         })
 }
@@ -245,37 +269,30 @@ struct Params {
 
 impl Params {
     fn resolve(spec: &ExternalSpec, given: &[(&str, Value)]) -> Result<Params, Error> {
+        let (tool, params) = (spec.name(), spec.workload.params);
         for (i, (name, _)) in given.iter().enumerate() {
-            if !spec.params.iter().any(|p| p.name == *name) {
+            if !params.iter().any(|p| p.name == *name) {
                 return Err(Error::UnknownParam {
-                    tool: spec.name,
+                    tool,
                     param: name.to_string(),
-                    known: spec
-                        .params
-                        .iter()
-                        .map(|p| p.name)
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    known: params.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
                 });
             }
             if given[..i].iter().any(|(n, _)| n == name) {
                 return Err(Error::DuplicateParam {
-                    tool: spec.name,
+                    tool,
                     param: name.to_string(),
                 });
             }
         }
-        let mut values = Vec::with_capacity(spec.params.len());
-        for p in spec.params {
+        let mut values = Vec::with_capacity(params.len());
+        for p in params {
             let value = match given.iter().find(|(n, _)| *n == p.name) {
                 None => Ok(p.default),
                 Some((_, Value::Int(v))) => p.check_int(*v),
                 Some((_, Value::Float(v))) => p.check_float(*v),
             }
-            .map_err(|source| Error::Param {
-                tool: spec.name,
-                source,
-            })?;
+            .map_err(|source| Error::Param { tool, source })?;
             values.push((p.name, value));
         }
         Ok(Params { values })
@@ -302,7 +319,7 @@ impl Params {
         self.value(name) == Value::Int(1)
     }
 
-    /// The `port` parameter, which [`port`] bounds to 1024..=65535.
+    /// The `port` parameter, which the catalogue bounds to 1024..=65535.
     fn port(&self) -> u16 {
         match self.value("port") {
             Value::Int(v) => u16::try_from(v).unwrap_or(0),
@@ -310,34 +327,6 @@ impl Params {
         }
     }
 }
-
-/// An integer parameter.
-const fn int(name: &'static str, min: i64, max: i64, default: i64, doc: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: Kind::Int { min, max },
-        default: Value::Int(default),
-        doc,
-    }
-}
-
-/// The loopback port a server listens on; below the ephemeral range
-/// (32768-60999 on Linux) by default, so that it does not collide with a
-/// client's port.
-const fn port(default: i64) -> ParamSpec {
-    int(
-        "port",
-        1024,
-        65535,
-        default,
-        "loopback TCP port of the server's control connection",
-    )
-}
-
-/// Largest UDP payload over IPv4.
-const UDP_PAYLOAD_MAX: i64 = 65507;
-const THREADS_MAX: i64 = 4096;
-const SECONDS_MAX: i64 = 86_400;
 
 // ------------------------------------------------------------ line helpers
 

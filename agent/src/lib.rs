@@ -9,8 +9,10 @@
 //! - [`executor`]: where the workload executes ([`executor::host`] today).
 //! - [`state`]: machine states (hotplug, autogroup, cgroups) and the restore
 //!   journal that undoes them, also after a crash.
-//! - [`external`]: installed benchmark programs (stress-ng, sysbench, ...)
-//!   and the parsers of their output.
+//! - [`external`]: benchmark programs found on this machine (stress-ng,
+//!   sysbench, ..., and user-built ones in `--tools-dir`), their command
+//!   lines and the parsers of their output; [`run`] runs them like the
+//!   built-in workloads.
 #![deny(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
@@ -50,7 +52,8 @@ pub struct Options {
     /// e.g. `http://127.0.0.1:7700`.
     pub coordinator: String,
     pub token: String,
-    /// How to start catalogued workloads.
+    /// How to start catalogued workloads, built-in and external; the
+    /// external ones it holds are advertised in the capabilities.
     pub workload: run::WorkloadCommand,
     /// Where /proc and /sys are; "/" except in tests.
     pub root: PathBuf,
@@ -77,6 +80,14 @@ impl Options {
         }
         let mut capabilities = capabilities::discover(&self.root)?;
         capabilities.state_kinds = state::kinds(&capabilities);
+        // Besides the built-in workloads: exactly the external ones it runs.
+        capabilities.workloads.extend(
+            self.workload
+                .externals
+                .iter()
+                .map(|(name, _)| name.to_string()),
+        );
+        tracing::info!(workloads = ?capabilities.workloads, "workloads this agent runs");
         if !self.workload.program.is_file() {
             return Err(Error::WorkloadBin(self.workload.program));
         }

@@ -35,6 +35,16 @@ struct Args {
     /// The farm-workload binary; by default the one beside this executable.
     #[arg(long, env = "FARM_WORKLOAD_BIN")]
     workload_bin: Option<PathBuf>,
+    /// A directory of user-built benchmark programs: NPB's lu.<class>.x, STREAM's stream,
+    /// netperf beside netserver. Repeatable (the environment variable takes a colon-separated
+    /// list). Packaged tools (stress-ng, sysbench, hackbench, iperf3) are found in PATH, then here.
+    #[arg(
+        long = "tools-dir",
+        value_name = "DIR",
+        env = "FARM_AGENT_TOOLS_DIRS",
+        value_delimiter = ':'
+    )]
+    tools_dirs: Vec<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -60,10 +70,17 @@ fn main() -> anyhow::Result<()> {
             .context("locating this executable")?
             .with_file_name("farm-workload"),
     };
+    for dir in &args.tools_dirs {
+        if !dir.is_dir() {
+            tracing::warn!(dir = %dir.display(), "tools directory not found");
+        }
+    }
+    let mut workload = farm_agent::run::WorkloadCommand::binary(workload_bin);
+    workload.externals = farm_agent::external::discover_installed(&args.tools_dirs);
     let agent = farm_agent::Options {
         coordinator: args.coordinator,
         token,
-        workload: farm_agent::run::WorkloadCommand::binary(workload_bin),
+        workload,
         root: "/".into(),
         state_dir: args.state_dir,
         tls: None,

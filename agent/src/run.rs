@@ -3,67 +3,91 @@
 //! The assignment is checked again here, though the coordinator already did:
 //! an agent trusts nothing it receives. The workload must be in the
 //! catalogue, its parameters typed and in range, and it becomes an argument
-//! vector for the `farm-workload` binary, never a shell command.
+//! vector, never a shell command: for a built-in workload, the
+//! `farm-workload` binary's; for an external one, what
+//! [`external::command`](crate::external::command) builds for the program
+//! this agent found, whose output [`external::parse`](crate::external::parse)
+//! reads.
+//!
+//! Layout:
+//! - this file: an assignment from end to end ([`execute`]), the order of
+//!   its steps, and what the result holds;
+//! - `launch`: a workload, checked, turned into the program to start and the
+//!   way to read its output;
+//! - `background`: the processes that run beside the measured one and are
+//!   stopped after it: competing loads, and a client/server tool's server
+//!   (started first, waited for until its port listens);
+//! - `pin`: udp-stream's threads pinned to the CPUs the run asks for.
+//!
+//! Telemetry (sampler, perf counters, interrupts) follows the measured
+//! process tree only, whatever the workload: for a client/server tool that is
+//! the client; the server runs beside it like a load.
 
-use std::path::PathBuf;
+mod background;
+mod launch;
+mod pin;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use farm_proto::{Capabilities, Direction, Metric, RunAssignment, RunResult, Workload, param};
-use farm_workload::catalogue::{self, Value};
-use farm_workload::output;
+use farm_proto::{Capabilities, Direction, Metric, RunAssignment, RunResult};
+use farm_workload::catalogue;
+use tracing::warn;
 
 use crate::executor::host::{self, Exit, Killer};
-use crate::state::journal::{self, Entry, Journal};
+use crate::state::journal::Journal;
 use crate::state::{Applier, Placement};
 use crate::telemetry::placement::NodeMap;
 use crate::telemetry::sampler::{self, Collected, Sampler};
 use crate::telemetry::{interrupts, procstat, report, topology};
-use tracing::warn;
+use background::Background;
+use launch::{Launch, Output};
+use pin::Pinner;
 
 /// The executor this agent offers.
 pub const HOST_EXECUTOR: &str = "host";
 
-/// How to start the workload binary: `farm-workload`, or a program that
-/// embeds it behind leading arguments (`farmctl workload`).
+/// How long a client/server tool's server may take to listen on its port.
+const SERVER_READY: Duration = Duration::from_secs(10);
+
+/// Background processes live until stopped; their own timeout, this much
+/// after the run's, is only a backstop.
+const BACKGROUND_GRACE: Duration = Duration::from_secs(60);
+
+/// How to start workloads: built-in ones through the `farm-workload` binary,
+/// or a program that embeds it behind leading arguments (`farmctl
+/// workload`); external ones through the programs found on this machine.
 #[derive(Debug, Clone)]
 pub struct WorkloadCommand {
     pub program: PathBuf,
     pub leading_args: Vec<String>,
+    /// The external workloads this agent can run, each with its program's
+    /// path, as [`external::discover`](crate::external::discover()) found
+    /// them. The agent advertises exactly these names besides the built-in
+    /// ones, and refuses a run of any other external workload.
+    pub externals: Vec<(&'static str, PathBuf)>,
 }
 
 impl WorkloadCommand {
+    /// The `farm-workload` binary at `program`, with no external programs.
     pub fn binary(program: impl Into<PathBuf>) -> WorkloadCommand {
         WorkloadCommand {
             program: program.into(),
             leading_args: Vec::new(),
+            externals: Vec::new(),
         }
     }
-}
 
-/// Turns a workload into the `farm-workload` argument vector.
-pub fn workload_args(w: &Workload) -> Result<Vec<String>, String> {
-    let mut given = Vec::with_capacity(w.params.len());
-    for p in &w.params {
-        let v = match &p.value {
-            Some(param::Value::Int(v)) => Value::Int(*v),
-            Some(param::Value::Float(v)) => Value::Float(*v),
-            Some(param::Value::Text(_)) | Some(param::Value::Flag(_)) | None => {
-                return Err(format!(
-                    "parameter `{}` of `{}` must be a number",
-                    p.name, w.name
-                ));
-            }
-        };
-        given.push((p.name.clone(), v));
+    /// The program found for the external workload `name`.
+    pub fn external(&self, name: &str) -> Option<&Path> {
+        self.externals
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, path)| path.as_path())
     }
-    let resolved = catalogue::resolve(&w.name, &given).map_err(|e| e.to_string())?;
-    let mut args = vec![w.name.clone()];
-    for (name, value) in resolved {
-        args.push("--param".into());
-        args.push(format!("{name}={value}"));
-    }
-    Ok(args)
 }
 
 /// Whether this agent can execute the assignment as asked.
@@ -117,7 +141,8 @@ fn metric(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
 pub struct Context<'a> {
     pub caps: &'a Capabilities,
     pub workload: &'a WorkloadCommand,
-    /// Shared with the loads' thread, which journals the processes it starts.
+    /// Shared with the background processes' threads, which journal the
+    /// processes they start.
     pub journal: &'a Arc<Mutex<Journal>>,
     pub killer: &'a Killer,
 }
@@ -127,8 +152,8 @@ fn lock(j: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
 }
 
 /// Executes an assignment to the end: apply the machine state, start the
-/// competing loads, run the workload, stop the loads, restore the state.
-/// Blocking; call it from a thread of its own.
+/// competing loads (and a tool's server), run the workload, stop what runs
+/// beside it, restore the state. Blocking; call it from a thread of its own.
 pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     let caps = ctx.caps;
     let started = SystemTime::now();
@@ -148,6 +173,7 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
         out,
         metrics: telemetry_metrics,
         telemetry,
+        output,
     } = match (outcome, restored) {
         (Ok(m), Ok(_)) => m,
         (Err(e), Ok(_)) => {
@@ -165,7 +191,7 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
             return result;
         }
     };
-    result.log_tail = out.stderr_tail.clone();
+    result.log_tail = output.log_tail(&out);
     result.metrics = vec![
         metric(
             "wall_s",
@@ -196,23 +222,15 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
         (Exit::Signal(s), _, _) => format!("workload killed by signal {s}"),
     };
     if result.error.is_empty() {
-        for line in out.stdout.lines() {
-            match output::parse_metric_line(line) {
-                Ok(Some(m)) => result.metrics.push(metric(
-                    &m.name,
-                    m.value,
-                    &m.unit,
-                    match m.direction {
-                        catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
-                        catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
-                    },
-                )),
-                Ok(None) => {}
-                Err(e) => {
-                    result.error = format!("workload output: {e}");
-                    break;
-                }
-            }
+        match output.metrics(&out) {
+            Ok(metrics) => result.metrics.extend(metrics.into_iter().map(|m| {
+                let direction = match m.direction {
+                    catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
+                    catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
+                };
+                metric(&m.name, m.value, &m.unit, direction)
+            })),
+            Err(e) => result.error = format!("workload output: {e}"),
         }
     }
     result.ok = result.error.is_empty();
@@ -231,6 +249,8 @@ struct Measured {
     out: host::Outcome,
     metrics: Vec<Metric>,
     telemetry: farm_proto::Telemetry,
+    /// How its own figures are read from `out`.
+    output: Output,
 }
 
 fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, String> {
@@ -239,12 +259,18 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, Str
         .workload
         .as_ref()
         .ok_or("assignment carries no workload")?;
-    let args = workload_args(workload)?;
-    let load_args = a
+    let launch = launch::launch(workload, ctx.workload)?;
+    let loads = a
         .loads
         .iter()
-        .map(workload_args)
+        .map(|l| launch::launch(l, ctx.workload))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(load) = loads.iter().find(|l| l.server.is_some()) {
+        return Err(format!(
+            "load `{}` needs a server of its own; only the measured workload may have one",
+            load.name
+        ));
+    }
     let timeout = Duration::from_secs(u64::from(a.timeout_s.max(1)));
     let root = lock(ctx.journal).root().to_path_buf();
     // The topology before the state and after it (seed 000: a level gone after a hotplug cycle).
@@ -266,27 +292,10 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, Str
             loads: vec![Vec::new(); a.loads.len()],
         },
     };
-    let spec =
-        |args: Vec<String>, cgroups: Vec<std::path::PathBuf>, timeout: Duration, perf: bool| {
-            host::Spec {
-                program: ctx.workload.program.clone(),
-                args: ctx
-                    .workload
-                    .leading_args
-                    .iter()
-                    .cloned()
-                    .chain(args)
-                    .collect(),
-                timeout,
-                cgroups,
-                perf,
-            }
-        };
-    // Loads live until stopped; their own timeout is only a backstop.
-    let loads: Vec<host::Spec> = load_args
-        .into_iter()
+    let load_specs: Vec<host::Spec> = loads
+        .iter()
         .zip(placement.loads)
-        .map(|(args, cgroups)| spec(args, cgroups, timeout + Duration::from_secs(60), false))
+        .map(|(l, cgroups)| l.program.spec(cgroups, timeout + BACKGROUND_GRACE, false))
         .collect();
     let topology_after = topology::read(&root)
         .map_err(|e| warn!("topology: {e}"))
@@ -295,8 +304,24 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, Str
         .ok()
         .and_then(|s| crate::capabilities::parse_cpu_list(s.trim()).ok())
         .unwrap_or_else(|| ctx.caps.online_cpus.clone());
-    let loads = Loads::start(loads, ctx.journal.clone())?;
-    let measured = measure(ctx, &root, &spec(args, placement.workload, timeout, true));
+    let loads = Background::start(load_specs, ctx.journal.clone())?;
+    let server = match &launch.server {
+        Some(server) => {
+            match start_server(server, &placement.workload, timeout, ctx.journal, &root) {
+                Ok(server) => Some(server),
+                Err(e) => {
+                    loads.stop();
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
+    let spec = launch.program.spec(placement.workload, timeout, true);
+    let measured = measure(ctx, &root, &spec, &launch);
+    if let Some(server) = server {
+        server.stop();
+    }
     loads.stop();
     let (out, collected, irqs) = measured?;
     let map = if ctx.caps.numa_nodes.is_empty() {
@@ -318,30 +343,75 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, Str
         out,
         metrics,
         telemetry,
+        output: launch.output,
     })
+}
+
+/// Starts a client/server tool's server in the workload's cgroups and waits
+/// until its port listens. The port must be free before: a server already
+/// there, someone else's, would answer the client in its place.
+fn start_server(
+    server: &launch::Server,
+    cgroups: &[PathBuf],
+    timeout: Duration,
+    journal: &Arc<Mutex<Journal>>,
+    root: &Path,
+) -> Result<Background, String> {
+    let name = server.program.path.display();
+    if background::listening(root, server.port) {
+        return Err(format!(
+            "server {name}: port {} is already in use on this machine; give the workload \
+             another `port`",
+            server.port
+        ));
+    }
+    let spec = server
+        .program
+        .spec(cgroups.to_vec(), timeout + BACKGROUND_GRACE, false);
+    let started = Background::start(vec![spec], journal.clone())?;
+    let ready = match started.pids().first() {
+        Some(&pid) => background::wait_listening(root, server.port, pid, SERVER_READY),
+        None => Err("it did not start".to_string()),
+    };
+    match ready {
+        Ok(()) => Ok(started),
+        Err(e) => {
+            started.stop();
+            Err(format!("server {name}: {e}"))
+        }
+    }
 }
 
 /// Runs the workload under the sampler, with /proc/interrupts read around it.
 fn measure(
     ctx: &Context<'_>,
-    root: &std::path::Path,
+    root: &Path,
     spec: &host::Spec,
+    launch: &Launch,
 ) -> Result<(host::Outcome, Collected, Vec<interrupts::IrqDelta>), String> {
-    // Started before the workload so that it does not inherit its counters.
+    // Started before the workload so that they do not inherit its counters.
     let sampler = Sampler::spawn(root, sampler::DEFAULT_INTERVAL)
         .map_err(|e| format!("starting the sampler: {e}"))?;
+    let pinner = Pinner::spawn(root, &launch.pins)
+        .map_err(|e| format!("starting the pinning thread: {e}"))?;
     let irq_before = interrupts::read(root)
         .map_err(|e| warn!("interrupts: {e}"))
         .ok();
     let out = host::start(spec, ctx.killer).and_then(|running| {
         sampler.track(running.pid() as u32);
+        if let Some(pinner) = &pinner {
+            pinner.pin(running.pid());
+        }
         running.wait()
     });
+    if let Some(pinner) = pinner {
+        pinner.finish();
+    }
     let irq_after = interrupts::read(root)
         .map_err(|e| warn!("interrupts: {e}"))
         .ok();
     let collected = sampler.finish();
-    let out = out.map_err(|e| format!("running {}: {e}", ctx.workload.program.display()))?;
+    let out = out.map_err(|e| format!("running {}: {e}", spec.program.display()))?;
     let irqs = match (irq_before, irq_after) {
         (Some(b), Some(a)) => interrupts::delta(&b, &a)
             .map_err(|e| warn!("interrupts: {e}"))
@@ -349,158 +419,4 @@ fn measure(
         _ => Vec::new(),
     };
     Ok((out, collected, irqs))
-}
-
-/// Competing programs (seed 003's `stress --cpu 1` beside lu), started
-/// before the workload and stopped after it. They run from a thread of
-/// their own that lives as long as they do: their PR_SET_PDEATHSIG is tied
-/// to it, and perf counters inherited by the workload's thread stay theirs.
-struct Loads {
-    stop: std::sync::mpsc::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Loads {
-    fn start(specs: Vec<host::Spec>, journal: Arc<Mutex<Journal>>) -> Result<Loads, String> {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-        let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("loads".into())
-            .spawn(move || {
-                let mut running = Vec::new();
-                let mut failed = None;
-                for spec in &specs {
-                    let killer = Killer::default();
-                    match host::start(spec, &killer) {
-                        Ok(r) => {
-                            let pid = r.pid();
-                            let mut j = lock(&journal);
-                            let start_time =
-                                journal::process_start_time(j.root(), pid).unwrap_or(0);
-                            if let Err(e) = j.record(&Entry::Process { pid, start_time }) {
-                                failed = Some(e.to_string());
-                            }
-                            drop(j);
-                            running.push((r, killer));
-                        }
-                        Err(e) => failed = Some(format!("starting a load: {e}")),
-                    }
-                    if failed.is_some() {
-                        break;
-                    }
-                }
-                let _ = ready_tx.send(failed.map_or(Ok(()), Err));
-                // Until told to stop, or until the run's thread is gone.
-                let _ = stop_rx.recv();
-                for (r, killer) in running {
-                    killer.cancel();
-                    let _ = r.wait();
-                }
-            })
-            .map_err(|e| format!("starting the loads thread: {e}"))?;
-        let loads = Loads { stop, thread };
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(loads),
-            Ok(Err(e)) => {
-                loads.stop();
-                Err(e)
-            }
-            Err(_) => Err("the loads thread died".into()),
-        }
-    }
-
-    fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.thread.join();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use farm_proto::{MachineState, Param};
-
-    fn lu(params: Vec<Param>) -> Workload {
-        Workload {
-            name: "lu".into(),
-            params,
-        }
-    }
-
-    fn int(name: &str, v: i64) -> Param {
-        Param {
-            name: name.into(),
-            value: Some(param::Value::Int(v)),
-        }
-    }
-
-    #[test]
-    fn args_are_validated_and_complete() {
-        let args = workload_args(&lu(vec![int("threads", 3)])).unwrap();
-        assert_eq!(args[0], "lu");
-        assert!(args.contains(&"threads=3".to_string()), "{args:?}");
-        // Defaults are filled in, so the run is fully described by its args.
-        assert_eq!(
-            args.iter().filter(|a| *a == "--param").count(),
-            catalogue::find("lu").unwrap().params.len()
-        );
-        let bad: &[(Workload, &str)] = &[
-            (lu(vec![int("threads", 0)]), "out of range"),
-            (lu(vec![int("bogus", 1)]), "unknown parameter"),
-            (
-                Workload {
-                    name: "rm -rf /".into(),
-                    params: vec![],
-                },
-                "unknown workload",
-            ),
-            (
-                lu(vec![Param {
-                    name: "threads".into(),
-                    value: Some(param::Value::Text("2; reboot".into())),
-                }]),
-                "number",
-            ),
-        ];
-        for (w, want) in bad {
-            let e = workload_args(w).unwrap_err();
-            assert!(e.contains(want), "{w:?}: {e}");
-        }
-    }
-
-    #[test]
-    fn assignments_this_agent_cannot_serve_are_refused() {
-        let caps = Capabilities {
-            kernel_release: "6.1.0".into(),
-            ..Default::default()
-        };
-        let ok = RunAssignment {
-            kernel: "running".into(),
-            ..Default::default()
-        };
-        assert!(check(&ok, &caps).is_ok());
-        let cases = [
-            RunAssignment {
-                kernel: "6.12".into(),
-                ..Default::default()
-            },
-            RunAssignment {
-                kernel: "running".into(),
-                executor: "kvm".into(),
-                ..Default::default()
-            },
-            RunAssignment {
-                kernel: "running".into(),
-                state: Some(MachineState {
-                    name: "c".into(),
-                    hotplug: "cycle:1".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-        ];
-        for a in cases {
-            assert!(check(&a, &caps).is_err(), "{a:?}");
-        }
-    }
 }

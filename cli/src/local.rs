@@ -47,6 +47,7 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
     let workload = farm_agent::run::WorkloadCommand {
         program: std::env::current_exe().context("locating farmctl")?,
         leading_args: vec!["workload".into()],
+        externals: farm_agent::external::discover_installed(&[]),
     };
     let agent = farm_agent::Options {
         coordinator: url.clone(),

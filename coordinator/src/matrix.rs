@@ -808,7 +808,12 @@ fn load(entry: &RawLoad, key: &str) -> Checked<(Workload, u32)> {
     if let Ok(duration) = spec.param(DURATION_PARAM)
         && !given.iter().any(|(name, _)| name == DURATION_PARAM)
     {
-        let value = duration.check_float(LOAD_SECONDS).map_err(|e| {
+        // Integer for external tools (stress-ng's `seconds`), float for ours.
+        let value = match duration.kind {
+            farm_workload::catalogue::Kind::Int { .. } => duration.check_int(LOAD_SECONDS as i64),
+            farm_workload::catalogue::Kind::Float { .. } => duration.check_float(LOAD_SECONDS),
+        }
+        .map_err(|e| {
             Issue::new(
                 entry.name.span(),
                 join(key, "name"),

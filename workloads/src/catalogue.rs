@@ -4,8 +4,25 @@
 //! names a workload from this table and gives values for its parameters, which
 //! are checked here both by the coordinator (when a matrix is submitted) and by
 //! the agent (when a run arrives).
+//!
+//! Two tables, one namespace:
+//! - [`CATALOGUE`]: the built-in workloads, which this crate implements and
+//!   the `farm-workload` binary runs on any machine ([`Origin::BuiltIn`]);
+//! - [`EXTERNAL`]: benchmark programs of their own (stress-ng, sysbench,
+//!   iperf3, NPB, ...), which an agent runs where it finds the program, and
+//!   then lists in its capabilities ([`Origin::External`]). Only their data
+//!   lives here, so that the coordinator can check matrices that name them;
+//!   their command lines and output parsers are the agent's (`external`).
+//!
+//! [`find`], [`lookup`] and [`resolve`] search both tables.
 
 use std::fmt;
+
+mod external;
+#[cfg(test)]
+mod tests;
+
+pub use external::EXTERNAL;
 
 /// A parameter value after validation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,12 +70,25 @@ pub struct MetricSpec {
     pub direction: Direction,
 }
 
+/// Where a workload's code comes from, which decides what can run it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Implemented in this crate: `farm-workload <name>` runs it anywhere.
+    BuiltIn,
+    /// A program of its own: an agent runs it where it finds `program` (a
+    /// file name, looked for in `PATH` or in the agent's tools directories)
+    /// and only such agents list it in their capabilities. `farm-workload`
+    /// refuses it.
+    External { program: &'static str },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WorkloadSpec {
     pub name: &'static str,
     pub doc: &'static str,
     pub params: &'static [ParamSpec],
     pub metrics: &'static [MetricSpec],
+    pub origin: Origin,
 }
 
 /// Why a parameter was refused.
@@ -87,11 +117,14 @@ impl fmt::Display for ParamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ParamError::UnknownWorkload { workload } => {
-                let known: Vec<_> = CATALOGUE.iter().map(|w| w.name).collect();
+                let names = |table: &[WorkloadSpec]| {
+                    table.iter().map(|w| w.name).collect::<Vec<_>>().join(", ")
+                };
                 write!(
                     f,
-                    "unknown workload `{workload}` (known: {})",
-                    known.join(", ")
+                    "unknown workload `{workload}` (known: {}) (external: {})",
+                    names(CATALOGUE),
+                    names(EXTERNAL)
                 )
             }
             ParamError::UnknownParam { workload, param } => {
@@ -125,6 +158,15 @@ impl fmt::Display for ParamError {
 impl std::error::Error for ParamError {}
 
 impl WorkloadSpec {
+    /// The program an agent must have to run this workload; `None` for a
+    /// built-in one.
+    pub fn external_program(&self) -> Option<&'static str> {
+        match self.origin {
+            Origin::BuiltIn => None,
+            Origin::External { program } => Some(program),
+        }
+    }
+
     pub fn param(&self, name: &str) -> Result<&'static ParamSpec, ParamError> {
         // `params` is 'static, so the found spec is too.
         let params: &'static [ParamSpec] = self.params;
@@ -192,8 +234,42 @@ impl ParamSpec {
     }
 }
 
+/// Every workload, built-in ones first.
+pub fn all() -> impl Iterator<Item = &'static WorkloadSpec> {
+    CATALOGUE.iter().chain(EXTERNAL)
+}
+
+/// The workload called `name`, built-in or external.
 pub fn find(name: &str) -> Option<&'static WorkloadSpec> {
-    CATALOGUE.iter().find(|w| w.name == name)
+    all().find(|w| w.name == name)
+}
+
+/// The external workload called `name`, at compile time: the agent refers to
+/// the entries it runs with this, so that a name missing here fails its build.
+pub const fn external(name: &str) -> &'static WorkloadSpec {
+    let mut i = 0;
+    while i < EXTERNAL.len() {
+        if eq(EXTERNAL[i].name.as_bytes(), name.as_bytes()) {
+            return &EXTERNAL[i];
+        }
+        i += 1;
+    }
+    panic!("no such external workload in the catalogue")
+}
+
+/// `a == b` for byte strings, in a `const fn`.
+const fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 pub fn lookup(name: &str) -> Result<&'static WorkloadSpec, ParamError> {
@@ -230,6 +306,7 @@ pub fn resolve(
 
 const THREADS_MAX: i64 = 4096;
 
+/// The built-in workloads, which `farm-workload` runs.
 pub const CATALOGUE: &[WorkloadSpec] = &[
     WorkloadSpec {
         name: "cpu-hog",
@@ -259,6 +336,7 @@ pub const CATALOGUE: &[WorkloadSpec] = &[
             unit: "ops/s",
             direction: Direction::HigherIsBetter,
         }],
+        origin: Origin::BuiltIn,
     },
     WorkloadSpec {
         name: "lu",
@@ -300,6 +378,7 @@ pub const CATALOGUE: &[WorkloadSpec] = &[
             unit: "Mop/s",
             direction: Direction::HigherIsBetter,
         }],
+        origin: Origin::BuiltIn,
     },
     WorkloadSpec {
         name: "stream",
@@ -365,6 +444,7 @@ pub const CATALOGUE: &[WorkloadSpec] = &[
                 direction: Direction::LowerIsBetter,
             },
         ],
+        origin: Origin::BuiltIn,
     },
     WorkloadSpec {
         name: "udp-stream",
@@ -427,6 +507,7 @@ pub const CATALOGUE: &[WorkloadSpec] = &[
                 direction: Direction::LowerIsBetter,
             },
         ],
+        origin: Origin::BuiltIn,
     },
     WorkloadSpec {
         name: "oltp",
@@ -486,6 +567,7 @@ pub const CATALOGUE: &[WorkloadSpec] = &[
                 direction: Direction::LowerIsBetter,
             },
         ],
+        origin: Origin::BuiltIn,
     },
     WorkloadSpec {
         name: "hackbench",
@@ -543,5 +625,6 @@ pub const CATALOGUE: &[WorkloadSpec] = &[
                 direction: Direction::HigherIsBetter,
             },
         ],
+        origin: Origin::BuiltIn,
     },
 ];

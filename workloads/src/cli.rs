@@ -9,7 +9,9 @@
 //! The agent runs this binary on the host or copies it into a guest. Its
 //! arguments come from a run the coordinator pushed, so they are checked
 //! against the catalogue here as well: a value that is not in the catalogue's
-//! range is refused, never clamped. Exit status 0 means the metrics were
+//! range is refused, never clamped. It runs the built-in workloads only;
+//! `--list` shows the external ones too, and naming one is refused with a
+//! line that says which program runs it. Exit status 0 means the metrics were
 //! printed, 2 that the command line was refused (one line on stderr says
 //! why), 1 that the workload could not run.
 
@@ -70,6 +72,11 @@ enum Failure {
     Invalid(String),
     /// The catalogue refused the workload or a parameter.
     Param(ParamError),
+    /// The workload is an external program's, which agents run, not this binary.
+    External {
+        workload: &'static str,
+        program: &'static str,
+    },
     /// The workload could not run (threads could not be created, say).
     Run {
         workload: &'static str,
@@ -84,7 +91,10 @@ enum Failure {
 impl Failure {
     fn exit_status(&self) -> i32 {
         match self {
-            Failure::Usage(_) | Failure::Invalid(_) | Failure::Param(_) => 2,
+            Failure::Usage(_)
+            | Failure::Invalid(_)
+            | Failure::Param(_)
+            | Failure::External { .. } => 2,
             Failure::Run { .. } | Failure::Output(_) | Failure::Internal(_) => 1,
         }
     }
@@ -96,6 +106,11 @@ impl fmt::Display for Failure {
             Failure::Usage(message) => write!(f, "{message} ({USAGE})"),
             Failure::Invalid(message) => write!(f, "{message}"),
             Failure::Param(error) => write!(f, "{error}"),
+            Failure::External { workload, program } => write!(
+                f,
+                "`{workload}` is an external workload: run by agents where {program} is \
+                 installed, not by this binary"
+            ),
             Failure::Run { workload, error } => write!(f, "workload `{workload}` failed: {error}"),
             Failure::Output(error) => write!(f, "cannot write the metrics: {error}"),
             Failure::Internal(message) => write!(f, "internal error: {message}"),
@@ -126,6 +141,12 @@ fn parse(args: &[String]) -> Result<Command, Failure> {
         _ => {}
     }
     let workload = catalogue::lookup(first)?;
+    if let Some(program) = workload.external_program() {
+        return Err(Failure::External {
+            workload: workload.name,
+            program,
+        });
+    }
     let mut given: Vec<(String, Value)> = Vec::new();
     let mut rest = rest.iter();
     while let Some(arg) = rest.next() {
@@ -190,8 +211,14 @@ fn parse_assignment(workload: &WorkloadSpec, assignment: &str) -> Result<(String
 }
 
 fn list(out: &mut dyn Write) -> io::Result<()> {
-    for workload in catalogue::CATALOGUE {
+    for workload in catalogue::all() {
         writeln!(out, "{}\n    {}", workload.name, workload.doc)?;
+        if let Some(program) = workload.external_program() {
+            writeln!(
+                out,
+                "    external workload: run by agents where {program} is installed"
+            )?;
+        }
         for p in workload.params {
             let range = match p.kind {
                 Kind::Int { min, max } => format!("integer {min}..={max}"),

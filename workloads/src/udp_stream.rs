@@ -31,8 +31,10 @@
 //! ```
 //!
 //! and starts measuring either way: a run that was meant to be pinned and was
-//! not is marked on stderr, not refused. Nothing in the farm pins them yet,
-//! so today a CPU costs [`PIN_WAIT`] and gets `pinned=false`.
+//! not is marked on stderr, not refused. The agent pins them, finding the
+//! threads by their names ([`SENDER_THREAD`], [`RECEIVER_THREAD`]) since it
+//! does not read stderr while the workload runs; run by hand, a CPU costs
+//! [`PIN_WAIT`] and gets `pinned=false`.
 
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -54,6 +56,13 @@ pub const MAX_MESSAGE_SIZE: usize = 65_507;
 /// How long the workload waits for the threads it was asked to pin to be
 /// pinned by someone else, before it measures without.
 pub const PIN_WAIT: Duration = Duration::from_secs(1);
+
+/// The sender thread's name, which `/proc/<pid>/task/<tid>/comm` shows
+/// whole (it is under the kernel's 16 bytes): whoever pins it finds it so.
+pub const SENDER_THREAD: &str = "udp-sender";
+
+/// The receiver thread's name, as [`SENDER_THREAD`].
+pub const RECEIVER_THREAD: &str = "udp-receiver";
 
 /// How often the allowed CPUs are looked at while waiting for pinning.
 const PIN_POLL: Duration = Duration::from_millis(10);
@@ -82,6 +91,13 @@ impl Role {
         match self {
             Role::Sender => "sender",
             Role::Receiver => "receiver",
+        }
+    }
+
+    fn thread_name(self) -> &'static str {
+        match self {
+            Role::Sender => SENDER_THREAD,
+            Role::Receiver => RECEIVER_THREAD,
         }
     }
 }
@@ -232,7 +248,7 @@ where
     F: FnOnce(Instant) -> io::Result<u64> + Send + 'scope,
 {
     thread::Builder::new()
-        .name(format!("udp-stream-{}", role.name()))
+        .name(role.thread_name().to_string())
         .spawn_scoped(scope, move || {
             // The main thread may be gone (it cancels the gate then).
             let _ = tids.send((role, current_tid()));

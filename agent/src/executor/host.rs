@@ -29,6 +29,9 @@ use crate::telemetry::perf::{Counters, Counts};
 pub struct Spec {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Variables added to the inherited environment: an external tool's
+    /// `OMP_NUM_THREADS`, say.
+    pub env: Vec<(String, String)>,
     pub timeout: Duration,
     /// `cgroup.procs` files the child joins before it executes, so that
     /// every thread it ever has is in its groups from the start.
@@ -42,6 +45,7 @@ impl Spec {
         Spec {
             program: program.into(),
             args,
+            env: Vec::new(),
             timeout,
             cgroups: Vec::new(),
             perf: false,
@@ -125,6 +129,7 @@ pub struct Running {
 pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -10,64 +10,18 @@
 //! Time: 0.020
 //! ```
 
-use super::{Command, Error, ExternalSpec, Params, Source, int, number, require_key};
-use farm_workload::catalogue::{Direction, MetricSpec};
+use super::{Command, Error, ExternalSpec, Params, Source, number, require_key};
+use farm_workload::catalogue;
 
-const TOOL: &str = "hackbench";
+/// The catalogue's name: `hackbench` is the built-in workload modelled on this.
+const TOOL: &str = "rt-hackbench";
 
 pub(super) const SPEC: ExternalSpec = ExternalSpec {
-    name: TOOL,
-    program: "hackbench",
+    workload: catalogue::external(TOOL),
     source: Source::Debian {
         package: "rt-tests",
     },
     server: None,
-    // Each group is 2 × fds tasks: the bounds keep a run under 20,000 tasks.
-    params: &[
-        int(
-            "groups",
-            1,
-            100,
-            10,
-            "groups of senders and receivers (`-g`)",
-        ),
-        int(
-            "fds",
-            1,
-            100,
-            20,
-            "senders, and as many receivers, per group (`-f`)",
-        ),
-        int(
-            "loops",
-            1,
-            10_000_000,
-            100,
-            "messages each sender sends to each receiver of its group (`-l`)",
-        ),
-        int("datasize", 1, 65_536, 100, "bytes per message (`-s`)"),
-        int(
-            "threads",
-            0,
-            1,
-            0,
-            "1: tasks are threads of one process (`-T`); 0: processes",
-        ),
-        int(
-            "pipe",
-            0,
-            1,
-            0,
-            "1: messages go through pipes (`-p`); 0: through socket pairs",
-        ),
-    ],
-    metrics: &[MetricSpec {
-        name: "hackbench_time_s",
-        unit: "s",
-        direction: Direction::LowerIsBetter,
-    }],
-    doc: "hackbench (rt-tests): time for every sender to pass its messages to every \
-          receiver of its group",
     build,
     build_server: None,
     parse,

@@ -14,87 +14,22 @@
 
 use serde_json::Value as Json;
 
-use super::{
-    Command, Error, ExternalSpec, Params, SECONDS_MAX, Server, Source, UDP_PAYLOAD_MAX, int, port,
-};
-use farm_workload::catalogue::{Direction, MetricSpec};
-
-const DEFAULT_PORT: i64 = 5201;
-
-const RECEIVED: MetricSpec = MetricSpec {
-    name: "iperf3_received_bit_per_s",
-    unit: "bit/s",
-    direction: Direction::HigherIsBetter,
-};
-const SENT: MetricSpec = MetricSpec {
-    name: "iperf3_sent_bit_per_s",
-    unit: "bit/s",
-    direction: Direction::HigherIsBetter,
-};
+use super::{Command, Error, ExternalSpec, Params, Server, Source};
+use farm_workload::catalogue;
 
 pub(super) const TCP: ExternalSpec = ExternalSpec {
-    name: "iperf3",
-    program: "iperf3",
+    workload: catalogue::external("iperf3"),
     source: Source::Debian { package: "iperf3" },
     server: Some("iperf3"),
-    params: &[
-        int("seconds", 1, SECONDS_MAX, 2, "time to transmit for (`-t`)"),
-        int("streams", 1, 128, 1, "parallel TCP streams (`-P`)"),
-        port(DEFAULT_PORT),
-    ],
-    metrics: &[
-        RECEIVED,
-        SENT,
-        MetricSpec {
-            name: "iperf3_retransmits",
-            unit: "segments",
-            direction: Direction::LowerIsBetter,
-        },
-    ],
-    doc: "iperf3 TCP over loopback: received and sent bit rate, retransmitted segments",
     build: build_tcp,
     build_server: Some(build_server),
     parse: parse_tcp,
 };
 
 pub(super) const UDP: ExternalSpec = ExternalSpec {
-    name: "iperf3-udp",
-    program: "iperf3",
+    workload: catalogue::external("iperf3-udp"),
     source: Source::Debian { package: "iperf3" },
     server: Some("iperf3"),
-    params: &[
-        int("seconds", 1, SECONDS_MAX, 2, "time to transmit for (`-t`)"),
-        int(
-            "length",
-            1,
-            UDP_PAYLOAD_MAX,
-            1024,
-            "bytes per datagram (`-l`)",
-        ),
-        int(
-            "bitrate",
-            0,
-            100_000_000_000,
-            0,
-            "target bit rate (`-b`); 0 sends as fast as it can",
-        ),
-        port(DEFAULT_PORT),
-    ],
-    metrics: &[
-        RECEIVED,
-        SENT,
-        MetricSpec {
-            name: "iperf3_lost_percent",
-            unit: "%",
-            direction: Direction::LowerIsBetter,
-        },
-        MetricSpec {
-            name: "iperf3_jitter_ms",
-            unit: "ms",
-            direction: Direction::LowerIsBetter,
-        },
-    ],
-    doc: "iperf3 UDP over loopback: received and sent bit rate, datagrams lost, jitter",
     build: build_udp,
     build_server: Some(build_server),
     parse: parse_udp,
@@ -147,7 +82,7 @@ fn build_server(p: &Params) -> Server {
 }
 
 fn parse_tcp(stdout: &str, _stderr: &str) -> Result<Vec<f64>, Error> {
-    let tool = TCP.name;
+    let tool = TCP.name();
     let report = report(tool, stdout)?;
     Ok(vec![
         get(tool, &report, "end.sum_received.bits_per_second")?,
@@ -157,7 +92,7 @@ fn parse_tcp(stdout: &str, _stderr: &str) -> Result<Vec<f64>, Error> {
 }
 
 fn parse_udp(stdout: &str, _stderr: &str) -> Result<Vec<f64>, Error> {
-    let tool = UDP.name;
+    let tool = UDP.name();
     let report = report(tool, stdout)?;
     Ok(vec![
         get(tool, &report, "end.sum_received.bits_per_second")?,

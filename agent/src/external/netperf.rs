@@ -22,57 +22,15 @@
 //! that counts (the seed's regression was on the receiving side, woken by
 //! rescheduling IPIs).
 
-use super::{
-    Command, Error, ExternalSpec, Params, SECONDS_MAX, Server, Source, UDP_PAYLOAD_MAX, bad_line,
-    field, int, port,
-};
-use farm_workload::catalogue::{Direction, MetricSpec, Value};
+use super::{Command, Error, ExternalSpec, Params, Server, Source, bad_line, field};
+use farm_workload::catalogue::{self, Value};
 
 const TOOL: &str = "netperf-udp-stream";
 
 pub(super) const UDP_STREAM: ExternalSpec = ExternalSpec {
-    name: TOOL,
-    program: "netperf",
+    workload: catalogue::external(TOOL),
     source: Source::UserBuilt,
     server: Some("netserver"),
-    params: &[
-        int("seconds", 1, SECONDS_MAX, 10, "test length (`-l`)"),
-        int(
-            "message_size",
-            1,
-            UDP_PAYLOAD_MAX,
-            1024,
-            "bytes per datagram (`-m`; seed 002 used 1024)",
-        ),
-        int(
-            "socket_buffer",
-            0,
-            16 << 20,
-            0,
-            "send and receive socket buffer bytes (`-s`, `-S`; seed 002 used 32768); \
-             0 keeps the system's default",
-        ),
-        port(12865),
-    ],
-    metrics: &[
-        MetricSpec {
-            name: "netperf_received_mbit_per_s",
-            unit: "Mbit/s",
-            direction: Direction::HigherIsBetter,
-        },
-        MetricSpec {
-            name: "netperf_received_msgs_per_s",
-            unit: "msgs/s",
-            direction: Direction::HigherIsBetter,
-        },
-        MetricSpec {
-            name: "netperf_sent_mbit_per_s",
-            unit: "Mbit/s",
-            direction: Direction::HigherIsBetter,
-        },
-    ],
-    doc: "netperf UDP_STREAM over loopback, a user-built netperf beside its netserver: \
-          received throughput and messages per second, sent throughput",
     build,
     build_server: Some(build_server),
     parse,

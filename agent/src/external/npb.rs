@@ -2,7 +2,8 @@
 //! 000 and 003, built by the user (NPB is not packaged).
 //!
 //! The binary takes no arguments: the problem class is compiled in (it is in
-//! the file name) and the thread count comes from `OMP_NUM_THREADS`. The
+//! the file name; hence one catalogue entry per class, `npb-lu.C` for
+//! `lu.C.x`) and the thread count comes from `OMP_NUM_THREADS`. The
 //! figures come from the report it prints at the end:
 //!
 //! ```text
@@ -20,40 +21,24 @@
 //! A run whose verification is not `SUCCESSFUL` computed a wrong answer, so
 //! its time is not a measurement: it fails.
 
-use super::{Command, Error, ExternalSpec, Params, Source, THREADS_MAX, int, number, require_key};
-use farm_workload::catalogue::{Direction, MetricSpec};
+use super::{Command, Error, ExternalSpec, Params, Source, number, require_key};
+use farm_workload::catalogue;
 
+/// How errors name the tool, whatever the class.
 const TOOL: &str = "npb-lu";
 
-pub(super) const LU: ExternalSpec = ExternalSpec {
-    name: TOOL,
-    program: "lu.<class>.x",
-    source: Source::UserBuilt,
-    server: None,
-    params: &[int(
-        "threads",
-        1,
-        THREADS_MAX,
-        2,
-        "OpenMP threads (`OMP_NUM_THREADS`)",
-    )],
-    metrics: &[
-        MetricSpec {
-            name: "npb_lu_mops",
-            unit: "Mop/s",
-            direction: Direction::HigherIsBetter,
-        },
-        MetricSpec {
-            name: "npb_lu_time_s",
-            unit: "s",
-            direction: Direction::LowerIsBetter,
-        },
-    ],
-    doc: "NPB LU (OpenMP), a user-built lu.<class>.x: Mop/s and the benchmark's own time",
-    build,
-    build_server: None,
-    parse,
-};
+/// The spec of the catalogue entry `name`: one per class (`npb-lu.C` runs
+/// `lu.C.x`), all built and parsed alike.
+pub(super) const fn lu(name: &str) -> ExternalSpec {
+    ExternalSpec {
+        workload: catalogue::external(name),
+        source: Source::UserBuilt,
+        server: None,
+        build,
+        build_server: None,
+        parse,
+    }
+}
 
 fn build(p: &Params) -> Command {
     Command {

@@ -20,41 +20,19 @@
 //! also accepted. Without `Solution Validates` the kernels computed wrong
 //! values and the run fails.
 
-use super::{Command, Error, ExternalSpec, Params, Source, THREADS_MAX, field, int};
-use farm_workload::catalogue::{Direction, MetricSpec};
+use super::{Command, Error, ExternalSpec, Params, Source, field};
+use farm_workload::catalogue;
 
+/// The catalogue's name: `stream` is the built-in workload.
 const TOOL: &str = "stream-bin";
 
 /// The kernels, as their rows start, in the order of the metrics.
 const KERNELS: [&str; 4] = ["Copy:", "Scale:", "Add:", "Triad:"];
 
-const fn rate(name: &'static str) -> MetricSpec {
-    MetricSpec {
-        name,
-        unit: "MB/s",
-        direction: Direction::HigherIsBetter,
-    }
-}
-
 pub(super) const SPEC: ExternalSpec = ExternalSpec {
-    name: TOOL,
-    program: "stream",
+    workload: catalogue::external(TOOL),
     source: Source::UserBuilt,
     server: None,
-    params: &[int(
-        "threads",
-        1,
-        THREADS_MAX,
-        1,
-        "OpenMP threads (`OMP_NUM_THREADS`) of an OpenMP build",
-    )],
-    metrics: &[
-        rate("stream_copy_mb_per_s"),
-        rate("stream_scale_mb_per_s"),
-        rate("stream_add_mb_per_s"),
-        rate("stream_triad_mb_per_s"),
-    ],
-    doc: "McCalpin's STREAM, a user-built `stream`: best rate of copy, scale, add and triad",
     build,
     build_server: None,
     parse,

@@ -16,54 +16,17 @@
 //! the level being `metrc` in 0.15 and `info` in older releases, and
 //! `--log-brief` drops the prefix: all three forms are accepted.
 
-use super::{Command, Error, ExternalSpec, Params, SECONDS_MAX, Source, THREADS_MAX, field, int};
-use farm_workload::catalogue::{Direction, MetricSpec};
+use super::{Command, Error, ExternalSpec, Params, Source, field};
+use farm_workload::catalogue;
 
 const TOOL: &str = "stress-ng";
 
 pub(super) const CPU: ExternalSpec = ExternalSpec {
-    name: TOOL,
-    program: "stress-ng",
+    workload: catalogue::external(TOOL),
     source: Source::Debian {
         package: "stress-ng",
     },
     server: None,
-    params: &[
-        int(
-            "workers",
-            1,
-            THREADS_MAX,
-            1,
-            "CPU stressor processes (`--cpu`)",
-        ),
-        int(
-            "load",
-            1,
-            100,
-            100,
-            "percent of the time each worker is busy (`--cpu-load`)",
-        ),
-        int("seconds", 1, SECONDS_MAX, 2, "run time (`--timeout`)"),
-    ],
-    metrics: &[
-        MetricSpec {
-            name: "stress_ng_bogo_ops",
-            unit: "ops",
-            direction: Direction::HigherIsBetter,
-        },
-        MetricSpec {
-            name: "stress_ng_bogo_ops_per_s",
-            unit: "ops/s",
-            direction: Direction::HigherIsBetter,
-        },
-        MetricSpec {
-            name: "stress_ng_bogo_ops_per_cpu_s",
-            unit: "ops/s",
-            direction: Direction::HigherIsBetter,
-        },
-    ],
-    doc: "stress-ng's cpu stressor: bogo operations in total, per second of wall time and \
-          per second of user+system CPU time",
     build,
     build_server: None,
     parse,

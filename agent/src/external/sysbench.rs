@@ -23,91 +23,26 @@
 //! the number of events over the total time, so that both report the same
 //! metrics. A `FATAL:` line (a bad option value) fails the run.
 
-use super::{
-    Command, Error, ExternalSpec, Params, SECONDS_MAX, Source, THREADS_MAX, bad_line, int, number,
-    require_key,
-};
-use farm_workload::catalogue::{Direction, MetricSpec, ParamSpec};
-
-const METRICS: &[MetricSpec] = &[
-    MetricSpec {
-        name: "sysbench_events",
-        unit: "events",
-        direction: Direction::HigherIsBetter,
-    },
-    MetricSpec {
-        name: "sysbench_events_per_s",
-        unit: "events/s",
-        direction: Direction::HigherIsBetter,
-    },
-    MetricSpec {
-        name: "sysbench_latency_avg_ms",
-        unit: "ms",
-        direction: Direction::LowerIsBetter,
-    },
-    MetricSpec {
-        name: "sysbench_latency_p95_ms",
-        unit: "ms",
-        direction: Direction::LowerIsBetter,
-    },
-];
-
-const THREADS_PARAM: ParamSpec = int("threads", 1, THREADS_MAX, 2, "worker threads (`--threads`)");
-const SECONDS_PARAM: ParamSpec = int("seconds", 1, SECONDS_MAX, 2, "run time (`--time`)");
+use super::{Command, Error, ExternalSpec, Params, Source, bad_line, number, require_key};
+use farm_workload::catalogue;
 
 pub(super) const CPU: ExternalSpec = ExternalSpec {
-    name: "sysbench-cpu",
-    program: "sysbench",
+    workload: catalogue::external("sysbench-cpu"),
     source: Source::Debian {
         package: "sysbench",
     },
     server: None,
-    params: &[
-        THREADS_PARAM,
-        SECONDS_PARAM,
-        int(
-            "max_prime",
-            3,
-            100_000_000,
-            10_000,
-            "primes are searched up to this number in each event (`--cpu-max-prime`)",
-        ),
-    ],
-    metrics: METRICS,
-    doc: "sysbench's cpu test: prime searches by N threads, events per second and latency",
     build: build_cpu,
     build_server: None,
     parse: parse_cpu,
 };
 
 pub(super) const THREADS: ExternalSpec = ExternalSpec {
-    name: "sysbench-threads",
-    program: "sysbench",
+    workload: catalogue::external("sysbench-threads"),
     source: Source::Debian {
         package: "sysbench",
     },
     server: None,
-    params: &[
-        THREADS_PARAM,
-        SECONDS_PARAM,
-        int(
-            "yields",
-            0,
-            1_000_000,
-            1000,
-            "lock/yield/unlock loops per event (`--thread-yields`)",
-        ),
-        int(
-            "locks",
-            1,
-            1_000_000,
-            8,
-            "mutexes the threads contend for (`--thread-locks`)",
-        ),
-    ],
-    metrics: METRICS,
-    doc: "sysbench's threads test: N threads contending for mutexes and yielding, \
-          events per second and latency",
     build: build_threads,
     build_server: None,
     parse: parse_threads,
@@ -141,7 +76,7 @@ fn build_threads(p: &Params) -> Command {
 }
 
 fn parse_cpu(stdout: &str, stderr: &str) -> Result<Vec<f64>, Error> {
-    let tool = CPU.name;
+    let tool = CPU.name();
     let report = Report::parse(tool, stdout, stderr)?;
     let (line, value) = require_key(
         tool,
@@ -155,7 +90,7 @@ fn parse_cpu(stdout: &str, stderr: &str) -> Result<Vec<f64>, Error> {
 }
 
 fn parse_threads(stdout: &str, stderr: &str) -> Result<Vec<f64>, Error> {
-    let tool = THREADS.name;
+    let tool = THREADS.name();
     let report = Report::parse(tool, stdout, stderr)?;
     if report.seconds <= 0.0 {
         return Err(bad_line(

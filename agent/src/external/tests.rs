@@ -14,11 +14,11 @@ use std::process::{Child, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use farm_workload::catalogue::{Direction, Value};
+use farm_workload::catalogue::{self, Direction, Value};
 use tempfile::TempDir;
 
 use super::{
-    Command, EXTERNALS, ExternalSpec, Server, Source, command, discover, lookup, npb_class, parse,
+    Command, EXTERNALS, ExternalSpec, Server, Source, command, discover, lookup, parse,
     server_command,
 };
 
@@ -45,7 +45,7 @@ fn check_parse(spec: &str, stdout: &str, stderr: &str, expect: Result<Metrics<'_
                 );
             }
             let spec = lookup(spec).expect("spec parsed, so it exists");
-            for (m, s) in metrics.iter().zip(spec.metrics) {
+            for (m, s) in metrics.iter().zip(spec.workload.metrics) {
                 assert_eq!((m.unit.as_str(), m.direction), (s.unit, s.direction));
             }
         }
@@ -106,13 +106,13 @@ fn captured_outputs() {
             ],
         ),
         (
-            "hackbench",
+            "rt-hackbench",
             testdata!("hackbench-2.4-process.stdout"),
             "",
             &[("hackbench_time_s", 0.047)],
         ),
         (
-            "hackbench",
+            "rt-hackbench",
             testdata!("hackbench-2.4-threads-pipe.stdout"),
             "",
             &[("hackbench_time_s", 0.015)],
@@ -139,7 +139,7 @@ fn captured_outputs() {
             ],
         ),
         (
-            "npb-lu",
+            "npb-lu.C",
             testdata!("npb-lu.C.x-2threads.stdout"),
             "",
             &[("npb_lu_mops", 3833.71), ("npb_lu_time_s", 531.86)],
@@ -191,10 +191,10 @@ fn failed_runs() {
             "sysbench-cpu reports failure: FATAL: Invalid value of cpu-max-prime: 0.",
         ),
         (
-            "hackbench",
+            "rt-hackbench",
             testdata!("hackbench-2.4-bad-groups.stdout"),
             testdata!("hackbench-2.4-bad-groups.stderr"),
-            "hackbench: no `Time:` line in its output",
+            "rt-hackbench: no `Time:` line in its output",
         ),
         (
             "iperf3",
@@ -203,7 +203,7 @@ fn failed_runs() {
             "iperf3 reports failure: unable to connect to server: Connection refused",
         ),
         (
-            "npb-lu",
+            "npb-lu.C",
             testdata!("npb-lu.C.x-unsuccessful.stdout"),
             "",
             "npb-lu reports failure: Verification    =             UNSUCCESSFUL",
@@ -363,10 +363,10 @@ fn edge_cases() {
             "sysbench-threads: no `total time:` line in its output",
         ),
         (
-            "hackbench",
+            "rt-hackbench",
             "Time: fast\n",
             "",
-            "hackbench: cannot read line \"Time: fast\": `fast` is not a number",
+            "rt-hackbench: cannot read line \"Time: fast\": `fast` is not a number",
         ),
         (
             "iperf3",
@@ -387,7 +387,7 @@ fn edge_cases() {
             "iperf3-udp reports failure: {\"code\":1}",
         ),
         (
-            "npb-lu",
+            "npb-lu.C",
             &npb_no_mops,
             "",
             "npb-lu: no `Mop/s total =` line in its output",
@@ -395,7 +395,7 @@ fn edge_cases() {
         // Killed before the report: the `Verification being performed` line
         // must not pass for the report's `Verification =`.
         (
-            "npb-lu",
+            "npb-lu.C",
             npb_cut,
             "",
             "npb-lu: no `Verification =` line in its output",
@@ -443,7 +443,8 @@ fn edge_cases() {
             "",
             "",
             "unknown external workload `lmbench` (known: stress-ng, sysbench-cpu, \
-          sysbench-threads, hackbench, iperf3, iperf3-udp, npb-lu, stream-bin, netperf-udp-stream)",
+             sysbench-threads, rt-hackbench, iperf3, iperf3-udp, npb-lu.S, npb-lu.W, npb-lu.A, \
+             npb-lu.B, npb-lu.C, npb-lu.D, npb-lu.E, npb-lu.F, stream-bin, netperf-udp-stream)",
         ),
     ];
     for (spec, stdout, stderr, want) in bad {
@@ -481,20 +482,20 @@ type Env<'a> = &'a [(&'a str, &'a str)];
 /// environment, or the error's text.
 fn check_command(spec: &str, params: Params<'_>, expect: Result<(&[&str], Env<'_>), &str>) {
     let spec = lookup(spec).expect("known spec");
-    let program = PathBuf::from("/opt/bin").join(spec.program.replace("<class>", "C"));
+    let program = PathBuf::from("/opt/bin").join(spec.program());
     match (command(spec, &program, params), expect) {
         (Ok(got), Ok((argv, env))) => {
             let mut want_argv = vec![program.to_str().unwrap_or_default()];
             want_argv.extend_from_slice(argv);
-            assert_eq!(got.argv, want_argv, "{}", spec.name);
+            assert_eq!(got.argv, want_argv, "{}", spec.name());
             let env: Vec<(String, String)> = env
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            assert_eq!(got.env, env, "{}", spec.name);
+            assert_eq!(got.env, env, "{}", spec.name());
         }
-        (Err(e), Err(want)) => assert_eq!(e.to_string(), want, "{}", spec.name),
-        (got, want) => panic!("{}: got {got:?}, want {want:?}", spec.name),
+        (Err(e), Err(want)) => assert_eq!(e.to_string(), want, "{}", spec.name()),
+        (got, want) => panic!("{}: got {got:?}, want {want:?}", spec.name()),
     }
 }
 
@@ -561,13 +562,13 @@ fn command_lines() {
             &[],
         ),
         (
-            "hackbench",
+            "rt-hackbench",
             &[],
             &["-g", "10", "-f", "20", "-l", "100", "-s", "100"],
             &[],
         ),
         (
-            "hackbench",
+            "rt-hackbench",
             &[
                 ("threads", Value::Int(1)),
                 ("pipe", Value::Int(1)),
@@ -607,7 +608,7 @@ fn command_lines() {
             &[],
         ),
         (
-            "npb-lu",
+            "npb-lu.C",
             &[("threads", Value::Int(80))],
             &[],
             &[("OMP_NUM_THREADS", "80")],
@@ -684,9 +685,9 @@ fn command_lines() {
             "sysbench-cpu: parameter `seconds` must be an integer",
         ),
         (
-            "hackbench",
+            "rt-hackbench",
             &[("pipe", Value::Int(2))],
-            "hackbench: parameter `pipe` = 2 is out of range 0..=1",
+            "rt-hackbench: parameter `pipe` = 2 is out of range 0..=1",
         ),
         (
             "iperf3",
@@ -699,9 +700,9 @@ fn command_lines() {
             "netperf-udp-stream: parameter `message_size` = 65508 is out of range 1..=65507",
         ),
         (
-            "npb-lu",
+            "npb-lu.C",
             &[("threads", Value::Float(f64::NAN))],
-            "npb-lu: parameter `threads` must be an integer",
+            "npb-lu.C: parameter `threads` must be an integer",
         ),
     ];
     for (spec, params, want) in bad {
@@ -756,38 +757,23 @@ fn server_commands() {
     );
 }
 
-/// What every spec must satisfy for the rest of the farm to rely on it.
+/// What every spec must satisfy for the rest of the farm to rely on it. The
+/// data (parameters, defaults, metrics) is the catalogue's, tested there.
 #[test]
 fn table_invariants() {
-    for (i, spec) in EXTERNALS.iter().enumerate() {
-        let name = spec.name;
-        assert!(
-            EXTERNALS[..i].iter().all(|s| s.name != name),
-            "{name} is in the table twice"
-        );
+    // One spec per external entry of the catalogue, in its order: every
+    // workload a matrix may name, this agent can run.
+    let names: Vec<&str> = EXTERNALS.iter().map(ExternalSpec::name).collect();
+    let catalogued: Vec<&str> = catalogue::EXTERNAL.iter().map(|w| w.name).collect();
+    assert_eq!(names, catalogued);
+    for spec in EXTERNALS {
+        let name = spec.name();
+        assert!(!spec.program().is_empty(), "{name}");
         assert_eq!(spec.server.is_some(), spec.build_server.is_some(), "{name}");
         let cmd = command(spec, Path::new("/bin/true"), &[]).expect("defaults are valid");
         assert_eq!(cmd.argv[0], "/bin/true", "{name}");
-        for p in spec.params {
-            let default = match p.default {
-                Value::Int(v) => p.check_int(v),
-                Value::Float(v) => p.check_float(v),
-            };
-            assert_eq!(default, Ok(p.default), "{name}: default of {}", p.name);
-        }
-        for (j, m) in spec.metrics.iter().enumerate() {
-            for word in [m.name, m.unit] {
-                assert!(
-                    !word.is_empty() && !word.contains(char::is_whitespace),
-                    "{name}: {word:?}"
-                );
-            }
-            assert!(
-                spec.metrics[..j].iter().all(|o| o.name != m.name),
-                "{name}: {}",
-                m.name
-            );
-        }
+        let server = server_command(spec, Path::new("/bin/true"), &[]).expect("defaults");
+        assert_eq!(server.is_some(), spec.server.is_some(), "{name}");
     }
     let packages: Vec<&str> = EXTERNALS
         .iter()
@@ -872,8 +858,8 @@ fn discovery() {
         ("sysbench-threads", usr_bin.join("sysbench")),
         ("iperf3", local_bin.join("iperf3")),
         ("iperf3-udp", local_bin.join("iperf3")),
-        ("npb-lu", npb.join("lu.A.x")),
-        ("npb-lu", npb.join("lu.C.x")),
+        ("npb-lu.A", npb.join("lu.A.x")),
+        ("npb-lu.C", npb.join("lu.C.x")),
         ("stream-bin", stream.join("stream")),
         ("netperf-udp-stream", netperf.join("netperf")),
     ];
@@ -886,32 +872,14 @@ fn discovery() {
     assert_eq!(
         names,
         [
-            "hackbench",
-            "npb-lu",
-            "npb-lu",
+            "rt-hackbench",
+            "npb-lu.A",
+            "npb-lu.C",
             "stream-bin",
             "netperf-udp-stream"
         ]
     );
     assert!(discover("", &[]).is_empty());
-}
-
-#[test]
-fn npb_classes() {
-    let cases: &[(&str, Option<char>)] = &[
-        ("/opt/npb/bin/lu.C.x", Some('C')),
-        ("lu.S.x", Some('S')),
-        ("lu.W.x", Some('W')),
-        ("lu.F.x", Some('F')),
-        ("lu.c.x", None),
-        ("lu.CC.x", None),
-        ("lu.C", None),
-        ("lu..x", None),
-        ("/", None),
-    ];
-    for (path, want) in cases {
-        assert_eq!(npb_class(Path::new(path)), *want, "{path}");
-    }
 }
 
 // ------------------------------------------- slow: the installed tools, run
@@ -922,14 +890,14 @@ fn installed(spec: &str) -> (&'static ExternalSpec, PathBuf) {
     let path = std::env::var("PATH").unwrap_or_default();
     let found = discover(&path, &[])
         .into_iter()
-        .find(|(name, _)| *name == spec.name);
+        .find(|(name, _)| *name == spec.name());
     match (found, spec.source) {
         (Some((_, program)), _) => (spec, program),
         (None, Source::Debian { package }) => panic!(
             "{} not installed: scripts/test.sh installs it (Debian package {package})",
-            spec.program
+            spec.program()
         ),
-        (None, Source::UserBuilt) => panic!("{} is not a packaged tool", spec.name),
+        (None, Source::UserBuilt) => panic!("{} is not a packaged tool", spec.name()),
     }
 }
 
@@ -1028,10 +996,10 @@ fn run_installed(spec: &str, params: Params<'_>) {
         });
     let cmd = command(spec, &program, params).expect("valid parameters");
     let (stdout, stderr) = run(&cmd);
-    let metrics = parse(spec.name, &stdout, &stderr)
+    let metrics = parse(spec.name(), &stdout, &stderr)
         .unwrap_or_else(|e| panic!("{e}\nstdout:\n{stdout}\nstderr:\n{stderr}"));
     let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
-    let want: Vec<&str> = spec.metrics.iter().map(|m| m.name).collect();
+    let want: Vec<&str> = spec.workload.metrics.iter().map(|m| m.name).collect();
     assert_eq!(names, want);
     for m in &metrics {
         assert!(m.value.is_finite() && m.value >= 0.0, "{m:?}");
@@ -1072,7 +1040,7 @@ fn runs_hackbench() {
         ("fds", Value::Int(5)),
         ("loops", Value::Int(200)),
     ];
-    run_installed("hackbench", &small);
+    run_installed("rt-hackbench", &small);
     let threads_pipe = [
         small[0],
         small[1],
@@ -1080,7 +1048,7 @@ fn runs_hackbench() {
         ("threads", Value::Int(1)),
         ("pipe", Value::Int(1)),
     ];
-    run_installed("hackbench", &threads_pipe);
+    run_installed("rt-hackbench", &threads_pipe);
 }
 
 #[test]

@@ -166,7 +166,7 @@ impl Sweeper {
 
     /// One sweep; false once the workload is gone.
     fn sample(&mut self, t_ms: u64, out: &mut Collected) -> bool {
-        if self.sweeps % TREE_EVERY == 0 || self.procs.is_empty() {
+        if self.sweeps.is_multiple_of(TREE_EVERY) || self.procs.is_empty() {
             self.procs = tree(&self.root, self.pid);
         }
         self.sweeps += 1;

@@ -69,7 +69,15 @@ fn refuses_what_the_catalogue_refuses() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["nope"],
-            "unknown workload `nope` (known: cpu-hog, lu, stream, udp-stream, oltp, hackbench)",
+            "unknown workload `nope` (known: cpu-hog, lu, stream, udp-stream, oltp, hackbench) \
+             (external: stress-ng, sysbench-cpu, sysbench-threads, rt-hackbench, iperf3, \
+             iperf3-udp, npb-lu.S, npb-lu.W, npb-lu.A, npb-lu.B, npb-lu.C, npb-lu.D, npb-lu.E, \
+             npb-lu.F, stream-bin, netperf-udp-stream)",
+        ),
+        (
+            &["stress-ng", "--param", "workers=2"],
+            "`stress-ng` is an external workload: run by agents where stress-ng is installed, \
+             not by this binary",
         ),
         (
             &["lu", "--param", "bogus=1"],
@@ -162,7 +170,7 @@ fn parses_values_as_integers_first() {
 fn lists_the_catalogue() {
     let outcome = run_with(&["--list"]);
     assert_eq!((outcome.status, outcome.stderr.as_str()), (0, ""));
-    for workload in CATALOGUE {
+    for workload in catalogue::all() {
         assert!(outcome.stdout.contains(workload.name), "{}", outcome.stdout);
         for p in workload.params {
             assert!(
@@ -174,6 +182,15 @@ fn lists_the_catalogue() {
     }
     assert!(
         outcome.stdout.contains("--param size=<integer 8..=512>"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(
+        outcome.stdout.contains(
+            "npb-lu.C\n    NPB LU (OpenMP), class C (162^3 grid, the seeds' lu.C.x), a \
+             user-built lu.C.x: Mop/s and the benchmark's own time\n    external workload: \
+             run by agents where lu.C.x is installed\n"
+        ),
         "{}",
         outcome.stdout
     );
