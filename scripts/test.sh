@@ -22,5 +22,7 @@ fi
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
-# --workspace builds every binary the end-to-end tests start.
+# The end-to-end tests start farm-coordinator and farm-agent, binaries of
+# other packages than theirs, which `cargo test` alone does not build.
+cargo build --workspace --bins
 cargo test --workspace

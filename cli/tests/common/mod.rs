@@ -25,7 +25,7 @@ pub fn sibling_bin(name: &str) -> PathBuf {
     let p = farmctl_bin().with_file_name(name);
     assert!(
         p.is_file(),
-        "{} is missing: run the tests with `cargo test --workspace` so every binary is built",
+        "{} is missing: run `cargo build --workspace --bins` first (scripts/test.sh does)",
         p.display()
     );
     p
