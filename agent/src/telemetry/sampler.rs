@@ -128,8 +128,8 @@ const BUDGET: f64 = 0.004;
 /// The longest interval the budget may stretch sweeps to.
 const MAX_INTERVAL: Duration = Duration::from_secs(2);
 
-/// How many sweeps between re-reads of the process tree: processes come and
-/// go far less often than threads, and reading every thread's `children`
+/// How many sweeps between full re-reads of the process tree: processes come
+/// and go far less often than threads, and reading every thread's `children`
 /// file at every sweep doubled the sampler's cost.
 const TREE_EVERY: u32 = 10;
 
@@ -140,7 +140,6 @@ const TREE_EVERY: u32 = 10;
 struct Sweeper {
     root: PathBuf,
     pid: u32,
-    procs: Vec<u32>,
     sweeps: u32,
     stats: HashMap<(u32, u32), File>,
     buf: Vec<u8>,
@@ -155,7 +154,6 @@ impl Sweeper {
         Sweeper {
             root: root.to_path_buf(),
             pid,
-            procs: Vec::new(),
             sweeps: 0,
             stats: HashMap::new(),
             buf: vec![0; 1024],
@@ -166,11 +164,12 @@ impl Sweeper {
 
     /// One sweep; false once the workload is gone.
     fn sample(&mut self, t_ms: u64, out: &mut Collected) -> bool {
-        if self.sweeps.is_multiple_of(TREE_EVERY) || self.procs.is_empty() {
-            self.procs = tree(&self.root, self.pid);
-        }
+        // Every sweep looks for processes forked by main threads; every
+        // TREE_EVERY-th also under every other thread.
+        let full = self.sweeps % TREE_EVERY == TREE_EVERY - 1;
+        let procs = tree(&self.root, self.pid, full);
         self.sweeps += 1;
-        if self.procs.is_empty() {
+        if procs.is_empty() {
             return false;
         }
         let Ok(stat) = procstat::read(&self.root) else {
@@ -178,7 +177,6 @@ impl Sweeper {
         };
         let mut found = false;
         let mut seen: Vec<(u32, u32)> = Vec::new();
-        let procs = self.procs.clone();
         for (i, &p) in procs.iter().enumerate() {
             let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{p}/task"))) else {
                 continue;
@@ -254,7 +252,7 @@ pub fn instance_of(comm: &str) -> u32 {
 }
 
 /// `pid` and its descendants, parents first, via `/proc/PID/task/TID/children`.
-fn tree(root: &Path, pid: u32) -> Vec<u32> {
+fn tree(root: &Path, pid: u32, every_thread: bool) -> Vec<u32> {
     let mut out = Vec::new();
     let mut todo = vec![pid];
     while let Some(p) = todo.pop() {
@@ -263,8 +261,17 @@ fn tree(root: &Path, pid: u32) -> Vec<u32> {
             continue;
         };
         out.push(p);
-        for t in tasks.flatten() {
-            if let Ok(children) = std::fs::read_to_string(t.path().join("children")) {
+        // A child is listed under the thread that forked it. Most forks come
+        // from a process's main thread; the other threads' lists are read on
+        // full scans only, since a workload of hundreds of threads would
+        // otherwise pay one more file per thread at every sweep.
+        let threads: Vec<PathBuf> = if every_thread {
+            tasks.flatten().map(|t| t.path()).collect()
+        } else {
+            vec![task_dir.join(p.to_string())]
+        };
+        for t in threads {
+            if let Ok(children) = std::fs::read_to_string(t.join("children")) {
                 todo.extend(
                     children
                         .split_whitespace()
