@@ -136,3 +136,65 @@ cgroup = "separate"
         "no crash ever left a change behind: the test did not test restoring"
     );
 }
+
+/// Seed 003 on two CPUs: lu beside two CPU hogs gets a third of the machine
+/// when each program has a cgroup of its own, half of it when they share
+/// one, so `separate` must be clearly slower — and the machine must be left
+/// as it was found.
+#[test]
+fn group_imbalance_example_shows_separate_groups_slower_and_restores_the_machine() {
+    let _g = serial();
+    require_root_and_hotplug();
+    let before = snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/group-imbalance.toml"
+    ))
+    .unwrap();
+    // Fewer repetitions and one thread count, to keep the test short.
+    let text = example
+        .replace("repetitions = 5", "repetitions = 3")
+        .replace("threads = [2, 3]", "threads = 2");
+    assert_ne!(text, example, "the example changed shape: update this test");
+    let file = dir.path().join("gi.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = std::process::Command::new(common::farmctl_bin())
+        .args(["run", file.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let separate = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().contains("separate"))
+        .unwrap();
+    let wall = separate["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "wall_s")
+        .unwrap();
+    let ratio = wall["ratio"].as_f64().unwrap();
+    assert!(
+        ratio > 1.2,
+        "separate groups should be clearly slower than shared: ratio {ratio}: {v}"
+    );
+    // Each cell says where its threads were.
+    for c in v["cells"].as_array().unwrap() {
+        let notes = c["notes"].as_array().unwrap();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.as_str().unwrap().starts_with("node 0 holds")),
+            "{c}"
+        );
+    }
+    assert_eq!(snapshot(), before);
+}
