@@ -144,7 +144,7 @@ struct Sweeper {
     stats: HashMap<(u32, u32), File>,
     buf: Vec<u8>,
     /// utime + stime of each thread at its last sweep.
-    ticks: HashMap<u32, u64>,
+    ticks: HashMap<(u32, u32), u64>,
     /// CPU time the workload has used so far, in clock ticks, as seen by the sweeps.
     workload_ticks: u64,
 }
@@ -176,7 +176,7 @@ impl Sweeper {
             return false;
         };
         let mut found = false;
-        let mut seen: Vec<(u32, u32)> = Vec::new();
+        let mut seen: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
         for (i, &p) in procs.iter().enumerate() {
             let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{p}/task"))) else {
                 continue;
@@ -189,9 +189,9 @@ impl Sweeper {
                 let Some(t) = self.read_task(p, tid) else {
                     continue;
                 };
-                seen.push((p, tid));
+                seen.insert((p, tid));
                 let now = t.utime + t.stime;
-                let before = self.ticks.insert(tid, now).unwrap_or(0);
+                let before = self.ticks.insert((p, tid), now).unwrap_or(0);
                 self.workload_ticks += now.saturating_sub(before);
                 if t.state == 'Z' || t.state == 'X' {
                     continue;
@@ -213,6 +213,7 @@ impl Sweeper {
         }
         // Handles of threads that are gone would pin their /proc entries.
         self.stats.retain(|k, _| seen.contains(k));
+        self.ticks.retain(|k, _| seen.contains(k));
         out.snapshots.push(Snapshot { t_ms, stat });
         found
     }
