@@ -58,8 +58,8 @@ pub enum Error {
 
 enum End {
     Shutdown,
-    /// The stream broke after it was established: start the backoff afresh.
-    Broken(Error),
+    /// The connection failed or the stream broke (logged where it happened).
+    Broken,
 }
 
 fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -77,18 +77,19 @@ impl Session {
             .without_max_times();
         let mut backoff = policy.build();
         let mut agent_id = String::new();
+        let mut established = false;
         loop {
             let end = tokio::select! {
                 _ = &mut shutdown => End::Shutdown,
-                r = self.connect_once(&mut agent_id) => match r {
+                r = self.connect_once(&mut agent_id, &mut established) => match r {
                     Ok(e) => e,
-                    Err(e) => { warn!("{e}"); End::Broken(e) }
+                    Err(e) => { warn!("{e}"); End::Broken }
                 },
             };
             match end {
                 End::Shutdown => break,
-                End::Broken(e) => {
-                    if matches!(e, Error::Closed | Error::Rpc(_)) {
+                End::Broken => {
+                    if std::mem::take(&mut established) {
                         // We had a stream: the next failure is a new outage.
                         backoff = policy.build();
                     }
@@ -101,13 +102,27 @@ impl Session {
                 _ = tokio::time::sleep(delay) => {}
             }
         }
-        if let Some((r, killer)) = lock(&self.shared).running.take() {
+        let running = lock(&self.shared)
+            .running
+            .as_ref()
+            .map(|(r, k)| (r.clone(), k.clone()));
+        if let Some((r, killer)) = running {
             info!(run = %r.run_id, "stopping the run in progress");
             killer.cancel();
+            // The run thread restores the machine state before it lets go of
+            // the run: wait for that, so a stopped agent leaves nothing changed.
+            let t = std::time::Instant::now();
+            while lock(&self.shared).running.is_some() && t.elapsed() < Duration::from_secs(60) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
     }
 
-    async fn connect_once(&self, agent_id: &mut String) -> Result<End, Error> {
+    async fn connect_once(
+        &self,
+        agent_id: &mut String,
+        established: &mut bool,
+    ) -> Result<End, Error> {
         let channel = self.endpoint.connect().await?;
         let header: tonic::metadata::MetadataValue<_> = format!("Bearer {}", self.token)
             .parse()
@@ -140,6 +155,7 @@ impl Session {
         };
         send(&tx, agent_message::Msg::Hello(hello)).await?;
         let mut inbound = client.session(ReceiverStream::new(rx)).await?.into_inner();
+        *established = true;
         info!(agent = %reg.agent_id, "connected to the coordinator");
         let mut sent: HashSet<(String, u32)> = HashSet::new();
         self.flush(&tx, &mut sent).await?;
@@ -217,6 +233,7 @@ impl Session {
         info!(run = %rref.run_id, attempt = rref.attempt, workload = ?a.workload.as_ref().map(|w| &w.name), "run assigned");
         let killer = Killer::default();
         s.running = Some((rref.clone(), killer.clone()));
+        let failed = rref.clone();
         drop(s);
         let shared = self.shared.clone();
         let notify = self.result_ready.clone();
@@ -232,7 +249,15 @@ impl Session {
                     journal: &journal,
                     killer: &killer,
                 };
-                let result = run::execute(&a, &ctx);
+                // Whatever happens, the coordinator hears of this attempt.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run::execute(&a, &ctx)
+                }))
+                .unwrap_or_else(|_| RunResult {
+                    run: Some(rref.clone()),
+                    error: "the agent's run thread panicked".into(),
+                    ..Default::default()
+                });
                 let mut s = lock(&shared);
                 if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
                     s.running = None;
@@ -243,14 +268,26 @@ impl Session {
             });
         if let Err(e) = spawned {
             warn!("cannot start a run thread: {e}");
-            lock(&self.shared).running = None;
+            let mut s = lock(&self.shared);
+            s.running = None;
+            let result = RunResult {
+                run: Some(failed.clone()),
+                error: format!("cannot start a run thread: {e}"),
+                ..Default::default()
+            };
+            s.outbox
+                .insert((failed.run_id.clone(), failed.attempt), result);
+            drop(s);
+            self.result_ready.notify_one();
         }
     }
 
     fn cancel(&self, r: &RunRef) {
         let s = lock(&self.shared);
+        // By run id: the coordinator may know this attempt by another number
+        // (it adopted the run back after a reconnect).
         if let Some((cur, killer)) = &s.running
-            && cur == r
+            && cur.run_id == r.run_id
         {
             info!(run = %r.run_id, attempt = r.attempt, "cancelled by the coordinator");
             killer.cancel();

@@ -136,8 +136,9 @@ struct Agent {
     registered_ms: u64,
     /// The open stream, with the number that tells it from earlier ones.
     session: Option<(u64, AgentTx)>,
-    /// The run this agent is executing; it is busy until it reports it.
-    current: Option<String>,
+    /// The attempt this agent is executing (or whose result it is about to
+    /// deliver); it is busy until it reports that very attempt.
+    current: Option<RunRef>,
     lease_until: Instant,
     last_seen_ms: u64,
 }
@@ -175,6 +176,8 @@ struct Scheduler {
     /// Queued runs per (matrix seq, cell), by run seq: older matrices first,
     /// and within a matrix the repetition-major order of the expansion.
     queues: BTreeMap<(u64, u32), BTreeMap<u64, String>>,
+    /// A tick arrived in this batch: publish every changed matrix after it.
+    ticked: bool,
     // Effects of the current batch, released only after it is committed.
     ops: Vec<Op>,
     outbox: Vec<(String, CoordinatorMessage)>,
@@ -196,6 +199,7 @@ pub fn spawn(
         next_seq: 0,
         runs: HashMap::new(),
         queues: BTreeMap::new(),
+        ticked: false,
         ops: Vec::new(),
         outbox: Vec::new(),
         after_commit: Vec::new(),
@@ -278,7 +282,10 @@ impl Scheduler {
                     // Its agent gets one lease from now to come back and claim it.
                     assigned += 1;
                     if let Some(a) = self.agents.get_mut(&r.agent_id) {
-                        a.current = Some(r.run_id.clone());
+                        a.current = Some(RunRef {
+                            run_id: r.run_id.clone(),
+                            attempt: r.attempt,
+                        });
                     }
                 }
                 _ => {}
@@ -346,7 +353,9 @@ impl Scheduler {
             }
             self.dispatch();
             self.commit()?;
-            self.publish(false);
+            // After the commit: nobody is shown what is not on disk.
+            let ticked = std::mem::take(&mut self.ticked);
+            self.publish(ticked);
         }
         Ok(())
     }
@@ -425,14 +434,15 @@ impl Scheduler {
                 self.reply(reply, r);
             }
             Event::Watch { matrix_id, reply } => {
-                // A watcher starts from the status as of now, not the last published one.
-                let fresh = self.status(&matrix_id);
-                let r = match (fresh, self.matrices.get_mut(&matrix_id)) {
-                    (Some(st), Some(m)) => {
-                        m.status.send_replace(st);
+                // Statuses go out only after the batch is committed; the new
+                // watcher gets a fresh one then, whatever the throttle says.
+                let r = match self.matrices.get_mut(&matrix_id) {
+                    Some(m) => {
+                        m.dirty = true;
+                        m.published = None;
                         Ok(m.status.subscribe())
                     }
-                    _ => Err(unknown_matrix(&matrix_id)),
+                    None => Err(unknown_matrix(&matrix_id)),
                 };
                 self.reply(reply, r);
             }
@@ -450,7 +460,7 @@ impl Scheduler {
             }
             Event::Tick => {
                 self.expire_leases();
-                self.publish(true);
+                self.ticked = true;
             }
         }
     }
@@ -501,14 +511,19 @@ impl Scheduler {
         let id = hello.agent_id.clone();
         let previous = a.current.take();
         let running = hello.running.filter(|r| !r.run_id.is_empty());
-        // What we thought it was doing and it no longer is, nor is reporting,
-        // was lost with its previous process: run it elsewhere now.
         if let Some(prev) = previous {
-            let still_running = running.as_ref().is_some_and(|r| r.run_id == prev);
-            let pending = hello.pending_results.iter().any(|r| r.run_id == prev);
-            if !still_running && !pending {
-                info!(agent = %id, run = %prev, "agent no longer holds its run; re-queueing");
-                self.requeue(&prev, "its agent restarted");
+            let still_running = running.as_ref().is_some_and(|r| *r == prev);
+            let pending = hello.pending_results.contains(&prev);
+            if pending && running.is_none() {
+                // Its result comes right after this hello; until it is in,
+                // the agent stays busy and the lease still guards the run.
+                if let Some(a) = self.agents.get_mut(&id) {
+                    a.current = Some(prev);
+                }
+            } else if !still_running && !pending {
+                // Lost with the agent's previous process: run it elsewhere now.
+                info!(agent = %id, run = %prev.run_id, "agent no longer holds its run; re-queueing");
+                self.requeue(&id, &prev.run_id, "its agent restarted");
             }
         }
         if let Some(r) = running {
@@ -522,7 +537,7 @@ impl Scheduler {
     /// An agent says it is executing `r`: it is busy with it whatever we think.
     fn adopt(&mut self, agent_id: &str, r: RunRef) {
         if let Some(a) = self.agents.get_mut(agent_id) {
-            a.current = Some(r.run_id.clone());
+            a.current = Some(r.clone());
         }
         let Some(run) = self.runs.get_mut(&r.run_id) else {
             self.outbox.push((agent_id.to_string(), cancel_msg(r)));
@@ -537,7 +552,8 @@ impl Scheduler {
                 }
                 run.rec.state = RunState::Assigned;
                 run.rec.agent_id = agent_id.to_string();
-                run.rec.attempt = run.rec.attempt.max(r.attempt);
+                // The attempt the agent runs, so cancels and results match it.
+                run.rec.attempt = r.attempt;
                 self.ops.push(Op::PutRun(run.rec.clone()));
             }
             RunState::Assigned => {}
@@ -584,7 +600,7 @@ impl Scheduler {
         };
         let ack = (agent_id.to_string(), ack_msg(rref.clone()));
         if let Some(a) = self.agents.get_mut(agent_id)
-            && a.current.as_deref() == Some(rref.run_id.as_str())
+            && a.current.as_ref() == Some(&rref)
         {
             a.current = None;
         }
@@ -606,7 +622,10 @@ impl Scheduler {
             q.remove(&run.rec.seq);
         }
         // Another agent may be running a later attempt: stop it.
-        let other = (run.rec.state == RunState::Assigned && run.rec.agent_id != agent_id)
+        // Another copy may be running — elsewhere, or a later attempt on this
+        // very agent: stop it.
+        let other = (run.rec.state == RunState::Assigned
+            && (run.rec.agent_id != agent_id || run.rec.attempt != rref.attempt))
             .then(|| (run.rec.agent_id.clone(), run.rec.attempt));
         run.rec.state = if res.ok {
             RunState::Finished
@@ -641,13 +660,15 @@ impl Scheduler {
         self.outbox.push(ack);
     }
 
-    /// Puts a run back in its queue, or fails it when it has used its attempts.
-    fn requeue(&mut self, run_id: &str, why: &str) {
+    /// Puts a run that `agent_id` lost back in its queue, or fails it when it
+    /// has used its attempts. A run meanwhile assigned to another agent is
+    /// that agent's and is left alone.
+    fn requeue(&mut self, agent_id: &str, run_id: &str, why: &str) {
         let max = self.config.max_attempts;
         let Some(run) = self.runs.get_mut(run_id) else {
             return;
         };
-        if run.rec.state.is_terminal() {
+        if run.rec.state != RunState::Assigned || run.rec.agent_id != agent_id {
             return;
         }
         if run.rec.attempt >= max {
@@ -693,7 +714,7 @@ impl Scheduler {
                 let _ = tx.send(Err(Status::unavailable("lease expired: no heartbeat")));
             }
             if let Some(run) = a.current.take() {
-                self.requeue(&run, "its agent's lease expired");
+                self.requeue(&id, &run.run_id, "its agent's lease expired");
             }
             self.idle.remove(&id);
         }
@@ -786,7 +807,10 @@ impl Scheduler {
         self.ops.push(Op::PutRun(run.rec.clone()));
         self.outbox.push((agent_id.to_string(), msg));
         if let Some(a) = self.agents.get_mut(agent_id) {
-            a.current = Some(run_id.to_string());
+            a.current = Some(RunRef {
+                run_id: run_id.to_string(),
+                attempt: run.rec.attempt,
+            });
         }
         self.idle.remove(agent_id);
     }
@@ -1002,7 +1026,11 @@ impl Scheduler {
                 agent_id: id.clone(),
                 capabilities: Some(a.capabilities.clone()),
                 connected: a.session.is_some(),
-                current_run: a.current.clone().unwrap_or_default(),
+                current_run: a
+                    .current
+                    .as_ref()
+                    .map(|r| r.run_id.clone())
+                    .unwrap_or_default(),
                 last_seen_unix_ms: a.last_seen_ms,
             })
             .collect();
@@ -1054,3 +1082,6 @@ fn cancel_msg(r: RunRef) -> CoordinatorMessage {
         msg: Some(coordinator_message::Msg::Cancel(r)),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -144,6 +144,7 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
         })
         .collect::<io::Result<_>>()?;
     let fds: Vec<i32> = groups.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: between fork and exec the closure only makes async-signal-safe
     // system calls (setsid, prctl, write) on memory allocated before the fork.
     unsafe {
@@ -152,6 +153,11 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
                 return Err(io::Error::last_os_error());
             }
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+            // The agent may have died between fork and prctl: then nothing
+            // would kill us, so do not start at all.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
             for &fd in &fds {
                 // "0" moves the writing process: the child itself.
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
@@ -207,7 +213,14 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
     let mut child = cmd.spawn()?;
     drop(groups);
     let pid = Pid::from_raw(child.id() as i32);
-    killer.0.lock().unwrap_or_else(|e| e.into_inner()).pgid = Some(pid);
+    {
+        let mut st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
+        st.pgid = Some(pid);
+        // A cancel that came while we were spawning found no process to kill.
+        if st.cancelled {
+            let _ = killpg(pid, Signal::SIGKILL);
+        }
+    }
     if let Some(s) = child.stdout.take() {
         let _ = out_tx.send(s);
     }

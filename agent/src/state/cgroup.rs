@@ -183,6 +183,14 @@ pub fn create(
                 };
                 enable_v2(journal, &base, controllers)?;
                 make_group(journal, &dir, false)?;
+                // A v2 controller acts in a group only when its parent
+                // enables it for its children: `farm` and `farm/<run>` are
+                // ours (removed on restore), so no journal entry is needed.
+                for parent in [base.join("farm"), base.join("farm").join(&tag)] {
+                    for c in controllers {
+                        write(&parent.join("cgroup.subtree_control"), &format!("+{c}"))?;
+                    }
+                }
                 if let Some(w) = limits.weight {
                     write(&dir.join("cpu.weight"), &w.to_string())?;
                 }

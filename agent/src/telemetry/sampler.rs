@@ -100,7 +100,9 @@ fn sample_loop(root: &Path, interval: Duration, rx: &mpsc::Receiver<Msg>) -> Col
         } else {
             (step / 2).max(interval)
         };
-        next += step;
+        // After a stall, start again from now rather than catch up with
+        // back-to-back sweeps that would share a timestamp.
+        next = (next + step).max(Instant::now());
         let wait = next.saturating_duration_since(Instant::now());
         match rx.recv_timeout(wait) {
             Err(mpsc::RecvTimeoutError::Timeout) => {}

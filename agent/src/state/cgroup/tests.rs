@@ -149,6 +149,11 @@ fn shared_on_v2_enables_the_cpu_controller_and_restores_it() {
         path: base.clone(),
         controller: "cpu".into()
     }));
+    // The controller must reach the leaves: enabled in every group above them.
+    for d in [base.join("farm"), base.join("farm/r")] {
+        let enabled = fs::read_to_string(d.join("cgroup.subtree_control")).unwrap();
+        assert_eq!(enabled, "+cpu", "{}", d.display());
+    }
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

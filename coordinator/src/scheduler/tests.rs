@@ -1,0 +1,339 @@
+//! The scheduler driven through its handle, as the services drive it, with
+//! agents played by channels: the races around leases and reconnects.
+
+use super::*;
+use crate::matrix;
+use farm_proto::Heartbeat;
+
+type Rx = mpsc::UnboundedReceiver<Result<CoordinatorMessage, Status>>;
+
+fn caps() -> Capabilities {
+    Capabilities {
+        hostname: "h".into(),
+        arch: "x86_64".into(),
+        kernel_release: "k".into(),
+        cpus_online: 2,
+        executors: vec!["host".into()],
+        workloads: vec!["cpu-hog".into()],
+        ..Default::default()
+    }
+}
+
+/// Messages the agent received, as `assign r@n`, `ack r@n`, `cancel r@n`.
+fn drain(rx: &mut Rx) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Ok(Ok(m)) = rx.try_recv() {
+        out.push(match m.msg {
+            Some(coordinator_message::Msg::Assign(a)) => {
+                let r = a.run.unwrap_or_default();
+                format!("assign {}@{}", r.run_id, r.attempt)
+            }
+            Some(coordinator_message::Msg::Ack(r)) => format!("ack {}@{}", r.run_id, r.attempt),
+            Some(coordinator_message::Msg::Cancel(r)) => {
+                format!("cancel {}@{}", r.run_id, r.attempt)
+            }
+            None => "empty".into(),
+        });
+    }
+    out
+}
+
+struct Farm {
+    h: Handle,
+    _dir: tempfile::TempDir,
+}
+
+impl Farm {
+    fn new(lease_ms: u32, max_attempts: u32) -> Farm {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let (h, _thread) = spawn(
+            store,
+            Config {
+                heartbeat_ms: 1000,
+                lease_ms,
+                max_attempts,
+            },
+        )
+        .unwrap();
+        Farm { h, _dir: dir }
+    }
+
+    async fn register(&self) -> String {
+        let capabilities = Box::new(caps());
+        self.h
+            .call(|reply| Event::Register {
+                capabilities,
+                resume_agent_id: String::new(),
+                reply,
+            })
+            .await
+            .unwrap()
+    }
+
+    async fn submit(&self, reps: u32) -> String {
+        let text = format!(
+            "name = \"x\"\nrepetitions = {reps}\n[[workloads]]\nname = \"cpu-hog\"\nparams = {{ seconds = 1 }}\n"
+        );
+        let matrix = Box::new(matrix::parse("m.toml", &text).unwrap());
+        let r = self
+            .h
+            .call(|reply| Event::Submit {
+                matrix,
+                file_name: "m.toml".into(),
+                source: text,
+                reply,
+            })
+            .await
+            .unwrap();
+        r.matrix_id
+    }
+
+    async fn open(
+        &self,
+        agent_id: &str,
+        session: u64,
+        running: Option<RunRef>,
+        pending: Vec<RunRef>,
+    ) -> Rx {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let hello = Hello {
+            agent_id: agent_id.into(),
+            running,
+            pending_results: pending,
+        };
+        self.h
+            .call(|reply| Event::SessionOpen {
+                hello,
+                session,
+                tx,
+                reply,
+            })
+            .await
+            .unwrap();
+        rx
+    }
+
+    /// Waits until every event sent so far is handled and its batch committed.
+    async fn sync(&self) {
+        self.h
+            .call(|reply| Event::ListAgents { reply })
+            .await
+            .unwrap();
+    }
+
+    fn send(&self, agent_id: &str, msg: agent_message::Msg) {
+        self.h
+            .send(Event::FromAgent {
+                agent_id: agent_id.into(),
+                msg: Box::new(msg),
+            })
+            .unwrap();
+    }
+
+    fn result(&self, agent_id: &str, run_id: &str, attempt: u32, ok: bool) {
+        let run = Some(RunRef {
+            run_id: run_id.into(),
+            attempt,
+        });
+        self.send(
+            agent_id,
+            agent_message::Msg::Result(RunResult {
+                run,
+                ok,
+                ..Default::default()
+            }),
+        );
+    }
+
+    /// Lets `ms` pass and ticks, so leases older than that expire.
+    async fn expire(&self, ms: u64) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        self.h.send(Event::Tick).unwrap();
+        self.sync().await;
+    }
+
+    async fn counts(&self, matrix_id: &str) -> RunCounts {
+        let matrix_id = matrix_id.to_string();
+        let st = self
+            .h
+            .call(|reply| Event::Status { matrix_id, reply })
+            .await
+            .unwrap();
+        st.counts.unwrap_or_default()
+    }
+}
+
+/// An agent back from an outage longer than its lease delivers the old
+/// attempt's result while already running the re-queued attempt: it must
+/// stay busy (no run of it refused as "agent busy"), the later attempt is
+/// cancelled, and every run still finishes.
+#[tokio::test]
+async fn a_late_result_of_an_earlier_attempt_does_not_free_the_busy_agent() {
+    let farm = Farm::new(200, 3);
+    let a = farm.register().await;
+    let m = farm.submit(3).await;
+    let r0 = format!("{m}.c0.r0");
+    let mut rx = farm.open(&a, 1, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    farm.h
+        .send(Event::SessionClosed {
+            agent_id: a.clone(),
+            session: 1,
+        })
+        .unwrap();
+    farm.expire(300).await;
+    // Back, holding r0@1's result; the re-queued r0 goes to it as attempt 2.
+    let mut rx = farm
+        .open(
+            &a,
+            2,
+            None,
+            vec![RunRef {
+                run_id: r0.clone(),
+                attempt: 1,
+            }],
+        )
+        .await;
+    farm.sync().await;
+    let got = drain(&mut rx);
+    assert!(
+        got.iter().all(|m| !m.starts_with("assign")) || got == vec![format!("assign {r0}@2")],
+        "{got:?}"
+    );
+    let second_attempt = got.contains(&format!("assign {r0}@2"));
+    farm.result(&a, &r0, 1, true);
+    farm.sync().await;
+    let got = drain(&mut rx);
+    assert!(got.contains(&format!("ack {r0}@1")), "{got:?}");
+    let mut got = got;
+    if second_attempt {
+        // Still busy with r0@2: it gets a cancel for it, and no new run.
+        assert!(got.contains(&format!("cancel {r0}@2")), "{got:?}");
+        assert!(!got.iter().any(|m| m.starts_with("assign")), "{got:?}");
+        farm.result(&a, &r0, 2, false);
+        farm.sync().await;
+        got = drain(&mut rx);
+    }
+    // The other two runs complete normally, one at a time.
+    for _ in 0..2 {
+        let assign = got
+            .iter()
+            .find(|s| s.starts_with("assign"))
+            .cloned()
+            .expect("a next run");
+        let (run, attempt) = assign
+            .trim_start_matches("assign ")
+            .split_once('@')
+            .unwrap();
+        farm.result(&a, run, attempt.parse().unwrap(), true);
+        farm.sync().await;
+        got = drain(&mut rx);
+    }
+    let c = farm.counts(&m).await;
+    assert_eq!(
+        (c.finished, c.failed, c.queued, c.running),
+        (3, 0, 0, 0),
+        "{c:?}"
+    );
+}
+
+/// A run re-queued and re-assigned to B must not be re-queued or failed when
+/// A, which had it before and came back still running it, loses its lease
+/// again: B's result must count.
+#[tokio::test]
+async fn losing_an_adopted_run_leaves_the_other_agents_attempt_alone() {
+    let farm = Farm::new(200, 2);
+    let a = farm.register().await;
+    let m = farm.submit(1).await;
+    let r0 = format!("{m}.c0.r0");
+    let mut ra = farm.open(&a, 1, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut ra), vec![format!("assign {r0}@1")]);
+    farm.h
+        .send(Event::SessionClosed {
+            agent_id: a.clone(),
+            session: 1,
+        })
+        .unwrap();
+    farm.expire(300).await;
+    let b = farm.register().await;
+    let mut rb = farm.open(&b, 2, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut rb), vec![format!("assign {r0}@2")]);
+    // A returns still running r0@1, then vanishes again; B keeps heartbeating.
+    let _ra = farm
+        .open(
+            &a,
+            3,
+            Some(RunRef {
+                run_id: r0.clone(),
+                attempt: 1,
+            }),
+            vec![],
+        )
+        .await;
+    farm.h
+        .send(Event::SessionClosed {
+            agent_id: a.clone(),
+            session: 3,
+        })
+        .unwrap();
+    for _ in 0..4 {
+        farm.send(&b, agent_message::Msg::Heartbeat(Heartbeat { seq: 1 }));
+        farm.expire(100).await;
+    }
+    let c = farm.counts(&m).await;
+    assert_eq!(
+        (c.running, c.failed, c.queued),
+        (1, 0, 0),
+        "B's attempt was disturbed: {c:?}"
+    );
+    farm.result(&b, &r0, 2, true);
+    farm.sync().await;
+    assert!(drain(&mut rb).contains(&format!("ack {r0}@2")));
+    let c = farm.counts(&m).await;
+    assert_eq!((c.finished, c.failed), (1, 0), "{c:?}");
+}
+
+/// An agent that reconnects with its result pending and then vanishes before
+/// delivering it must not leave the run "running" forever: the lease still
+/// guards it.
+#[tokio::test]
+async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
+    let farm = Farm::new(200, 3);
+    let a = farm.register().await;
+    let m = farm.submit(1).await;
+    let r0 = format!("{m}.c0.r0");
+    let mut rx = farm.open(&a, 1, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    // Reconnect at once (before the lease ends) with the result pending, then vanish.
+    farm.h
+        .send(Event::SessionClosed {
+            agent_id: a.clone(),
+            session: 1,
+        })
+        .unwrap();
+    let _rx = farm
+        .open(
+            &a,
+            2,
+            None,
+            vec![RunRef {
+                run_id: r0.clone(),
+                attempt: 1,
+            }],
+        )
+        .await;
+    farm.h
+        .send(Event::SessionClosed {
+            agent_id: a.clone(),
+            session: 2,
+        })
+        .unwrap();
+    farm.expire(300).await;
+    let c = farm.counts(&m).await;
+    assert_eq!((c.running, c.queued), (0, 1), "{c:?}");
+}
