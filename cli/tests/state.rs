@@ -82,11 +82,15 @@ name = "crash-every-step"
 [[workloads]]
 name = "cpu-hog"
 params = {{ seconds = 0.3 }}
+[[loads]]
+name = "cpu-hog"
+instances = 2
 [[states]]
 name = "everything"
 hotplug = "offline:1"
 autogroup = {flip}
 cgroup = "separate"
+cgroup_cpu_weight = 200
 "#
         ),
     );
