@@ -13,6 +13,36 @@
 //! Idle, for this crate, is `idle + iowait`: a CPU waiting for I/O runs nothing and
 //! could run any thread that was waiting for it (see [`super::waste`]).
 
+impl From<[u64; 10]> for CpuTimes {
+    /// The ten columns of a `cpu` line, in file order.
+    fn from(c: [u64; 10]) -> CpuTimes {
+        let [
+            user,
+            nice,
+            system,
+            idle,
+            iowait,
+            irq,
+            softirq,
+            steal,
+            guest,
+            guest_nice,
+        ] = c;
+        CpuTimes {
+            user,
+            nice,
+            system,
+            idle,
+            iowait,
+            irq,
+            softirq,
+            steal,
+            guest,
+            guest_nice,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -132,30 +162,7 @@ fn parse_times<'a>(fields: impl Iterator<Item = &'a str>) -> Result<CpuTimes, St
     if n < 4 {
         return Err(format!("expected at least 4 time columns, found {n}"));
     }
-    let [
-        user,
-        nice,
-        system,
-        idle,
-        iowait,
-        irq,
-        softirq,
-        steal,
-        guest,
-        guest_nice,
-    ] = t;
-    Ok(CpuTimes {
-        user,
-        nice,
-        system,
-        idle,
-        iowait,
-        irq,
-        softirq,
-        steal,
-        guest,
-        guest_nice,
-    })
+    Ok(CpuTimes::from(t))
 }
 
 /// The time spent between two samples: per column `after - before`, zero where a

@@ -15,30 +15,7 @@ const S390X: &str = include_str!("fixtures/s390x_tcg_2cpu.txt");
 
 /// `CpuTimes` from the ten columns in file order.
 fn t(c: [u64; 10]) -> CpuTimes {
-    let [
-        user,
-        nice,
-        system,
-        idle,
-        iowait,
-        irq,
-        softirq,
-        steal,
-        guest,
-        guest_nice,
-    ] = c;
-    CpuTimes {
-        user,
-        nice,
-        system,
-        idle,
-        iowait,
-        irq,
-        softirq,
-        steal,
-        guest,
-        guest_nice,
-    }
+    CpuTimes::from(c)
 }
 
 fn check_parse(text: &str, total: [u64; 10], per_cpu: &[(u32, [u64; 10])]) {
