@@ -43,9 +43,18 @@ fn run(bin: &Path, args: &[&str], telemetry: bool) -> Run {
     }
     let out = running.wait().expect("wait");
     assert_eq!(out.exit, host::Exit::Code(0), "{}", out.stderr_tail);
-    let sampler_cpu_s = sampler
-        .map(|s| s.finish().cost.as_secs_f64())
-        .unwrap_or(0.0);
+    let collected = sampler.map(|s| s.finish());
+    if let Some(c) = &collected
+        && std::env::var_os("TELEMETRY_DEBUG").is_some()
+    {
+        eprintln!(
+            "sweeps {} mean interval {:?} sampler cpu {:?}",
+            c.snapshots.len(),
+            c.interval,
+            c.cost
+        );
+    }
+    let sampler_cpu_s = collected.map(|c| c.cost.as_secs_f64()).unwrap_or(0.0);
     Run {
         cpu_s: (out.user + out.sys).as_secs_f64(),
         wall_s: out.wall.as_secs_f64(),

@@ -145,8 +145,8 @@ struct Sweeper {
     sweeps: u32,
     stats: HashMap<(u32, u32), File>,
     buf: Vec<u8>,
-    /// utime + stime of each thread at its last sweep.
-    ticks: HashMap<(u32, u32), u64>,
+    /// utime + stime of each process (all its threads) at its last sweep.
+    ticks: HashMap<u32, u64>,
     /// CPU time the workload has used so far, in clock ticks, as seen by the sweeps.
     workload_ticks: u64,
 }
@@ -180,6 +180,14 @@ impl Sweeper {
         let mut found = false;
         let mut seen: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
         for (i, &p) in procs.iter().enumerate() {
+            // The process's own stat sums all its threads, those gone too:
+            // per-thread times of short-burst threads round down to nothing.
+            if let Some(t) = self.read_stat((p, 0), format!("proc/{p}/stat")) {
+                seen.insert((p, 0));
+                let now = t.utime + t.stime;
+                let before = self.ticks.insert(p, now).unwrap_or(0);
+                self.workload_ticks += now.saturating_sub(before);
+            }
             let Ok(dir) = std::fs::read_dir(self.root.join(format!("proc/{p}/task"))) else {
                 continue;
             };
@@ -192,9 +200,6 @@ impl Sweeper {
                     continue;
                 };
                 seen.insert((p, tid));
-                let now = t.utime + t.stime;
-                let before = self.ticks.insert((p, tid), now).unwrap_or(0);
-                self.workload_ticks += now.saturating_sub(before);
                 if t.state == 'Z' || t.state == 'X' {
                     continue;
                 }
@@ -215,23 +220,27 @@ impl Sweeper {
         }
         // Handles of threads that are gone would pin their /proc entries.
         self.stats.retain(|k, _| seen.contains(k));
-        self.ticks.retain(|k, _| seen.contains(k));
+        self.ticks.retain(|p, _| seen.contains(&(*p, 0)));
         out.snapshots.push(Snapshot { t_ms, stat });
         found
     }
 
     fn read_task(&mut self, pid: u32, tid: u32) -> Option<taskstat::TaskSample> {
+        self.read_stat((pid, tid), format!("proc/{pid}/task/{tid}/stat"))
+    }
+
+    /// Reads a stat file through a handle kept open; `key` names it, with tid
+    /// 0 for a process's own stat.
+    fn read_stat(&mut self, key: (u32, u32), path: String) -> Option<taskstat::TaskSample> {
         use std::collections::hash_map::Entry;
         use std::os::unix::fs::FileExt;
-        let file = match self.stats.entry((pid, tid)) {
+        let file = match self.stats.entry(key) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => {
-                e.insert(File::open(self.root.join(format!("proc/{pid}/task/{tid}/stat"))).ok()?)
-            }
+            Entry::Vacant(e) => e.insert(File::open(self.root.join(path)).ok()?),
         };
         let n = file.read_at(&mut self.buf, 0).ok()?;
         if n == 0 {
-            self.stats.remove(&(pid, tid));
+            self.stats.remove(&key);
             return None;
         }
         let text = std::str::from_utf8(&self.buf[..n]).ok()?;
