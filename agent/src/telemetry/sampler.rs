@@ -179,6 +179,7 @@ impl Sweeper {
         };
         let mut found = false;
         let mut seen: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
+        let mut tick: Vec<(Option<u32>, u32, u32, bool)> = Vec::new();
         for (i, &p) in procs.iter().enumerate() {
             // The process's own stat sums all its threads, those gone too:
             // per-thread times of short-burst threads round down to nothing.
@@ -205,18 +206,28 @@ impl Sweeper {
                 }
                 found = true;
                 let instance = if procs.len() > 1 {
-                    i as u32
+                    Some(i as u32)
                 } else {
                     instance_of(&t.comm)
                 };
-                out.samples.push(Sample {
-                    t_ms,
-                    instance,
-                    tid: t.tid,
-                    cpu: t.cpu,
-                    running: t.is_runnable(),
-                });
+                tick.push((instance, t.tid, t.cpu, t.is_runnable()));
             }
+        }
+        // A workload whose instances are threads: its other threads (the
+        // main thread waiting for them) belong to no instance.
+        let by_thread = tick.iter().any(|(i, ..)| i.is_some());
+        for (instance, tid, cpu, running) in tick {
+            if by_thread && instance.is_none() {
+                continue;
+            }
+            let instance = instance.unwrap_or(0);
+            out.samples.push(Sample {
+                t_ms,
+                instance,
+                tid,
+                cpu,
+                running,
+            });
         }
         // Handles of threads that are gone would pin their /proc entries.
         self.stats.retain(|k, _| seen.contains(k));
@@ -254,13 +265,13 @@ impl Sweeper {
 /// of one instance.
 const THREAD_INSTANCES: &[&str] = &["stream-"];
 
-/// The instance a thread belongs to in a single-process workload.
-pub fn instance_of(comm: &str) -> u32 {
+/// The instance a thread belongs to in a single-process workload whose
+/// instances are threads, or `None` for any other thread.
+pub fn instance_of(comm: &str) -> Option<u32> {
     THREAD_INSTANCES
         .iter()
         .find_map(|p| comm.strip_prefix(p))
         .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 /// `pid` and its descendants, parents first, via `/proc/PID/task/TID/children`.
@@ -306,11 +317,11 @@ mod tests {
     #[test]
     fn instances_from_thread_names() {
         for (comm, want) in [
-            ("stream-3", 3),
-            ("lu", 0),
-            ("lu-1", 0),
-            ("stream-x", 0),
-            ("cpu-hog-2", 0),
+            ("stream-3", Some(3)),
+            ("lu", None),
+            ("lu-1", None),
+            ("stream-x", None),
+            ("cpu-hog-2", None),
         ] {
             assert_eq!(instance_of(comm), want, "{comm}");
         }
