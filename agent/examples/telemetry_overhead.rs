@@ -34,9 +34,11 @@ fn run(bin: &Path, args: &[&str], telemetry: bool) -> Run {
         args.iter().map(|s| s.to_string()).collect(),
         Duration::from_secs(600),
     );
-    spec.perf = telemetry;
-    let sampler =
-        telemetry.then(|| Sampler::spawn(Path::new("/"), DEFAULT_INTERVAL).expect("sampler"));
+    // TELEMETRY_PARTS=perf or =sampler measures one part alone.
+    let parts = std::env::var("TELEMETRY_PARTS").unwrap_or_default();
+    spec.perf = telemetry && parts != "sampler";
+    let sampler = (telemetry && parts != "perf")
+        .then(|| Sampler::spawn(Path::new("/"), DEFAULT_INTERVAL).expect("sampler"));
     let running = host::start(&spec, &Killer::default()).expect("start");
     if let Some(s) = &sampler {
         s.track(running.pid() as u32);

@@ -73,7 +73,7 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Killed on request (the coordinator cancelled the run).
     pub cancelled: bool,
-    /// Perf counts over the process tree, when asked for.
+    /// Scheduler counts over the process tree, when asked for.
     pub counts: Option<Counts>,
 }
 
@@ -282,7 +282,13 @@ impl Running {
         let (status, rusage) = wait4(pid)?;
         // Reaped: every task's counts have been folded into ours.
         let counts = match counters {
-            Some(mut c) => Some(c.read()?),
+            Some(mut c) => Some(Counts {
+                task_clock_ns: (timeval(rusage.ru_utime) + timeval(rusage.ru_stime)).as_nanos()
+                    as u64,
+                context_switches: (rusage.ru_nvcsw + rusage.ru_nivcsw).max(0) as u64,
+                page_faults: (rusage.ru_minflt + rusage.ru_majflt).max(0) as u64,
+                cpu_migrations: c.cpu_migrations()?,
+            }),
             None => None,
         };
         let _ = watchdog.join();

@@ -1,6 +1,6 @@
-//! Software perf counters over a workload's whole process tree, as
-//! `perf stat` gives them (seed 004: context-switches, cpu-migrations,
-//! page-faults, task-clock and, from it, CPUs utilised).
+//! The scheduler counters of a workload's whole process tree, as `perf stat`
+//! gives them (seed 004: context-switches, cpu-migrations, page-faults,
+//! task-clock and, from it, CPUs utilised).
 //!
 //! The counters are opened on the *calling thread* with `inherit`, just
 //! before it forks the workload: every task the workload ever creates
@@ -15,7 +15,8 @@ use std::io;
 use perf_event::Builder;
 use perf_event::events::Software;
 
-/// What the counters read at the end.
+/// What was counted over the tree: CPU time, context switches and page
+/// faults from `wait4`'s rusage; migrations from the perf counter.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Counts {
     pub task_clock_ns: u64,
@@ -35,48 +36,38 @@ impl Counts {
     }
 }
 
+/// The one inherited counter: CPU migrations. Context switches, page faults
+/// and CPU time come from the reaped tree's `rusage` at no cost, where
+/// inherited perf events for them cost a workload of hundreds of
+/// context-switching threads several per cent (perf switches every inherited
+/// event in and out on every context switch).
 pub struct Counters {
-    task_clock: perf_event::Counter,
-    context_switches: perf_event::Counter,
     cpu_migrations: perf_event::Counter,
-    page_faults: perf_event::Counter,
 }
 
 impl Counters {
-    /// Opens and enables the counters on the calling thread, inherited by
+    /// Opens and enables the counter on the calling thread, inherited by
     /// every task it creates from now on.
     pub fn open_inherited() -> io::Result<Counters> {
-        let open = |ev: Software| -> io::Result<perf_event::Counter> {
-            // Context switches and migrations happen in the kernel: counting
-            // only user mode (the builder's default) would read zero. The
-            // agent runs as root; an unprivileged one falls back to user mode.
-            let build = |kernel: bool| {
-                Builder::new(ev)
-                    .observe_self()
-                    .any_cpu()
-                    .inherit(true)
-                    .exclude_kernel(!kernel)
-                    .exclude_hv(!kernel)
-                    .build()
-            };
-            let mut c = build(true).or_else(|_| build(false))?;
-            c.enable()?;
-            Ok(c)
+        // Migrations are counted in the kernel: counting only user mode (the
+        // builder's default) would read zero. The agent runs as root; an
+        // unprivileged one falls back to user mode.
+        let build = |kernel: bool| {
+            Builder::new(Software::CPU_MIGRATIONS)
+                .observe_self()
+                .any_cpu()
+                .inherit(true)
+                .exclude_kernel(!kernel)
+                .exclude_hv(!kernel)
+                .build()
         };
-        Ok(Counters {
-            task_clock: open(Software::TASK_CLOCK)?,
-            context_switches: open(Software::CONTEXT_SWITCHES)?,
-            cpu_migrations: open(Software::CPU_MIGRATIONS)?,
-            page_faults: open(Software::PAGE_FAULTS)?,
-        })
+        let mut c = build(true).or_else(|_| build(false))?;
+        c.enable()?;
+        Ok(Counters { cpu_migrations: c })
     }
 
-    pub fn read(&mut self) -> io::Result<Counts> {
-        Ok(Counts {
-            task_clock_ns: self.task_clock.read()?,
-            context_switches: self.context_switches.read()?,
-            cpu_migrations: self.cpu_migrations.read()?,
-            page_faults: self.page_faults.read()?,
-        })
+    /// Migrations of every task of the tree, once it has been reaped.
+    pub fn cpu_migrations(&mut self) -> io::Result<u64> {
+        self.cpu_migrations.read()
     }
 }
