@@ -28,6 +28,16 @@ fn assert_exactly_once(v: &Value, n: usize) {
     }
 }
 
+/// The agents that delivered the results.
+fn agents_of(v: &Value) -> BTreeSet<&str> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["agent_id"].as_str().unwrap())
+        .collect()
+}
+
 /// From agents' logs: for every run, the attempts whose result some agent sent.
 /// A run executed twice to completion would show two attempts.
 fn executions(farm: &Farm) -> BTreeMap<String, BTreeSet<String>> {
@@ -71,12 +81,7 @@ fn two_agents_run_a_matrix_to_completion() {
     assert_eq!(v["state"], "done");
     assert_exactly_once(&v, 12);
     // Pushed to both idle agents, one run at a time each.
-    let agents: BTreeSet<&str> = v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["agent_id"].as_str().unwrap())
-        .collect();
+    let agents = agents_of(&v);
     assert_eq!(agents.len(), 2, "{agents:?}");
     // Every cell has 3 runs and the non-baseline cells a ratio.
     let cells = v["cells"].as_array().unwrap();
@@ -202,12 +207,7 @@ fn a_killed_coordinator_restarts_and_finishes_with_nothing_lost_or_repeated() {
     let v = farm.results(&id);
     assert_exactly_once(&v, 12);
     // Same agents after the restart: they resumed their identities.
-    let agents: BTreeSet<&str> = v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["agent_id"].as_str().unwrap())
-        .collect();
+    let agents = agents_of(&v);
     assert_eq!(agents.len(), 2, "{agents:?}");
     let execs = executions(&farm);
     assert_eq!(execs.len(), 12, "{execs:?}");

@@ -997,6 +997,14 @@ fn unique_name<'a>(
 /// Inclusive ranges of CPU numbers, as a CPU list gives them.
 type CpuRanges = Vec<(u32, u32)>;
 
+/// The CPUs a `cycle:CPUS` / `offline:CPUS` state names, for placement; a
+/// malformed spec (never stored: matrices are validated on submission) names none.
+pub fn hotplug_cpus(spec: &str) -> Vec<u32> {
+    check_hotplug(spec)
+        .map(|(_, ranges)| ranges.into_iter().flat_map(|(lo, hi)| lo..=hi).collect())
+        .unwrap_or_default()
+}
+
 /// Checks `cycle:CPUS` / `offline:CPUS`, CPUS being a list of CPU numbers and
 /// ranges such as `1`, `1-3` or `1,3-5`; gives the mode and the CPUs.
 fn check_hotplug(spec: &str) -> std::result::Result<(&str, CpuRanges), String> {

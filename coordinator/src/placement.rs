@@ -96,27 +96,15 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
     if let Some(s) = &cell.state {
         if !s.hotplug.is_empty() {
             out.push(Requirement::State("hotplug"));
-            out.push(Requirement::Hotplug(hotplug_cpus(&s.hotplug)));
+            out.push(Requirement::Hotplug(crate::matrix::hotplug_cpus(
+                &s.hotplug,
+            )));
         }
         if !s.cgroup.is_empty() {
             out.push(Requirement::State("cgroup"));
         }
         if s.autogroup.is_some() {
             out.push(Requirement::State("autogroup"));
-        }
-    }
-    out
-}
-
-/// The CPUs of a `cycle:CPUS` / `offline:CPUS` state. The matrix was
-/// validated on submission, so this reads leniently.
-fn hotplug_cpus(spec: &str) -> Vec<u32> {
-    let list = spec.split_once(':').map_or("", |(_, l)| l);
-    let mut out = Vec::new();
-    for item in list.split(',') {
-        let (lo, hi) = item.split_once('-').unwrap_or((item, item));
-        if let (Ok(lo), Ok(hi)) = (lo.trim().parse::<u32>(), hi.trim().parse::<u32>()) {
-            out.extend(lo..=hi.min(lo.saturating_add(100_000)));
         }
     }
     out
