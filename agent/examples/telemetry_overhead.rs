@@ -50,10 +50,12 @@ fn run(bin: &Path, args: &[&str], telemetry: bool) -> Run {
         && std::env::var_os("TELEMETRY_DEBUG").is_some()
     {
         eprintln!(
-            "sweeps {} mean interval {:?} sampler cpu {:?}",
+            "sweeps {} mean interval {:?} sampler cpu {:?} threads read {}/{}",
             c.snapshots.len(),
             c.interval,
-            c.cost
+            c.cost,
+            c.threads_read,
+            c.threads_seen
         );
     }
     let sampler_cpu_s = collected.map(|c| c.cost.as_secs_f64()).unwrap_or(0.0);
@@ -73,7 +75,7 @@ fn main() {
         .nth(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let workloads: &[(&str, &[&str])] = &[
+    let ours: &[(&str, &[&str])] = &[
         (
             "lu, 2 threads",
             &["lu", "--param", "threads=2", "--param", "iterations=40"],
@@ -91,6 +93,22 @@ fn main() {
             &["cpu-hog", "--param", "threads=2", "--param", "seconds=2"],
         ),
     ];
+    let mut workloads: Vec<(&str, PathBuf, &[&str])> = ours
+        .iter()
+        .map(|(name, args)| (*name, bin.clone(), *args))
+        .collect();
+    // rt-tests' hackbench forks its 400 senders and receivers as processes:
+    // the other shape of a large workload.
+    let rt = Path::new("/usr/bin/hackbench");
+    if rt.exists() {
+        workloads.push((
+            "rt-hackbench, 400 procs",
+            rt.to_path_buf(),
+            &["-g", "10", "-l", "2000"],
+        ));
+    } else {
+        eprintln!("/usr/bin/hackbench (rt-tests) is not installed: its row is left out");
+    }
     println!(
         "{} repetitions each, alternating on/off, sampler interval {:?}",
         reps, DEFAULT_INTERVAL
@@ -99,7 +117,10 @@ fn main() {
         "{:<24} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>12}",
         "workload", "cpu off", "cpu on", "ratio", "wall off", "wall on", "ratio", "sampler/cpu"
     );
-    for (name, args) in workloads {
+    // A third argument keeps only the workloads whose name contains it.
+    let only = std::env::args().nth(3).unwrap_or_default();
+    workloads.retain(|(name, ..)| name.contains(only.as_str()));
+    for (name, bin, args) in workloads {
         let (mut off, mut on) = (Vec::new(), Vec::new());
         for _ in 0..reps {
             off.push(run(&bin, args, false));

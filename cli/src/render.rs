@@ -136,6 +136,7 @@ fn sorted_map<V: Copy + Into<Value>>(m: &std::collections::HashMap<u32, V>) -> V
 fn telemetry_json(t: &farm_proto::Telemetry) -> Value {
     json!({
         "sample_interval_ms": t.sample_interval_ms,
+        "threads_read_fraction": t.threads_read_fraction,
         "nodes": t.nodes.iter().map(|n| json!({
             "node": n.node, "cpus": n.cpus, "avg_threads": n.avg_threads,
             "avg_runnable": n.avg_runnable, "peak_threads": n.peak_threads,

@@ -110,6 +110,14 @@ fn representative(cell: u32, runs: &[&RunRecord]) -> (String, Vec<String>) {
             n.node, n.avg_threads, n.avg_runnable, n.cpus
         ));
     }
+    if t.threads_read_fraction > 0.0 && t.threads_read_fraction < 0.995 {
+        // Say so when the counts above are estimates (the sampler's budget).
+        notes.push(format!(
+            "placement estimated: each {} ms sweep read {:.0}% of the threads, in turn",
+            t.sample_interval_ms,
+            t.threads_read_fraction * 100.0
+        ));
+    }
     if t.instances.len() > 1 || t.nodes.len() > 1 {
         for i in t.instances.iter().take(MAX_NOTES_EACH) {
             let mut per_node: Vec<(&u32, &f64)> = i.avg_threads.iter().collect();

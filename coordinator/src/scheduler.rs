@@ -485,11 +485,11 @@ impl Scheduler {
         });
         a.capabilities = capabilities;
         a.last_seen_ms = now;
-        self.ops.push(Op::PutAgent(AgentRecord {
+        self.ops.push(Op::PutAgent(Box::new(AgentRecord {
             agent_id: id.clone(),
             capabilities: a.capabilities.clone(),
             registered_ms: a.registered_ms,
-        }));
+        })));
         id
     }
 
@@ -554,7 +554,7 @@ impl Scheduler {
                 run.rec.agent_id = agent_id.to_string();
                 // The attempt the agent runs, so cancels and results match it.
                 run.rec.attempt = r.attempt;
-                self.ops.push(Op::PutRun(run.rec.clone()));
+                self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
             }
             RunState::Assigned => {}
             RunState::Finished | RunState::Failed | RunState::Cancelled => {
@@ -639,7 +639,7 @@ impl Scheduler {
         }
         let duration = res.finished_unix_ms.saturating_sub(res.started_unix_ms) as f64 / 1e3;
         run.rec.result = Some(res);
-        self.ops.push(Op::PutRun(run.rec.clone()));
+        self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         let matrix_id = run.rec.matrix_id.clone();
         let finished = run.rec.state == RunState::Finished;
         if let Some((other, attempt)) = other {
@@ -691,7 +691,7 @@ impl Scheduler {
         }
         run.rec.agent_id.clear();
         run.assigned_at = None;
-        self.ops.push(Op::PutRun(run.rec.clone()));
+        self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         if let Some(m) = self.matrices.get_mut(&run.rec.matrix_id) {
             m.dirty = true;
         }
@@ -804,7 +804,7 @@ impl Scheduler {
         };
         m.dirty = true;
         debug!(agent = %agent_id, run = %run_id, attempt = run.rec.attempt, "assigned");
-        self.ops.push(Op::PutRun(run.rec.clone()));
+        self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         self.outbox.push((agent_id.to_string(), msg));
         if let Some(a) = self.agents.get_mut(agent_id) {
             a.current = Some(RunRef {
@@ -915,7 +915,7 @@ impl Scheduler {
                 _ => continue,
             }
             run.rec.state = RunState::Cancelled;
-            self.ops.push(Op::PutRun(run.rec.clone()));
+            self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
             n += 1;
         }
         self.queues.retain(|(mseq, _), _| *mseq != seq);

@@ -100,9 +100,9 @@ pub struct AgentRecord {
 #[derive(Debug, Clone)]
 pub enum Op {
     PutMatrix(Box<MatrixRecord>, Vec<RunRecord>),
-    PutRun(RunRecord),
+    PutRun(Box<RunRecord>),
     CancelMatrix(String),
-    PutAgent(AgentRecord),
+    PutAgent(Box<AgentRecord>),
 }
 
 /// Everything the scheduler needs to resume after a restart.
@@ -382,7 +382,7 @@ mod tests {
                 ok: true,
                 ..Default::default()
             });
-            s.apply(&[Op::PutRun(done), Op::CancelMatrix("m".into())])
+            s.apply(&[Op::PutRun(Box::new(done)), Op::CancelMatrix("m".into())])
                 .unwrap();
         }
         let s = Store::open(&path).unwrap();
@@ -416,7 +416,7 @@ mod tests {
             .unwrap();
         // The second PutMatrix violates the primary key: the run before it must roll back.
         let err = s.apply(&[
-            Op::PutRun(run("r1", RunState::Queued)),
+            Op::PutRun(Box::new(run("r1", RunState::Queued))),
             Op::PutMatrix(Box::new(m), vec![]),
         ]);
         assert!(err.is_err());

@@ -20,6 +20,14 @@
 //! waiting for a CPU at the tick, which is what competes for the node's CPUs; a node
 //! is overcommitted when its runnable threads outnumber its CPUs.
 //!
+//! A workload of hundreds of threads is not read whole at every tick: the sampler
+//! reads a rotating subset and gives each sample the *weight* of the threads it
+//! stands for (a process of 40 threads of which 10 were read: 4.0). Counts are sums
+//! of weights, estimates of the whole population; with every thread read, every
+//! weight is 1 and counts are exact. A sample carries two weights: within its
+//! instance (for the instance's own averages) and within the whole workload (for the
+//! nodes' totals), which differ when a tick visited only some of many instances.
+//!
 //! A sample on a CPU that the [`NodeMap`] does not know is not placed on any node; it
 //! is counted in `unmapped_samples` so that a stale map shows.
 
@@ -31,7 +39,7 @@ use std::collections::BTreeMap;
 use farm_proto::NumaNode;
 
 /// One thread of one workload instance at one tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
     /// Milliseconds since the run started; equal for all samples of one tick.
     pub t_ms: u64,
@@ -42,6 +50,27 @@ pub struct Sample {
     pub cpu: u32,
     /// State `R`: running or waiting for a CPU.
     pub running: bool,
+    /// How many threads of the whole workload this sample stands for at its tick:
+    /// 1 when the sweep read them all.
+    pub weight: f64,
+    /// How many threads of its own instance it stands for: 1 when the sweep read
+    /// all of the instance's threads, `threads / threads read` when a subset.
+    pub instance_weight: f64,
+}
+
+impl Sample {
+    /// A sample from a sweep that read every thread.
+    pub fn whole(t_ms: u64, instance: u32, tid: u32, cpu: u32, running: bool) -> Sample {
+        Sample {
+            t_ms,
+            instance,
+            tid,
+            cpu,
+            running,
+            weight: 1.0,
+            instance_weight: 1.0,
+        }
+    }
 }
 
 /// Which NUMA node each CPU belongs to.
@@ -100,12 +129,13 @@ impl NodeMap {
 /// Thread counts per node, by node id; every node of the map has an entry.
 pub type PerNode<T> = BTreeMap<u32, T>;
 
-/// The threads on each node at one tick.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The threads on each node at one tick: sums of sample weights, whole numbers
+/// when the tick read every thread.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeTick {
     pub t_ms: u64,
-    pub threads: PerNode<usize>,
-    pub runnable: PerNode<usize>,
+    pub threads: PerNode<f64>,
+    pub runnable: PerNode<f64>,
 }
 
 /// Where the threads of one instance were.
@@ -151,7 +181,7 @@ pub struct NodeLoad {
     /// Average over all ticks of the runnable threads on this node.
     pub avg_runnable: f64,
     /// The most threads (all states) seen on the node at one tick.
-    pub peak_threads: usize,
+    pub peak_threads: f64,
 }
 
 impl NodeLoad {
@@ -189,8 +219,8 @@ pub fn summarize(samples: &[Sample], map: &NodeMap) -> Placement {
     let nodes = map
         .nodes()
         .map(|node| {
-            let sum = |f: fn(&NodeTick) -> &PerNode<usize>| {
-                series.iter().map(|t| count(f(t), node)).sum::<usize>() as f64
+            let sum = |f: fn(&NodeTick) -> &PerNode<f64>| {
+                series.iter().map(|t| count(f(t), node)).sum::<f64>()
             };
             NodeLoad {
                 node,
@@ -200,8 +230,7 @@ pub fn summarize(samples: &[Sample], map: &NodeMap) -> Placement {
                 peak_threads: series
                     .iter()
                     .map(|t| count(&t.threads, node))
-                    .max()
-                    .unwrap_or(0),
+                    .fold(0.0, f64::max),
             }
         })
         .collect();
@@ -224,7 +253,11 @@ pub fn summarize(samples: &[Sample], map: &NodeMap) -> Placement {
 /// The threads per node at each tick of `samples` (filter the samples first for one
 /// instance's series), by time. Every node of the map has an entry, zero or not.
 pub fn node_series(samples: &[Sample], map: &NodeMap) -> Vec<NodeTick> {
-    let empty: PerNode<usize> = map.nodes().map(|n| (n, 0)).collect();
+    series_by(samples, map, |s| s.weight)
+}
+
+fn series_by(samples: &[Sample], map: &NodeMap, weight: fn(&Sample) -> f64) -> Vec<NodeTick> {
+    let empty: PerNode<f64> = map.nodes().map(|n| (n, 0.0)).collect();
     let mut ticks: BTreeMap<u64, NodeTick> = BTreeMap::new();
     for s in samples {
         let tick = ticks.entry(s.t_ms).or_insert_with(|| NodeTick {
@@ -233,9 +266,9 @@ pub fn node_series(samples: &[Sample], map: &NodeMap) -> Vec<NodeTick> {
             runnable: empty.clone(),
         });
         if let Some(node) = map.node(s.cpu) {
-            *tick.threads.entry(node).or_default() += 1;
+            *tick.threads.entry(node).or_default() += weight(s);
             if s.running {
-                *tick.runnable.entry(node).or_default() += 1;
+                *tick.runnable.entry(node).or_default() += weight(s);
             }
         }
     }
@@ -255,13 +288,13 @@ fn instance_summary(instance: u32, samples: &[Sample], map: &NodeMap) -> Instanc
             (t, tick.iter().map(|s| map.node(s.cpu)).collect())
         })
         .collect();
-    let series = node_series(samples, map);
+    let series = series_by(samples, map, |s| s.instance_weight);
     let ticks = series.len().max(1) as f64;
-    let average = |f: fn(&NodeTick) -> &PerNode<usize>| -> PerNode<f64> {
+    let average = |f: fn(&NodeTick) -> &PerNode<f64>| -> PerNode<f64> {
         map.nodes()
             .map(|node| {
-                let sum: usize = series.iter().map(|t| count(f(t), node)).sum();
-                (node, sum as f64 / ticks)
+                let sum: f64 = series.iter().map(|t| count(f(t), node)).sum();
+                (node, sum / ticks)
             })
             .collect()
     };
@@ -273,6 +306,6 @@ fn instance_summary(instance: u32, samples: &[Sample], map: &NodeMap) -> Instanc
     }
 }
 
-fn count(per_node: &PerNode<usize>, node: u32) -> usize {
-    per_node.get(&node).copied().unwrap_or(0)
+fn count(per_node: &PerNode<f64>, node: u32) -> f64 {
+    per_node.get(&node).copied().unwrap_or(0.0)
 }

@@ -141,6 +141,11 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
     };
     let telemetry = Telemetry {
         sample_interval_ms: i.collected.interval.as_millis() as u32,
+        threads_read_fraction: if i.collected.threads_seen > 0 {
+            i.collected.threads_read as f64 / i.collected.threads_seen as f64
+        } else {
+            0.0
+        },
         instances: placed
             .instances
             .iter()
@@ -159,7 +164,7 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
                 cpus: n.cpus as u32,
                 avg_threads: n.avg_threads,
                 avg_runnable: n.avg_runnable,
-                peak_threads: n.peak_threads as u32,
+                peak_threads: n.peak_threads.round() as u32,
             })
             .collect(),
         series: placed
@@ -169,11 +174,11 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
                 t_ms: t.t_ms,
                 threads: node_ids
                     .iter()
-                    .map(|n| t.threads.get(n).copied().unwrap_or(0) as u32)
+                    .map(|n| t.threads.get(n).copied().unwrap_or(0.0).round() as u32)
                     .collect(),
                 runnable: node_ids
                     .iter()
-                    .map(|n| t.runnable.get(n).copied().unwrap_or(0) as u32)
+                    .map(|n| t.runnable.get(n).copied().unwrap_or(0.0).round() as u32)
                     .collect(),
             })
             .collect(),

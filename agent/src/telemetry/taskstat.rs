@@ -12,6 +12,7 @@
 //! | 2 | comm | the thread name |
 //! | 3 | state | `R` running or runnable, `S` sleeping, `D` uninterruptible, `T`, `t`, `X`, `Z`, `P`, `I` (idle kernel thread) |
 //! | 14, 15 | utime, stime | CPU time in user and kernel mode, USER_HZ ticks |
+//! | 20 | num_threads | threads in the thread group |
 //! | 39 | processor | the CPU the thread runs on, is queued on, or last ran on |
 //!
 //! The number of context switches is not in this file (it is in `status` and `sched`).
@@ -39,6 +40,10 @@ pub struct TaskSample {
     /// USER_HZ ticks, see [`super::procstat::user_hz`].
     pub utime: u64,
     pub stime: u64,
+    /// Threads of its process; in a process's own `stat` (`/proc/<pid>/stat`) the
+    /// other fields are those of the main thread, except the times, which are the
+    /// whole process's, so a single-threaded process needs no second read.
+    pub num_threads: u32,
 }
 
 impl TaskSample {
@@ -79,6 +84,8 @@ pub fn parse(text: &str) -> Result<TaskSample> {
     };
     let utime = number(14, "utime")?;
     let stime = number(15, "stime")?;
+    let num_threads = u32::try_from(number(20, "num_threads")?)
+        .map_err(|_| bad("field 20 (num_threads) is too large"))?;
     let cpu = u32::try_from(number(39, "processor")?)
         .map_err(|_| bad("field 39 (processor) is not a cpu number"))?;
     Ok(TaskSample {
@@ -88,6 +95,7 @@ pub fn parse(text: &str) -> Result<TaskSample> {
         cpu,
         utime,
         stime,
+        num_threads,
     })
 }
 

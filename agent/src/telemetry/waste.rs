@@ -14,7 +14,9 @@
 //!
 //! - **waiting** on CPU c at snapshot k: `w_k(c) = max(0, R_k(c) - 1)`, where `R_k(c)`
 //!   is the number of sampled threads in state `R` whose CPU is c. One of them may be
-//!   running; the others wait on c's run queue.
+//!   running; the others wait on c's run queue. When the sampler read a subset of a
+//!   large workload's threads, `R_k(c)` is the sum of the samples' weights, an
+//!   estimate, and counts as a queue from 1.5 on.
 //! - **waiting in the interval**: `W = Σ_c min(w_k(c), w_k+1(c))`. Only a queue seen at
 //!   both ends, on the same CPU, counts: a thread seen waiting at one end may have run
 //!   for most of the interval.
@@ -84,22 +86,26 @@ pub fn check(
 ) -> Waste {
     let mut snapshots: Vec<&Snapshot> = snapshots.iter().collect();
     snapshots.sort_by_key(|s| s.t_ms);
-    let mut runnable: BTreeMap<u64, BTreeMap<u32, usize>> = BTreeMap::new();
+    // Runnable threads per CPU at each tick: sums of weights, so estimates when
+    // the tick read a subset of the threads (see `placement`).
+    let mut runnable: BTreeMap<u64, BTreeMap<u32, f64>> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.running) {
         *runnable
             .entry(s.t_ms)
             .or_default()
             .entry(s.cpu)
-            .or_default() += 1;
+            .or_default() += s.weight;
     }
-    let waiting_at = |t_ms: u64| -> BTreeMap<u32, usize> {
+    // A CPU with two or more runnable threads (rounded, for estimates) has
+    // all but one of them waiting.
+    let waiting_at = |t_ms: u64| -> BTreeMap<u32, f64> {
         runnable
             .get(&t_ms)
             .map(|per_cpu| {
                 per_cpu
                     .iter()
-                    .filter(|&(_, &r)| r > 1)
-                    .map(|(&cpu, &r)| (cpu, r - 1))
+                    .filter(|&(_, &r)| r >= 1.5)
+                    .map(|(&cpu, &r)| (cpu, r - 1.0))
                     .collect()
             })
             .unwrap_or_default()
@@ -117,11 +123,11 @@ pub fn check(
         }
         intervals += 1;
         let (w0, w1) = (waiting_at(start.t_ms), waiting_at(end.t_ms));
-        let waiting: usize = w0
+        let waiting: f64 = w0
             .iter()
             .filter_map(|(cpu, &a)| Some(a.min(*w1.get(cpu)?)))
             .sum();
-        if waiting == 0 {
+        if waiting <= 0.0 {
             continue;
         }
         let spent = procstat::delta(&start.stat, &end.stat);
@@ -134,7 +140,7 @@ pub fn check(
             .map(|(&cpu, t): (&u32, &CpuTimes)| (cpu, procstat::idle_seconds(t, user_hz).min(d)))
             .collect();
         let idle: f64 = idle_by_cpu.iter().map(|(_, s)| s).sum();
-        let wasted = (waiting as f64 * d).min(idle);
+        let wasted = (waiting * d).min(idle);
         if wasted <= 0.0 {
             continue;
         }

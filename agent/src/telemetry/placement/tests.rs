@@ -27,6 +27,8 @@ fn timeline(rows: &[(u64, u32, u32, u32, bool)]) -> Vec<Sample> {
             tid,
             cpu,
             running,
+            weight: 1.0,
+            instance_weight: 1.0,
         })
         .collect()
 }
@@ -44,6 +46,8 @@ fn single_threaded(instances: &[&[u32]]) -> Vec<Sample> {
                 tid: 1000 + i,
                 cpu: 2 * node,
                 running: true,
+                weight: 1.0,
+                instance_weight: 1.0,
             });
         }
     }
@@ -84,7 +88,7 @@ fn seed_001_numa_nodes_lines() {
         .map(|i| i.avg_threads[&3])
         .collect();
     assert_eq!(node3, [0.0, 0.0, 4.0 / 6.0, 5.0 / 6.0]);
-    let loads: Vec<(u32, f64, usize)> = placement
+    let loads: Vec<(u32, f64, f64)> = placement
         .nodes
         .iter()
         .map(|n| (n.node, n.avg_threads, n.peak_threads))
@@ -92,10 +96,10 @@ fn seed_001_numa_nodes_lines() {
     assert_eq!(
         loads,
         [
-            (0, 9.0 / 6.0, 2),
-            (1, 2.0 / 6.0, 1),
-            (2, 4.0 / 6.0, 1),
-            (3, 9.0 / 6.0, 2),
+            (0, 9.0 / 6.0, 2.0),
+            (1, 2.0 / 6.0, 1.0),
+            (2, 4.0 / 6.0, 1.0),
+            (3, 9.0 / 6.0, 2.0),
         ]
     );
     assert_eq!(placement.series.len(), 6);
@@ -197,14 +201,17 @@ fn node_series_for_heat_maps() {
             cpus: vec![2, 3],
         },
     ]);
-    let tick = |t_ms, threads: [usize; 2], runnable: [usize; 2]| NodeTick {
+    let tick = |t_ms, threads: [f64; 2], runnable: [f64; 2]| NodeTick {
         t_ms,
         threads: (0..2).zip(threads).collect(),
         runnable: (0..2).zip(runnable).collect(),
     };
     assert_eq!(
         node_series(&samples, &map),
-        [tick(0, [1, 1], [1, 0]), tick(100, [2, 0], [2, 0])]
+        [
+            tick(0, [1.0, 1.0], [1.0, 0.0]),
+            tick(100, [2.0, 0.0], [2.0, 0.0])
+        ]
     );
 }
 

@@ -54,6 +54,8 @@ fn threads(t_ms: u64, on: &[(u32, bool)]) -> Vec<Sample> {
             tid: 100 + i as u32,
             cpu,
             running,
+            weight: 1.0,
+            instance_weight: 1.0,
         })
         .collect()
 }
