@@ -14,6 +14,8 @@ need stress-ng stress-ng
 need sysbench sysbench
 need hackbench rt-tests
 need iperf3 iperf3
+# The report test renders the HTML report in headless Chromium.
+need chromium chromium
 if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
     apt-get update -q

@@ -1,10 +1,23 @@
 //! Statistics over plain data: no I/O, no async, nothing of ours but numbers.
 //!
-//! Today: the summary figures `farmctl results` prints (medians, ratios to a
-//! baseline). Verdicts, bootstrap intervals and change points come next.
+//! - [`summary`]: medians and ratios, the figures `farmctl results` prints;
+//! - [`compare`]: a cell against its baseline, one verdict per metric;
+//! - [`changepoint`]: change points in a metric's history.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
+pub mod changepoint;
+pub mod compare;
+pub mod diagnosis;
 pub mod summary;
 
 pub use summary::{median, ratio};
+
+/// Whether smaller or larger values of a metric are better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Times, counts of migrations: larger is worse.
+    LowerIsBetter,
+    /// Throughputs.
+    HigherIsBetter,
+}

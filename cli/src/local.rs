@@ -13,7 +13,12 @@ use tokio::sync::oneshot;
 
 use crate::{BadInput, client, outcome, print_results, read_matrix, watch};
 
-pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<ExitCode> {
+pub async fn run(
+    file: &Path,
+    json: bool,
+    data_dir: Option<&Path>,
+    report: Option<&Path>,
+) -> Result<ExitCode> {
     let toml = read_matrix(file)?;
     let file_name = file.display().to_string();
     // Refuse a bad file before starting anything.
@@ -96,6 +101,11 @@ pub async fn run(file: &Path, json: bool, data_dir: Option<&Path>) -> Result<Exi
         .await?
         .into_inner();
     print_results(&results, json)?;
+    if let Some(path) = report {
+        std::fs::write(path, crate::report::render(&results))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("report: {}", path.display());
+    }
 
     let _ = stop_agent.send(());
     let _ = agent_task.await;

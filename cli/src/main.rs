@@ -4,9 +4,11 @@
 //! Exit codes: 0 success, 1 runs failed (or the farm could not be reached),
 //! 2 bad input (a matrix file, an id, a flag).
 
+mod analyze;
 mod client;
 mod local;
 mod render;
+mod report;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -67,6 +69,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Write a matrix's report: one self-contained HTML file with plots.
+    Report {
+        id: String,
+        /// Where to write it (default: `<ID>.html`).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// The farm's statistics on files of numbers, one per line.
+    Analyze {
+        #[command(subcommand)]
+        what: Analyze,
+    },
     /// Run a matrix on this machine: embedded coordinator plus a local agent.
     Run {
         file: PathBuf,
@@ -75,6 +89,36 @@ enum Command {
         /// Keep the store here instead of a temporary directory.
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Also write the HTML report (as `farmctl report`) to this file.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum Analyze {
+    /// Compare a candidate's runs with a baseline's: verdict, ratio of
+    /// medians with its confidence interval, Mann-Whitney p-value.
+    Compare {
+        #[arg(long)]
+        baseline: PathBuf,
+        #[arg(long)]
+        candidate: PathBuf,
+        /// Larger numbers are better (throughputs); by default they are worse (times).
+        #[arg(long)]
+        higher_is_better: bool,
+        /// The smallest change, in percent, called a regression or an improvement.
+        #[arg(long, value_name = "PCT")]
+        min_effect: Option<f64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find the change points of a series, in order.
+    Changepoints {
+        #[arg(long)]
+        series: PathBuf,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -97,6 +141,33 @@ fn main() -> ExitCode {
         // the workload's threads, since agents sample them.
         let code = farm_workload::cli::main(args);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    if let Command::Analyze { what } = &cli.command {
+        // Plain files, no farm: no runtime, no token.
+        let done = match what {
+            Analyze::Compare {
+                baseline,
+                candidate,
+                higher_is_better,
+                min_effect,
+                json,
+            } => analyze::compare(&analyze::CompareArgs {
+                baseline,
+                candidate,
+                higher_is_better: *higher_is_better,
+                min_effect: *min_effect,
+                json: *json,
+            }),
+            Analyze::Changepoints { series, json } => analyze::changepoints(series, *json),
+        };
+        return match done {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                let bad = e.chain().any(|c| c.is::<BadInput>());
+                ExitCode::from(if bad { 2 } else { 1 })
+            }
+        };
     }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -147,9 +218,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         file,
         json,
         data_dir,
+        report,
     } = &cli.command
     {
-        return local::run(file, *json, data_dir.as_deref()).await;
+        return local::run(file, *json, data_dir.as_deref(), report.as_deref()).await;
     }
     let token = client::load_token(cli.token.clone(), cli.token_file.as_deref())?;
     let mut c = client::connect(&cli.coordinator, &token).await?;
@@ -206,6 +278,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             print_results(&r, json)?;
             return Ok(outcome(&r));
         }
+        Command::Report { id, output } => {
+            let r = c
+                .get_results(GetResultsRequest {
+                    matrix_id: id.clone(),
+                })
+                .await?
+                .into_inner();
+            let path = output.unwrap_or_else(|| PathBuf::from(format!("{id}.html")));
+            std::fs::write(&path, report::render(&r))
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
         Command::Cancel { id } => {
             let r = c
                 .cancel_matrix(CancelMatrixRequest { matrix_id: id })
@@ -213,7 +297,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 .into_inner();
             println!("cancelled {} runs", r.cancelled_runs);
         }
-        Command::Run { .. } | Command::Workload { .. } => unreachable!("handled above"),
+        Command::Run { .. } | Command::Workload { .. } | Command::Analyze { .. } => {
+            unreachable!("handled above")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,6 @@
 //! How results look: a table for people, JSON for programs. Pure functions.
 
-use farm_proto::{Direction, GetResultsResponse, MatrixState, MatrixStatus, RunCounts};
+use farm_proto::{Direction, GetResultsResponse, MatrixState, MatrixStatus, RunCounts, Verdict};
 use serde_json::{Value, json};
 
 fn state_name(s: i32) -> &'static str {
@@ -17,6 +17,18 @@ fn direction_name(d: i32) -> &'static str {
         Ok(Direction::LowerIsBetter) => "lower_is_better",
         Ok(Direction::HigherIsBetter) => "higher_is_better",
         _ => "unspecified",
+    }
+}
+
+/// A verdict's name, as `farmctl analyze compare --json` prints it; null
+/// where there was nothing to compare.
+fn verdict_name(v: i32) -> Option<&'static str> {
+    match Verdict::try_from(v) {
+        Ok(Verdict::Regression) => Some("regression"),
+        Ok(Verdict::Improvement) => Some("improvement"),
+        Ok(Verdict::NoChange) => Some("no_change"),
+        Ok(Verdict::Inconclusive) => Some("inconclusive"),
+        _ => None,
     }
 }
 
@@ -89,6 +101,9 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
             "baseline": c.baseline,
             "representative_run": c.representative_run,
             "notes": c.notes,
+            "verdict": verdict_name(c.verdict),
+            "diagnosis": c.diagnosis,
+            "extra_runs": c.extra_runs,
             "metrics": c.metrics.iter().map(|m| json!({
                 "name": m.name,
                 "unit": m.unit,
@@ -97,6 +112,23 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
                 "median": m.median,
                 "baseline_median": m.baseline_median,
                 "ratio": m.ratio,
+                "verdict": verdict_name(m.verdict),
+                "ci_low": m.baseline_median.map(|_| m.ci_low),
+                "ci_high": m.baseline_median.map(|_| m.ci_high),
+                "p_value": m.baseline_median.map(|_| m.p_value),
+                "baseline_n": m.baseline_median.map(|_| m.baseline_n),
+                "findings": m.findings,
+            })).collect::<Vec<_>>(),
+            "history": c.history.iter().map(|h| json!({
+                "metric": h.metric,
+                "unit": h.unit,
+                "points": h.points.iter().map(|p| json!({
+                    "matrix_id": p.matrix_id, "t_ms": p.t_ms, "kernel": p.kernel, "value": p.value,
+                })).collect::<Vec<_>>(),
+                "change_points": h.change_points.iter().map(|c| json!({
+                    "index": c.index, "mean_before": c.mean_before,
+                    "mean_after": c.mean_after, "p_value": c.p_value,
+                })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "results": r.runs.iter().map(|run| {
@@ -181,7 +213,7 @@ fn fmt_value(v: f64) -> String {
 /// The results table: one block per cell, one row per metric.
 /// A line of the results table: a row of columns, or a note under a cell.
 enum Line {
-    Row([String; 6]),
+    Row([String; 7]),
     Note(String),
 }
 
@@ -194,7 +226,10 @@ fn shown(m: &farm_proto::MetricSummary) -> bool {
 /// cell's representative run's telemetry says.
 pub fn results_table(r: &GetResultsResponse) -> String {
     let status = r.status.clone().unwrap_or_default();
-    let header = ["CELL", "RUNS", "METRIC", "MEDIAN", "BASELINE", "RATIO"].map(String::from);
+    let header = [
+        "CELL", "RUNS", "METRIC", "MEDIAN", "BASELINE", "RATIO", "VERDICT",
+    ]
+    .map(String::from);
     let mut lines: Vec<Line> = vec![Line::Row(header)];
     for c in &r.cells {
         let counts = status
@@ -216,6 +251,7 @@ pub fn results_table(r: &GetResultsResponse) -> String {
             lines.push(Line::Row([
                 c.cell_name.clone(),
                 runs,
+                "-".into(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
@@ -244,13 +280,33 @@ pub fn results_table(r: &GetResultsResponse) -> String {
                 m.ratio
                     .map(|x| format!("×{x:.3}"))
                     .unwrap_or_else(|| "-".into()),
+                match verdict_name(m.verdict) {
+                    Some(v) => format!("{v} [{:.3}, {:.3}]", m.ci_low, m.ci_high),
+                    None => "-".into(),
+                },
             ]));
+        }
+        if let Some(v) = verdict_name(c.verdict) {
+            let added = if c.extra_runs > 0 {
+                format!(" ({} runs added to decide)", c.extra_runs)
+            } else {
+                String::new()
+            };
+            lines.push(Line::Note(format!("    = {v}{added}")));
+        }
+        for d in &c.diagnosis {
+            lines.push(Line::Note(format!("    ! {d}")));
+        }
+        for m in &c.metrics {
+            for f in &m.findings {
+                lines.push(Line::Note(format!("    ~ {}: {f}", m.name)));
+            }
         }
         for n in &c.notes {
             lines.push(Line::Note(format!("    · {n}")));
         }
     }
-    let mut widths = [0usize; 6];
+    let mut widths = [0usize; 7];
     for line in &lines {
         if let Line::Row(row) = line {
             for (w, cell) in widths.iter_mut().zip(row) {
@@ -277,7 +333,7 @@ pub fn results_table(r: &GetResultsResponse) -> String {
         for (i, (w, cell)) in widths.iter().zip(&row).enumerate() {
             let pad = w - cell.chars().count();
             // Numbers align right, words left.
-            if i >= 3 {
+            if (3..6).contains(&i) {
                 text.push_str(&" ".repeat(pad));
                 text.push_str(cell);
             } else {
@@ -371,9 +427,11 @@ mod tests {
                         median: 1.0,
                         baseline_median: Some(2.0),
                         ratio: Some(0.5),
+                        ..Default::default()
                     }],
                     representative_run: "m-1.c1.r0".into(),
                     notes: vec!["node 0 holds 2.0 threads (2.0 runnable) on 2 CPUs".into()],
+                    ..Default::default()
                 },
             ],
         }

@@ -56,6 +56,13 @@
 //! [baseline]                # optional: what each cell is compared with
 //! state = "default"         # keys: kernel, state, host, workload (a workload name),
 //!                           # or a workload parameter (e.g. threads = 1)
+//!
+//! [verdict]                 # optional: how cells are judged against their baselines
+//! min_effect_pct = 2        # the smallest change called a regression; default 2, 0..=100
+//! max_runs = 30             # runs per cell at most when inconclusive comparisons add
+//!                           # runs; default 3 × repetitions (at most 1000), and
+//!                           # repetitions..=1000 (= repetitions: never add runs)
+//! min_effect_pct_by_metric = { cpu_migrations = 10 }  # per metric, 0..=100
 //! ```
 //!
 //! Unknown keys are refused everywhere, as are empty axes (`kernels = []`,
@@ -145,12 +152,16 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 
-use farm_proto::{Cell, HostSelector, MachineState, Param, Workload, param::Value as ParamValue};
+use farm_proto::{
+    Cell, HostSelector, MachineState, Param, VerdictPolicy, Workload, param::Value as ParamValue,
+};
 use farm_workload::catalogue::{self, ParamError, ParamSpec, Value, WorkloadSpec};
 use toml::Spanned;
 
 use self::location::{Issue, join};
-use self::raw::{Int, Number, RawHost, RawLoad, RawMatrix, RawState, RawWorkload, Setting};
+use self::raw::{
+    Int, Number, RawHost, RawLoad, RawMatrix, RawState, RawVerdict, RawWorkload, Setting,
+};
 
 /// The default limit on the number of cells of one matrix (`max_cells`).
 pub const DEFAULT_MAX_CELLS: usize = 10_000;
@@ -363,7 +374,8 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
             Some(baseline::resolve(b, &axes)?)
         }
     };
-    let cells = cells(
+    let policy = verdict_policy(raw.verdict.as_ref(), repetitions)?;
+    let mut cells = cells(
         &kernels,
         &variants,
         &states,
@@ -371,6 +383,9 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         &loads,
         baseline.as_ref(),
     );
+    for cell in &mut cells {
+        cell.verdict = Some(policy.clone());
+    }
     Ok(Matrix {
         name,
         repetitions,
@@ -378,6 +393,63 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         cells,
     })
 }
+
+/// The smallest effect called a change when the matrix does not say, in
+/// percent: below LKP's 5% and Perfherder's 2% thresholds' spirit, at the
+/// noise our verdicts resolve with 10 runs a side.
+pub const DEFAULT_MIN_EFFECT_PCT: f64 = 2.0;
+
+/// The `[verdict]` table, checked.
+fn verdict_policy(raw: Option<&Spanned<RawVerdict>>, repetitions: u32) -> Checked<VerdictPolicy> {
+    let pct = |v: &Spanned<Number>, key: String| -> Checked<f64> {
+        let x = match *v.get_ref() {
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        };
+        if !(0.0..=100.0).contains(&x) {
+            return Err(Issue::new(
+                v.span(),
+                key,
+                format!("{x} is out of range 0..=100 (percent)"),
+            ));
+        }
+        Ok(x / 100.0)
+    };
+    let default_max = repetitions.saturating_mul(3).min(MAX_RUNS_PER_CELL);
+    let Some(raw) = raw else {
+        return Ok(VerdictPolicy {
+            min_effect: DEFAULT_MIN_EFFECT_PCT / 100.0,
+            min_effect_by_metric: Default::default(),
+            max_runs: default_max,
+            repetitions,
+        });
+    };
+    let raw = raw.get_ref();
+    let min_effect = match &raw.min_effect_pct {
+        Some(v) => pct(v, "verdict.min_effect_pct".into())?,
+        None => DEFAULT_MIN_EFFECT_PCT / 100.0,
+    };
+    let max_runs = bounded(
+        raw.max_runs.as_ref(),
+        "verdict.max_runs",
+        i64::from(repetitions)..=i64::from(MAX_RUNS_PER_CELL.max(repetitions)),
+        default_max.max(repetitions),
+    )?;
+    let mut by_metric = HashMap::new();
+    for (name, v) in &raw.min_effect_pct_by_metric {
+        let key = format!("verdict.min_effect_pct_by_metric.{}", name.get_ref());
+        by_metric.insert(name.get_ref().clone(), pct(v, key)?);
+    }
+    Ok(VerdictPolicy {
+        min_effect,
+        min_effect_by_metric: by_metric,
+        max_runs,
+        repetitions,
+    })
+}
+
+/// The most runs one cell may reach with the runs verdicts add.
+pub const MAX_RUNS_PER_CELL: u32 = 1000;
 
 /// Refuses a matrix with more cells than `max_cells`, more runs than
 /// [`MAX_RUNS`] or more load copies than [`MAX_LOAD_COPIES`], counting them
@@ -531,6 +603,7 @@ fn cells(
                         host: Some(host.clone()),
                         baseline: target.map(|t| t as u32),
                         loads: loads.to_vec(),
+                        verdict: None,
                     });
                 }
             }

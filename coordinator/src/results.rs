@@ -1,73 +1,365 @@
-//! Per-cell summaries of finished runs: each metric's median and its ratio
-//! to the same metric's median in the cell's baseline.
+//! Per-cell summaries of finished runs: each metric's median, its ratio to
+//! the baseline cell's, and the verdict of comparing their runs
+//! (`farm_analysis::compare`); the cell's verdict, what its telemetry says
+//! about why (`farm_analysis::diagnosis`), and its history over past
+//! matrices with change points (`farm_analysis::changepoint`).
+//!
+//! *Primary* metrics are the workload's own figures (its time, throughput,
+//! `wall_s`): they make the cell's verdict. The others are telemetry every
+//! run reports ([`TELEMETRY`]): they explain a verdict, they do not make one.
 
-use farm_proto::{Cell, CellSummary, MetricSummary};
+use std::collections::BTreeMap;
+
+use farm_analysis::compare::{self, Comparison, Verdict};
+use farm_analysis::{Direction, changepoint, diagnosis};
+use farm_proto::{
+    Cell, CellSummary, ChangePoint, Direction as WireDirection, History, MetricSummary,
+    SeriesPoint, Telemetry, Verdict as WireVerdict, VerdictPolicy,
+};
 
 use crate::store::{RunRecord, RunState};
 
-/// Summarises `runs` (any order, any cells) per cell of `cells`.
-pub fn summarise(cells: &[Cell], runs: &[&RunRecord]) -> Vec<CellSummary> {
-    let mut per_cell: Vec<Vec<MetricSummary>> = cells.iter().map(|_| Vec::new()).collect();
-    let mut values: Vec<Vec<Vec<f64>>> = cells.iter().map(|_| Vec::new()).collect();
-    for r in runs.iter().filter(|r| r.state == RunState::Finished) {
-        let (Some(res), Some(metrics), Some(vals)) = (
-            &r.result,
-            per_cell.get_mut(r.cell as usize),
-            values.get_mut(r.cell as usize),
-        ) else {
-            continue;
-        };
+/// Metrics that describe how a run ran rather than what the workload
+/// achieved: never part of a cell's verdict, the material of its diagnosis.
+pub const TELEMETRY: &[&str] = &[
+    "user_s",
+    "sys_s",
+    "task_clock_s",
+    "cpus_utilised",
+    "context_switches",
+    "cpu_migrations",
+    "page_faults",
+    "telemetry_overhead_pct",
+    "rescheduling_ipis",
+    "function_call_ipis",
+    "tlb_shootdowns",
+    "mixed_ipis",
+    "wasted_core_s",
+    "wasted_core_pct",
+];
+
+pub fn is_primary(metric: &str) -> bool {
+    !TELEMETRY.contains(&metric)
+}
+
+/// One metric's values over a cell's finished runs, in run order.
+#[derive(Debug, Clone, Default)]
+struct Values {
+    name: String,
+    unit: String,
+    direction: i32,
+    values: Vec<f64>,
+}
+
+/// The metrics of `runs` in the order they first appear; finished runs only,
+/// by repetition.
+fn values(runs: &[&RunRecord]) -> Vec<Values> {
+    let mut finished: Vec<&&RunRecord> = runs
+        .iter()
+        .filter(|r| r.state == RunState::Finished)
+        .collect();
+    finished.sort_by_key(|r| r.repetition);
+    let mut out: Vec<Values> = Vec::new();
+    for r in finished {
+        let Some(res) = &r.result else { continue };
         for m in &res.metrics {
-            // Metrics keep the order in which they first appear.
-            let i = match metrics.iter().position(|s| s.name == m.name) {
+            let i = match out.iter().position(|v| v.name == m.name) {
                 Some(i) => i,
                 None => {
-                    metrics.push(MetricSummary {
+                    out.push(Values {
                         name: m.name.clone(),
                         unit: m.unit.clone(),
                         direction: m.direction,
-                        ..Default::default()
+                        values: Vec::new(),
                     });
-                    vals.push(Vec::new());
-                    metrics.len() - 1
+                    out.len() - 1
                 }
             };
-            vals[i].push(m.value);
+            out[i].values.push(m.value);
         }
     }
-    for (metrics, vals) in per_cell.iter_mut().zip(&values) {
-        for (s, v) in metrics.iter_mut().zip(vals) {
-            s.n = v.len() as u32;
-            s.median = farm_analysis::median(v).unwrap_or(f64::NAN);
-        }
+    out
+}
+
+fn direction(wire: i32) -> Direction {
+    if wire == WireDirection::HigherIsBetter as i32 {
+        Direction::HigherIsBetter
+    } else {
+        Direction::LowerIsBetter
     }
-    let medians: Vec<Vec<(String, f64)>> = per_cell
+}
+
+fn wire_verdict(v: Verdict) -> WireVerdict {
+    match v {
+        Verdict::Regression => WireVerdict::Regression,
+        Verdict::Improvement => WireVerdict::Improvement,
+        Verdict::NoChange => WireVerdict::NoChange,
+        Verdict::Inconclusive => WireVerdict::Inconclusive,
+    }
+}
+
+/// How bad a verdict is, for the worst of a cell's metrics.
+fn severity(v: Verdict) -> u8 {
+    match v {
+        Verdict::NoChange => 0,
+        Verdict::Improvement => 1,
+        Verdict::Inconclusive => 2,
+        Verdict::Regression => 3,
+    }
+}
+
+/// The policy of a cell, or the defaults of a matrix without `[verdict]`
+/// (cells stored before policies existed).
+pub fn policy(cell: &Cell) -> VerdictPolicy {
+    cell.verdict.clone().unwrap_or(VerdictPolicy {
+        min_effect: crate::matrix::DEFAULT_MIN_EFFECT_PCT / 100.0,
+        min_effect_by_metric: Default::default(),
+        max_runs: 0,
+        repetitions: 0,
+    })
+}
+
+/// Compares one metric's runs; `None` when a side has fewer than 2 values.
+fn compare_metric(
+    policy: &VerdictPolicy,
+    name: &str,
+    wire_direction: i32,
+    baseline: &[f64],
+    candidate: &[f64],
+) -> Option<Comparison> {
+    let options = compare::Options {
+        min_effect: policy
+            .min_effect_by_metric
+            .get(name)
+            .copied()
+            .unwrap_or(policy.min_effect),
+        ..Default::default()
+    };
+    compare::compare(baseline, candidate, direction(wire_direction), &options).ok()
+}
+
+/// The verdict of a cell against its baseline: the worst of its primary
+/// metrics' (regression, then inconclusive, then improvement, then no
+/// change); `None` while a side has too few finished runs to compare.
+pub fn pair_verdict(
+    cell: &Cell,
+    candidate: &[&RunRecord],
+    baseline: &[&RunRecord],
+) -> Option<Verdict> {
+    let policy = policy(cell);
+    let base = values(baseline);
+    values(candidate)
         .iter()
-        .map(|ms| ms.iter().map(|m| (m.name.clone(), m.median)).collect())
+        .filter(|v| is_primary(&v.name))
+        .filter_map(|v| {
+            let b = base.iter().find(|b| b.name == v.name)?;
+            compare_metric(&policy, &v.name, v.direction, &b.values, &v.values)
+        })
+        .map(|c| c.verdict)
+        .max_by_key(|v| severity(*v))
+}
+
+/// One past (or this) matrix's cell on a cell's series.
+pub struct SeriesCell<'a> {
+    pub matrix_id: String,
+    pub submitted_ms: u64,
+    pub kernel: String,
+    pub runs: Vec<&'a RunRecord>,
+}
+
+/// The series of each primary metric of a cell over `series` (in order),
+/// one point per matrix cell with finished runs (the median), with its
+/// change points.
+pub fn histories(series: &[SeriesCell<'_>]) -> Vec<History> {
+    let mut out: Vec<History> = Vec::new();
+    for point in series {
+        for v in values(&point.runs) {
+            if !is_primary(&v.name) {
+                continue;
+            }
+            let Some(median) = farm_analysis::median(&v.values) else {
+                continue;
+            };
+            let i = match out.iter().position(|h| h.metric == v.name) {
+                Some(i) => i,
+                None => {
+                    out.push(History {
+                        metric: v.name.clone(),
+                        unit: v.unit.clone(),
+                        ..Default::default()
+                    });
+                    out.len() - 1
+                }
+            };
+            out[i].points.push(SeriesPoint {
+                matrix_id: point.matrix_id.clone(),
+                t_ms: point.submitted_ms,
+                kernel: point.kernel.clone(),
+                value: median,
+            });
+        }
+    }
+    for h in &mut out {
+        let ys: Vec<f64> = h.points.iter().map(|p| p.value).collect();
+        // Medians are finite and the options the defaults: nothing to refuse.
+        h.change_points = changepoint::try_detect(&ys, &changepoint::Options::default())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| ChangePoint {
+                index: c.index as u32,
+                mean_before: c.mean_before,
+                mean_after: c.mean_after,
+                p_value: c.p_value,
+            })
+            .collect();
+    }
+    out
+}
+
+/// Summarises `runs` (any order, any cells) per cell of `cells`;
+/// `histories[i]` is cell i's history (empty when unknown).
+pub fn summarise(
+    cells: &[Cell],
+    runs: &[&RunRecord],
+    histories: Vec<Vec<History>>,
+) -> Vec<CellSummary> {
+    let mut by_cell: Vec<Vec<&RunRecord>> = cells.iter().map(|_| Vec::new()).collect();
+    for r in runs {
+        if let Some(v) = by_cell.get_mut(r.cell as usize) {
+            v.push(r);
+        }
+    }
+    let vals: Vec<Vec<Values>> = by_cell.iter().map(|r| values(r)).collect();
+    let reps: Vec<(String, Vec<String>, Option<&Telemetry>)> = cells
+        .iter()
+        .map(|cell| representative(cell.index, runs))
         .collect();
+    let mut histories = histories.into_iter();
     cells
         .iter()
-        .zip(per_cell)
-        .map(|(cell, mut metrics)| {
-            if let Some(base) = cell.baseline.and_then(|b| medians.get(b as usize)) {
-                for m in &mut metrics {
-                    if let Some((_, bm)) = base.iter().find(|(n, _)| *n == m.name) {
-                        m.baseline_median = Some(*bm);
-                        m.ratio = farm_analysis::ratio(m.median, *bm);
-                    }
-                }
-            }
-            let (representative_run, notes) = representative(cell.index, runs);
-            CellSummary {
+        .map(|cell| {
+            let i = cell.index as usize;
+            let policy = policy(cell);
+            let base_i = cell
+                .baseline
+                .map(|b| b as usize)
+                .filter(|&b| b < cells.len());
+            let mut summary = CellSummary {
                 cell_index: cell.index,
                 cell_name: cell.name.clone(),
                 baseline: cell.baseline,
-                metrics,
-                representative_run,
-                notes,
+                representative_run: reps[i].0.clone(),
+                notes: reps[i].1.clone(),
+                history: histories.next().unwrap_or_default(),
+                ..Default::default()
+            };
+            if policy.repetitions > 0 {
+                summary.extra_runs = by_cell[i]
+                    .iter()
+                    .filter(|r| r.repetition >= policy.repetitions)
+                    .count() as u32;
             }
+            let mut worst: Option<Verdict> = None;
+            let mut moved: Vec<(String, f64, f64, Verdict)> = Vec::new();
+            for v in &vals[i] {
+                let mut m = MetricSummary {
+                    name: v.name.clone(),
+                    unit: v.unit.clone(),
+                    direction: v.direction,
+                    n: v.values.len() as u32,
+                    median: farm_analysis::median(&v.values).unwrap_or(f64::NAN),
+                    values: v.values.clone(),
+                    ..Default::default()
+                };
+                if let Some(b) = base_i.and_then(|b| vals[b].iter().find(|b| b.name == v.name)) {
+                    let bm = farm_analysis::median(&b.values).unwrap_or(f64::NAN);
+                    m.baseline_median = Some(bm);
+                    m.ratio = farm_analysis::ratio(m.median, bm);
+                    m.baseline_n = b.values.len() as u32;
+                    m.baseline_values = b.values.clone();
+                    if let Some(c) =
+                        compare_metric(&policy, &v.name, v.direction, &b.values, &v.values)
+                    {
+                        m.verdict = wire_verdict(c.verdict) as i32;
+                        m.ci_low = c.ci_low;
+                        m.ci_high = c.ci_high;
+                        m.p_value = c.p_value;
+                        m.findings = c
+                            .findings
+                            .iter()
+                            .map(|f| diagnosis::finding_text(f, &v.unit))
+                            .collect();
+                        if is_primary(&v.name) {
+                            if worst.is_none_or(|w| severity(c.verdict) > severity(w)) {
+                                worst = Some(c.verdict);
+                            }
+                        } else {
+                            moved.push((v.name.clone(), bm, m.median, c.verdict));
+                        }
+                    }
+                }
+                summary.metrics.push(m);
+            }
+            if let Some(w) = worst {
+                summary.verdict = wire_verdict(w) as i32;
+                let evidence = diagnosis::Evidence {
+                    metrics: moved
+                        .iter()
+                        .map(|(name, b, c, v)| diagnosis::Moved {
+                            metric: name,
+                            baseline_median: *b,
+                            candidate_median: *c,
+                            verdict: *v,
+                        })
+                        .collect(),
+                    baseline: base_i.and_then(|b| reps[b].2).map(placement_of),
+                    candidate: reps[i].2.map(placement_of),
+                    baseline_topology: base_i
+                        .and_then(|b| reps[b].2)
+                        .map(|t| t.topology_changes.clone())
+                        .unwrap_or_default(),
+                    candidate_topology: reps[i]
+                        .2
+                        .map(|t| t.topology_changes.clone())
+                        .unwrap_or_default(),
+                };
+                summary.diagnosis = diagnosis::diagnose(&evidence)
+                    .into_iter()
+                    .map(|l| l.text)
+                    .collect();
+            }
+            summary
         })
         .collect()
+}
+
+/// A run's placement, as the diagnosis reads it.
+fn placement_of(t: &Telemetry) -> diagnosis::Placement {
+    diagnosis::Placement {
+        nodes: t
+            .nodes
+            .iter()
+            .map(|n| diagnosis::NodeLoad {
+                node: n.node,
+                cpus: n.cpus,
+                avg_threads: n.avg_threads,
+                avg_runnable: n.avg_runnable,
+            })
+            .collect(),
+        instances: t
+            .instances
+            .iter()
+            .map(|i| {
+                (
+                    i.instance,
+                    i.avg_threads
+                        .iter()
+                        .map(|(k, v)| (*k, *v))
+                        .collect::<BTreeMap<u32, f64>>(),
+                )
+            })
+            .collect(),
+    }
 }
 
 /// Most instances and topology changes a cell's notes list.
@@ -82,21 +374,24 @@ fn wall(r: &RunRecord) -> Option<f64> {
         .map(|m| m.value)
 }
 
-/// The finished run of `cell` whose wall time is nearest the median, and
-/// its telemetry in the words the seeds' authors used.
-fn representative(cell: u32, runs: &[&RunRecord]) -> (String, Vec<String>) {
-    let mut finished: Vec<(&RunRecord, f64)> = runs
+/// The finished run of `cell` whose wall time is nearest the median, its
+/// telemetry in the words the seeds' authors used, and the telemetry itself.
+fn representative<'a>(
+    cell: u32,
+    runs: &[&'a RunRecord],
+) -> (String, Vec<String>, Option<&'a Telemetry>) {
+    let mut finished: Vec<(&'a RunRecord, f64)> = runs
         .iter()
         .filter(|r| r.cell == cell && r.state == RunState::Finished)
         .filter_map(|r| Some((*r, wall(r)?)))
         .collect();
     if finished.is_empty() {
-        return (String::new(), Vec::new());
+        return (String::new(), Vec::new(), None);
     }
     finished.sort_by(|a, b| a.1.total_cmp(&b.1));
     let (run, _) = finished[(finished.len() - 1) / 2];
     let Some(t) = run.result.as_ref().and_then(|r| r.telemetry.as_ref()) else {
-        return (run.run_id.clone(), Vec::new());
+        return (run.run_id.clone(), Vec::new(), None);
     };
     let mut notes = Vec::new();
     for n in &t.nodes {
@@ -141,7 +436,7 @@ fn representative(cell: u32, runs: &[&RunRecord]) -> (String, Vec<String>) {
     for c in t.topology_changes.iter().take(MAX_NOTES_EACH) {
         notes.push(format!("topology: {c}"));
     }
-    (run.run_id.clone(), notes)
+    (run.run_id.clone(), notes, Some(t))
 }
 
 #[cfg(test)]
@@ -197,7 +492,7 @@ mod tests {
             run(1, RunState::Failed, 100.0),
         ];
         let refs: Vec<&RunRecord> = runs.iter().collect();
-        let s = summarise(&cells, &refs);
+        let s = summarise(&cells, &refs, Vec::new());
         assert_eq!(s[0].metrics[0].median, 2.0);
         assert_eq!(s[0].metrics[0].ratio, None);
         assert_eq!(s[1].metrics[0].n, 2);

@@ -8,7 +8,7 @@
 //! acknowledgements and assignments. Nothing anyone was told is ever ahead of
 //! the disk, and one fsync serves a whole batch.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use farm_proto::{
@@ -149,6 +149,9 @@ struct MatrixMem {
     reqs: Vec<Vec<Requirement>>,
     /// Run ids in dispatch order.
     runs: Vec<String>,
+    /// Run ids of each cell, in dispatch order: comparisons look at a cell
+    /// and its baseline without scanning the matrix.
+    by_cell: Vec<Vec<String>>,
     status: watch::Sender<MatrixStatus>,
     dirty: bool,
     /// When watchers last got a status; `None` until the first one.
@@ -263,6 +266,9 @@ impl Scheduler {
                 continue;
             };
             m.runs.push(r.run_id.clone());
+            if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+                c.push(r.run_id.clone());
+            }
             let matrix_seq = m.rec.seq;
             if let Some(res) = &r.result
                 && r.state == RunState::Finished
@@ -302,6 +308,9 @@ impl Scheduler {
         for m in self.matrices.values_mut() {
             let runs = &self.runs;
             m.runs.sort_by_key(|id| runs.get(id).map(|r| r.rec.seq));
+            for c in &mut m.by_cell {
+                c.sort_by_key(|id| runs.get(id).map(|r| r.rec.seq));
+            }
         }
         let ids: Vec<String> = self.matrices.keys().cloned().collect();
         for id in ids {
@@ -322,6 +331,7 @@ impl Scheduler {
 
     fn insert_matrix(&mut self, rec: MatrixRecord) {
         let reqs = rec.cells.iter().map(placement::requirements).collect();
+        let by_cell = vec![Vec::new(); rec.cells.len()];
         let (status, _) = watch::channel(MatrixStatus::default());
         self.by_seq.insert(rec.seq, rec.id.clone());
         self.matrices.insert(
@@ -330,6 +340,7 @@ impl Scheduler {
                 rec,
                 reqs,
                 runs: Vec::new(),
+                by_cell,
                 status,
                 dirty: true,
                 published: None,
@@ -651,6 +662,7 @@ impl Scheduler {
                 }),
             ));
         }
+        let cell = run.rec.cell;
         if let Some(m) = self.matrices.get_mut(&matrix_id) {
             m.dirty = true;
             if finished {
@@ -658,6 +670,125 @@ impl Scheduler {
             }
         }
         self.outbox.push(ack);
+        self.decide(&matrix_id, cell);
+    }
+
+    /// Once a cell and its baseline have no run left to wait for, compares
+    /// them; when the comparison is inconclusive and the matrix allows more
+    /// runs, queues more of both, alternating, the way Chromium's Pinpoint
+    /// retries. Checks the cell as a candidate and as a baseline.
+    fn decide(&mut self, matrix_id: &str, cell: u32) {
+        let Some(m) = self.matrices.get(matrix_id) else {
+            return;
+        };
+        if m.rec.cancelled {
+            return;
+        }
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        if let Some(b) = m.rec.cells.get(cell as usize).and_then(|c| c.baseline) {
+            pairs.push((cell, b));
+        }
+        pairs.extend(
+            m.rec
+                .cells
+                .iter()
+                .filter(|c| c.baseline == Some(cell))
+                .map(|c| (c.index, cell)),
+        );
+        let mut add: Vec<u32> = Vec::new();
+        for (candidate, baseline) in pairs {
+            let (Some(cand_ids), Some(base_ids)) = (
+                m.by_cell.get(candidate as usize),
+                m.by_cell.get(baseline as usize),
+            ) else {
+                continue;
+            };
+            let recs = |ids: &[String]| -> Vec<&RunRecord> {
+                ids.iter()
+                    .filter_map(|id| self.runs.get(id))
+                    .map(|r| &r.rec)
+                    .collect()
+            };
+            let (cand, base) = (recs(cand_ids), recs(base_ids));
+            if cand.iter().chain(&base).any(|r| !r.state.is_terminal()) {
+                continue;
+            }
+            let policy = results::policy(&m.rec.cells[candidate as usize]);
+            // Room under the cap, counting runs this call already plans: a
+            // baseline shared by several inconclusive candidates grows once.
+            let planned = |c: u32| add.iter().filter(|&&a| a == c).count();
+            let room = |n: usize, c: u32| (policy.max_runs as usize).saturating_sub(n + planned(c));
+            if room(cand.len(), candidate) == 0 {
+                continue;
+            }
+            let verdict = results::pair_verdict(&m.rec.cells[candidate as usize], &cand, &base);
+            if verdict != Some(farm_analysis::compare::Verdict::Inconclusive) {
+                continue;
+            }
+            // A round as large as the matrix's repetitions, within the cap,
+            // on both sides, alternating.
+            let round = (policy.repetitions.max(1) as usize).min(room(cand.len(), candidate));
+            let base_round = round.min(room(base.len(), baseline));
+            for k in 0..round {
+                add.push(candidate);
+                if k < base_round {
+                    add.push(baseline);
+                }
+            }
+            info!(matrix = %matrix_id, candidate, baseline, round, "inconclusive: adding runs");
+        }
+        for cell in add {
+            self.add_run(matrix_id, cell);
+        }
+    }
+
+    /// Queues one more run of `cell`, after every run the matrix has.
+    fn add_run(&mut self, matrix_id: &str, cell: u32) {
+        let Some(m) = self.matrices.get_mut(matrix_id) else {
+            return;
+        };
+        let runs = &self.runs;
+        let seq = m
+            .runs
+            .last()
+            .and_then(|id| runs.get(id))
+            .map_or(0, |r| r.rec.seq + 1);
+        let Some(ids) = m.by_cell.get_mut(cell as usize) else {
+            return;
+        };
+        let repetition = ids
+            .iter()
+            .filter_map(|id| runs.get(id))
+            .map(|r| r.rec.repetition + 1)
+            .max()
+            .unwrap_or(0);
+        let rec = RunRecord {
+            run_id: format!("{matrix_id}.c{cell}.r{repetition}"),
+            matrix_id: matrix_id.to_string(),
+            cell,
+            repetition,
+            seq,
+            state: RunState::Queued,
+            attempt: 0,
+            agent_id: String::new(),
+            result: None,
+        };
+        ids.push(rec.run_id.clone());
+        m.runs.push(rec.run_id.clone());
+        m.dirty = true;
+        self.queues
+            .entry((m.rec.seq, cell))
+            .or_default()
+            .insert(seq, rec.run_id.clone());
+        self.ops.push(Op::PutRun(Box::new(rec.clone())));
+        self.runs.insert(
+            rec.run_id.clone(),
+            RunMem {
+                rec,
+                matrix_seq: m.rec.seq,
+                assigned_at: None,
+            },
+        );
     }
 
     /// Puts a run that `agent_id` lost back in its queue, or fails it when it
@@ -865,6 +996,9 @@ impl Scheduler {
                 .insert(r.seq, r.run_id.clone());
             if let Some(m) = self.matrices.get_mut(&id) {
                 m.runs.push(r.run_id.clone());
+                if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+                    c.push(r.run_id.clone());
+                }
             }
             self.runs.insert(
                 r.run_id.clone(),
@@ -1050,9 +1184,10 @@ impl Scheduler {
             .map(|r| &r.rec)
             .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
             .collect();
+        let histories = self.histories(m);
         Ok(GetResultsResponse {
             status: self.status(matrix_id),
-            cells: results::summarise(&m.rec.cells, &runs),
+            cells: results::summarise(&m.rec.cells, &runs, histories),
             runs: runs
                 .iter()
                 .map(|r| farm_proto::RunRecord {
@@ -1065,6 +1200,74 @@ impl Scheduler {
                 .collect(),
         })
     }
+}
+
+impl Scheduler {
+    /// Each cell's history: the same cell (workload, state, loads, host
+    /// class; any kernel, any name) in every matrix, oldest first, and by
+    /// cell order within a matrix (kernel-major, so a kernel axis reads in
+    /// the order the file gave).
+    fn histories(&self, m: &MatrixMem) -> Vec<Vec<farm_proto::History>> {
+        let keys: Vec<Vec<u8>> = m.rec.cells.iter().map(series_key).collect();
+        let wanted: HashSet<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let mut found: HashMap<&[u8], Vec<(u64, &MatrixMem, u32)>> = HashMap::new();
+        for other in self.matrices.values() {
+            for cell in &other.rec.cells {
+                let key = series_key(cell);
+                if let Some(k) = wanted.get(key.as_slice()) {
+                    found
+                        .entry(*k)
+                        .or_default()
+                        .push((other.rec.seq, other, cell.index));
+                }
+            }
+        }
+        keys.iter()
+            .map(|key| {
+                let mut cells = found.remove(key.as_slice()).unwrap_or_default();
+                cells.sort_by_key(|(seq, _, index)| (*seq, *index));
+                let series: Vec<results::SeriesCell<'_>> = cells
+                    .iter()
+                    .map(|(_, mm, index)| results::SeriesCell {
+                        matrix_id: mm.rec.id.clone(),
+                        submitted_ms: mm.rec.submitted_ms,
+                        kernel: mm.rec.cells[*index as usize].kernel.clone(),
+                        runs: mm.by_cell[*index as usize]
+                            .iter()
+                            .filter_map(|id| self.runs.get(id))
+                            .map(|r| &r.rec)
+                            .collect(),
+                    })
+                    .collect();
+                results::histories(&series)
+            })
+            .collect()
+    }
+}
+
+/// What makes two cells of different matrices points of one series: the
+/// workload and its parameters, the machine state, the competing loads and
+/// the host selector, without the names a file gives states and hosts.
+fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
+    use prost::Message;
+    let mut state = cell.state.clone().unwrap_or_default();
+    state.name.clear();
+    let mut host = cell.host.clone().unwrap_or_default();
+    host.name.clear();
+    let mut key = Vec::new();
+    for part in [
+        cell.workload.clone().unwrap_or_default().encode_to_vec(),
+        state.encode_to_vec(),
+        host.encode_to_vec(),
+        cell.loads
+            .iter()
+            .flat_map(|l| l.encode_length_delimited_to_vec())
+            .collect(),
+    ] {
+        key.extend((part.len() as u32).to_le_bytes());
+        key.extend(part);
+    }
+    key
 }
 
 fn unknown_matrix(id: &str) -> Status {

@@ -149,6 +149,8 @@ pub struct InstanceSummary {
     pub avg_threads: PerNode<f64>,
     /// Average runnable threads per node over those ticks.
     pub avg_runnable: PerNode<f64>,
+    /// Its threads per node at each of those ticks.
+    pub series: Vec<NodeTick>,
 }
 
 impl InstanceSummary {
@@ -303,6 +305,7 @@ fn instance_summary(instance: u32, samples: &[Sample], map: &NodeMap) -> Instanc
         nodes,
         avg_threads: average(|t| &t.threads),
         avg_runnable: average(|t| &t.runnable),
+        series,
     }
 }
 

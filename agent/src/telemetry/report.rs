@@ -60,6 +60,25 @@ fn levels(t: &Topology) -> Vec<String> {
         .collect()
 }
 
+/// Instances whose own placement series a run's telemetry carries: heat
+/// maps of more would not be read, and 400 of them would bloat every result.
+const MAX_INSTANCE_SERIES: u32 = 64;
+
+/// A tick's threads per node, rounded, in the order of `node_ids`.
+fn node_tick(t: &placement::NodeTick, node_ids: &[u32]) -> NodeTick {
+    let per = |m: &placement::PerNode<f64>| -> Vec<u32> {
+        node_ids
+            .iter()
+            .map(|n| m.get(n).copied().unwrap_or(0.0).round() as u32)
+            .collect()
+    };
+    NodeTick {
+        t_ms: t.t_ms,
+        threads: per(&t.threads),
+        runnable: per(&t.runnable),
+    }
+}
+
 pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
     use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
     let wall_s = i.wall.as_secs_f64();
@@ -154,6 +173,11 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
                 numa_nodes: s.numa_nodes_line(),
                 avg_threads: s.avg_threads.iter().map(|(k, v)| (*k, *v)).collect(),
                 avg_runnable: s.avg_runnable.iter().map(|(k, v)| (*k, *v)).collect(),
+                series: if s.instance < MAX_INSTANCE_SERIES {
+                    s.series.iter().map(|t| node_tick(t, &node_ids)).collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect(),
         nodes: placed
@@ -170,17 +194,7 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
         series: placed
             .series
             .iter()
-            .map(|t| NodeTick {
-                t_ms: t.t_ms,
-                threads: node_ids
-                    .iter()
-                    .map(|n| t.threads.get(n).copied().unwrap_or(0.0).round() as u32)
-                    .collect(),
-                runnable: node_ids
-                    .iter()
-                    .map(|n| t.runnable.get(n).copied().unwrap_or(0.0).round() as u32)
-                    .collect(),
-            })
+            .map(|t| node_tick(t, &node_ids))
             .collect(),
         irqs: i
             .irqs

@@ -25,6 +25,16 @@ pub(super) struct RawMatrix {
     pub states: Option<Spanned<Vec<Spanned<RawState>>>>,
     pub hosts: Option<Spanned<Vec<Spanned<RawHost>>>>,
     pub baseline: Option<Spanned<BTreeMap<Spanned<String>, Spanned<Scalar>>>>,
+    pub verdict: Option<Spanned<RawVerdict>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(super) struct RawVerdict {
+    pub min_effect_pct: Option<Spanned<Number>>,
+    pub max_runs: Option<Spanned<Int>>,
+    #[serde(default)]
+    pub min_effect_pct_by_metric: BTreeMap<Spanned<String>, Spanned<Number>>,
 }
 
 #[derive(Deserialize)]

@@ -1000,7 +1000,7 @@ fn display() {
     assert_eq!(
         err.to_string(),
         "dir/m.toml:2:1: foo: unknown field `foo`, expected one of `name`, `repetitions`, \
-         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`"
+         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`"
     );
     let err = parse("m.toml", "name = \"m\n").unwrap_err();
     assert!(
@@ -1441,8 +1441,9 @@ fn examples_parse() {
     }
 
     let quick = example("quick.toml");
-    assert_eq!((quick.cells.len(), quick.repetitions), (4, 3));
-    assert_eq!(runs(&quick).len(), 12);
+    assert_eq!((quick.cells.len(), quick.repetitions), (4, 5));
+    assert_eq!(runs(&quick).len(), 20);
+    assert_eq!(quick.cells[1].verdict.as_ref().unwrap().max_runs, 10);
 }
 
 #[test]
@@ -1809,4 +1810,57 @@ proptest! {
         prop_assert!(runs.iter().enumerate().all(|(i, r)| r.seq == i as u64));
         prop_assert!(runs.windows(2).all(|w| w[0].repetition <= w[1].repetition), "repetition-major");
     }
+}
+
+// ------------------------------------------------------------------ verdicts
+
+#[test]
+fn verdict_policies() {
+    // Without [verdict]: 2% and three times the repetitions.
+    let m = ok(&format!("repetitions = 5\n{HEAD}"));
+    let p = m.cells[0].verdict.clone().expect("a policy on every cell");
+    assert_eq!((p.min_effect, p.max_runs), (0.02, 15));
+    assert!(p.min_effect_by_metric.is_empty());
+    let m = ok(&format!(
+        "repetitions = 10\n{HEAD}[verdict]\nmin_effect_pct = 5\nmax_runs = 40\n\
+         min_effect_pct_by_metric = {{ cpu_migrations = 12.5 }}\n"
+    ));
+    let p = m.cells[0].verdict.clone().unwrap();
+    assert_eq!((p.min_effect, p.max_runs), (0.05, 40));
+    assert_eq!(p.min_effect_by_metric["cpu_migrations"], 0.125);
+    // max_runs = repetitions: never add runs.
+    let m = ok(&format!("repetitions = 4\n{HEAD}[verdict]\nmax_runs = 4\n"));
+    assert_eq!(m.cells[0].verdict.as_ref().unwrap().max_runs, 4);
+}
+
+#[test]
+fn bad_verdict_policies() {
+    check_err(
+        &format!("repetitions = 4\n{HEAD}[verdict]\nmax_runs = 3\n"),
+        6,
+        12,
+        "verdict.max_runs",
+        "3 is out of range 4..=1000",
+    );
+    check_err(
+        &format!("{HEAD}[verdict]\nmin_effect_pct = 120\n"),
+        5,
+        18,
+        "verdict.min_effect_pct",
+        "120 is out of range 0..=100",
+    );
+    check_err(
+        &format!("{HEAD}[verdict]\nmin_effect_pct_by_metric = {{ wall_s = -1 }}\n"),
+        5,
+        39,
+        "verdict.min_effect_pct_by_metric.wall_s",
+        "-1 is out of range 0..=100",
+    );
+    check_err(
+        &format!("{HEAD}[verdict]\nmin_effect = 2\n"),
+        5,
+        1,
+        "",
+        "unknown field `min_effect`",
+    );
 }

@@ -337,3 +337,110 @@ async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
     let c = farm.counts(&m).await;
     assert_eq!((c.running, c.queued), (0, 1), "{c:?}");
 }
+
+/// Plays one agent through a matrix: every assignment gets a result whose
+/// `wall_s` is `value(cell, repetition)`, until no more runs come.
+async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> u32 {
+    let mut rx = farm.open(agent, 1, None, vec![]).await;
+    let mut played = 0;
+    loop {
+        farm.sync().await;
+        let got = drain(&mut rx);
+        let Some(assign) = got.iter().find(|m| m.starts_with("assign ")) else {
+            return played;
+        };
+        let (run_id, attempt) = assign["assign ".len()..].split_once('@').unwrap();
+        // `<matrix>.c<cell>.r<repetition>`
+        let mut parts = run_id.rsplit('.');
+        let rep: u32 = parts.next().unwrap()[1..].parse().unwrap();
+        let cell: u32 = parts.next().unwrap()[1..].parse().unwrap();
+        farm.send(
+            agent,
+            agent_message::Msg::Result(RunResult {
+                run: Some(RunRef {
+                    run_id: run_id.into(),
+                    attempt: attempt.parse().unwrap(),
+                }),
+                ok: true,
+                metrics: vec![farm_proto::Metric {
+                    name: "wall_s".into(),
+                    value: value(cell, rep),
+                    unit: "s".into(),
+                    direction: farm_proto::Direction::LowerIsBetter as i32,
+                }],
+                ..Default::default()
+            }),
+        );
+        played += 1;
+        assert!(played < 100, "runs never stop coming");
+    }
+}
+
+async fn submit_text(farm: &Farm, text: &str) -> String {
+    let matrix = Box::new(matrix::parse("m.toml", text).unwrap());
+    let source = text.to_string();
+    farm.h
+        .call(|reply| Event::Submit {
+            matrix,
+            file_name: "m.toml".into(),
+            source,
+            reply,
+        })
+        .await
+        .unwrap()
+        .matrix_id
+}
+
+async fn results_of(farm: &Farm, matrix_id: &str) -> GetResultsResponse {
+    let matrix_id = matrix_id.to_string();
+    farm.h
+        .call(|reply| Event::Results { matrix_id, reply })
+        .await
+        .unwrap()
+}
+
+const PAIR: &str = "name = \"x\"\nrepetitions = 3\n[[workloads]]\nname = \"cpu-hog\"\n\
+    params = { seconds = 1, threads = [1, 2] }\n[baseline]\nthreads = 1\n[verdict]\nmax_runs = 9\n";
+
+/// Three runs a side can never make a Mann-Whitney test significant: the
+/// comparison is inconclusive, so both cells get three more runs, after
+/// which a doubling is a regression and no more runs are added.
+#[tokio::test]
+async fn an_inconclusive_comparison_adds_runs_until_it_is_decided() {
+    let farm = Farm::new(60_000, 3);
+    let a = farm.register().await;
+    let m = submit_text(&farm, PAIR).await;
+    let played = play(&farm, &a, |cell, rep| {
+        f64::from(cell + 1) * (1.0 + 0.01 * f64::from(rep % 3))
+    })
+    .await;
+    assert_eq!(played, 12);
+    let c = farm.counts(&m).await;
+    assert_eq!((c.total, c.finished), (12, 12));
+    let r = results_of(&farm, &m).await;
+    let cand = &r.cells[1];
+    assert_eq!(cand.verdict, farm_proto::Verdict::Regression as i32);
+    assert_eq!(cand.extra_runs, 3);
+    assert_eq!(r.cells[0].extra_runs, 3);
+    let wall = cand.metrics.iter().find(|m| m.name == "wall_s").unwrap();
+    assert_eq!((wall.n, wall.baseline_n), (6, 6));
+}
+
+/// Noise that never settles: runs are added up to `max_runs` a cell, and
+/// the verdict stays inconclusive.
+#[tokio::test]
+async fn reruns_stop_at_the_cap() {
+    let farm = Farm::new(60_000, 3);
+    let a = farm.register().await;
+    let m = submit_text(&farm, PAIR).await;
+    // ±40% around 1.0 on both sides, in a different order.
+    let noise = [1.0, 1.4, 0.6, 1.2, 0.8, 1.3, 0.7, 1.1, 0.9];
+    let played = play(&farm, &a, |cell, rep| {
+        noise[((rep + 4 * cell) % 9) as usize]
+    })
+    .await;
+    assert_eq!(played, 18);
+    let r = results_of(&farm, &m).await;
+    assert_eq!(r.cells[1].extra_runs, 6);
+    assert_eq!(r.cells[1].verdict, farm_proto::Verdict::Inconclusive as i32);
+}

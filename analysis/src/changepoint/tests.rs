@@ -1,0 +1,342 @@
+//! Generated series with known change points, from fixed seeds.
+
+use super::*;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// The noises of the benchmark, all of standard deviation 3 around a level
+/// of 100 (see `bench/changepoints/bench.py`).
+#[derive(Debug, Clone, Copy)]
+enum Noise {
+    Normal,
+    /// Student t with 3 degrees of freedom.
+    Heavy,
+    /// One of two levels ±2.83, plus a normal of standard deviation 1.
+    Bimodal,
+}
+
+const NOISES: [Noise; 3] = [Noise::Normal, Noise::Heavy, Noise::Bimodal];
+
+fn gauss(rng: &mut StdRng) -> f64 {
+    // Box–Muller; 1 − u keeps the logarithm finite.
+    let u: f64 = rng.random();
+    let v: f64 = rng.random();
+    (-2.0 * (1.0 - u).ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+fn noise(rng: &mut StdRng, kind: Noise) -> f64 {
+    match kind {
+        Noise::Normal => 3.0 * gauss(rng),
+        Noise::Heavy => {
+            // t₃ = Z / sqrt(χ²₃ / 3), variance 3.
+            let z = gauss(rng);
+            let chi2: f64 = (0..3).map(|_| gauss(rng).powi(2)).sum();
+            3.0 * z / (chi2 / 3.0).sqrt() / 3f64.sqrt()
+        }
+        Noise::Bimodal => {
+            let offset = (9.0f64 - 1.0).sqrt();
+            let side = if rng.random::<bool>() {
+                offset
+            } else {
+                -offset
+            };
+            side + gauss(rng)
+        }
+    }
+}
+
+/// `n` points around 100 whose level is multiplied by `1 + step` at each
+/// `(index, step)`.
+fn series(seed: u64, n: usize, kind: Noise, steps: &[(usize, f64)]) -> Vec<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut level = 100.0;
+    (0..n)
+        .map(|i| {
+            for &(at, step) in steps {
+                if at == i {
+                    level *= 1.0 + step;
+                }
+            }
+            level + noise(&mut rng, kind)
+        })
+        .collect()
+}
+
+fn indices(found: &[ChangePoint]) -> Vec<usize> {
+    found.iter().map(|c| c.index).collect()
+}
+
+/// Whether `found` matches `truth` one to one, each within `tol`.
+fn matches(found: &[usize], truth: &[usize], tol: usize) -> bool {
+    found.len() == truth.len() && found.iter().zip(truth).all(|(&f, &t)| f.abs_diff(t) <= tol)
+}
+
+#[test]
+fn tiny_and_constant_series_have_no_change_points() {
+    let options = Options::default();
+    let cases: Vec<Vec<f64>> = vec![
+        vec![],
+        vec![1.0],
+        vec![1.0, 2.0],
+        vec![5.0; 3],
+        vec![7.0; 100],
+        vec![-3.5; 10_000],
+        (0..9).map(f64::from).collect(),
+    ];
+    for values in cases {
+        assert_eq!(detect(&values, &options), vec![], "{values:?}");
+    }
+}
+
+#[test]
+fn a_clean_step_is_found_exactly() {
+    let mut values = vec![10.0; 50];
+    values.extend([20.0; 50]);
+    let found = detect(&values, &Options::default());
+    assert_eq!(indices(&found), vec![50]);
+    assert_eq!(found[0].mean_before, 10.0);
+    assert_eq!(found[0].mean_after, 20.0);
+    assert!(found[0].p_value < 0.01);
+}
+
+#[test]
+fn ties_and_discrete_values_are_handled() {
+    // Integer counts with many ties, stepping from mostly 3 to mostly 5.
+    let mut rng = StdRng::seed_from_u64(9);
+    let values: Vec<f64> = (0..400)
+        .map(|i| {
+            let base = if i < 250 { 3.0 } else { 5.0 };
+            base + f64::from(rng.random_range(0..3u8)) - 1.0
+        })
+        .collect();
+    let found = detect(&values, &Options::default());
+    assert!(
+        matches(&indices(&found), &[250], 3),
+        "{:?}",
+        indices(&found)
+    );
+}
+
+#[test]
+fn single_ten_percent_step_in_ten_thousand_points() {
+    // The case: Otava's defaults report a dozen change points here.
+    for (i, kind) in NOISES.into_iter().enumerate() {
+        let values = series(100 + i as u64, 10_000, kind, &[(6_180, 0.10)]);
+        let found = detect(&values, &Options::default());
+        assert!(
+            matches(&indices(&found), &[6_180], 5),
+            "{kind:?}: {:?}",
+            indices(&found)
+        );
+        assert!(found[0].p_value < 1e-6, "{kind:?}: {found:?}");
+        // The means are those of the two sides.
+        assert!((found[0].mean_before - 100.0).abs() < 0.5, "{found:?}");
+        assert!((found[0].mean_after - 110.0).abs() < 0.5, "{found:?}");
+    }
+}
+
+#[test]
+fn single_steps_of_each_size_and_noise() {
+    for (i, kind) in NOISES.into_iter().enumerate() {
+        for (j, &step) in [0.05, -0.10, 0.20].iter().enumerate() {
+            let seed = 200 + 10 * i as u64 + j as u64;
+            let values = series(seed, 1_000, kind, &[(400, step)]);
+            let found = indices(&detect(&values, &Options::default()));
+            assert!(matches(&found, &[400], 10), "{kind:?} {step}: {found:?}");
+        }
+    }
+}
+
+#[test]
+fn several_steps_under_each_noise() {
+    let steps = [(150, 0.08), (420, -0.12), (600, 0.06), (810, -0.10)];
+    let truth: Vec<usize> = steps.iter().map(|s| s.0).collect();
+    for (i, kind) in NOISES.into_iter().enumerate() {
+        let values = series(300 + i as u64, 1_000, kind, &steps);
+        let found = indices(&detect(&values, &Options::default()));
+        assert!(matches(&found, &truth, 10), "{kind:?}: {found:?}");
+    }
+}
+
+#[test]
+fn changes_that_cancel_out_are_found() {
+    // Up then back down: the whole series' best split is weak, the
+    // seeded intervals or the recursion must still find both edges.
+    let steps = [(40, 0.08), (60, -0.08 / 1.08)];
+    for (i, kind) in NOISES.into_iter().enumerate() {
+        let values = series(400 + i as u64, 100, kind, &steps);
+        let found = indices(&detect(&values, &Options::default()));
+        assert!(matches(&found, &[40, 60], 3), "{kind:?}: {found:?}");
+    }
+}
+
+#[test]
+fn few_false_change_points_without_change() {
+    // 40 series of each noise at each of the lengths 100 and 1,000. Each
+    // segment left without change gets two tests at the default level of
+    // 0.01 (whole segment, seeded intervals), so about 2% of such series may
+    // show a false change (sometimes a short bump: two or three points).
+    for (i, kind) in NOISES.into_iter().enumerate() {
+        let mut with_false = 0;
+        for j in 0..40u64 {
+            for n in [100, 1_000] {
+                let values = series(500 + 100 * i as u64 + j, n, kind, &[]);
+                with_false += usize::from(!detect(&values, &Options::default()).is_empty());
+            }
+        }
+        assert!(
+            with_false <= 4,
+            "{kind:?}: {with_false} of 80 series with false change points"
+        );
+    }
+}
+
+#[test]
+fn no_change_in_a_long_series() {
+    for (i, kind) in NOISES.into_iter().enumerate() {
+        let values = series(600 + i as u64, 10_000, kind, &[]);
+        let found = detect(&values, &Options::default());
+        assert!(found.len() <= 1, "{kind:?}: {found:?}");
+    }
+}
+
+#[test]
+fn means_are_those_of_the_segments_between_change_points() {
+    let values = series(700, 600, Noise::Normal, &[(200, 0.2), (400, -0.25)]);
+    let found = detect(&values, &Options::default());
+    let cut: Vec<usize> = indices(&found);
+    assert!(matches(&cut, &[200, 400], 3), "{cut:?}");
+    let mean = |a: usize, b: usize| values[a..b].iter().sum::<f64>() / (b - a) as f64;
+    let bounds = [0, cut[0], cut[1], values.len()];
+    for (k, c) in found.iter().enumerate() {
+        assert_eq!(c.mean_before, mean(bounds[k], bounds[k + 1]));
+        assert_eq!(c.mean_after, mean(bounds[k + 1], bounds[k + 2]));
+    }
+}
+
+#[test]
+fn detection_is_reproducible_and_seeded() {
+    let values = series(800, 300, Noise::Heavy, &[(100, 0.04), (200, -0.04)]);
+    let options = Options::default();
+    assert_eq!(detect(&values, &options), detect(&values, &options));
+    // Another seed may change a borderline p-value, not the clear changes.
+    let other = Options {
+        seed: 42,
+        ..Options::default()
+    };
+    let a = indices(&detect(&values, &options));
+    let b = indices(&detect(&values, &other));
+    assert!(matches(&a, &[100, 200], 5), "{a:?}");
+    assert!(matches(&b, &[100, 200], 5), "{b:?}");
+}
+
+#[test]
+fn min_segment_len_is_respected() {
+    // Three outliers in a row are shorter than the minimum of five.
+    let mut values = vec![0.0; 30];
+    values.extend([50.0; 3]);
+    values.extend([0.0; 30]);
+    assert_eq!(detect(&values, &Options::default()), vec![]);
+    // Change points every 12 points: none closer than the minimum, to each
+    // other or to the ends, whatever it is.
+    let steps: Vec<(usize, f64)> = (1..20)
+        .map(|k| (12 * k, if k % 2 == 1 { 0.2 } else { -0.2 / 1.2 }))
+        .collect();
+    let values = series(1_000, 240, Noise::Normal, &steps);
+    for min_len in [1, 3, 5, 8, 20] {
+        let options = Options {
+            min_segment_len: min_len,
+            ..Options::default()
+        };
+        let mut bounds = vec![0];
+        bounds.extend(indices(&detect(&values, &options)));
+        bounds.push(values.len());
+        assert!(
+            bounds.windows(2).all(|w| w[1] - w[0] >= min_len),
+            "min {min_len}: {bounds:?}"
+        );
+    }
+}
+
+#[test]
+fn invalid_input_is_an_error() {
+    let options = Options::default();
+    // NaN is not equal to itself: compare the shape, then the message.
+    let err = try_detect(&[1.0, f64::NAN], &options).unwrap_err();
+    assert!(matches!(err, Error::NotFinite { index: 1, .. }), "{err:?}");
+    assert_eq!(err.to_string(), "value NaN at index 1 is not finite");
+    assert!(matches!(
+        try_detect(&[1.0, f64::INFINITY], &options),
+        Err(Error::NotFinite { index: 1, .. })
+    ));
+    for bad in [0.0, -0.1, 1.5, f64::NAN] {
+        let options = Options {
+            max_p_value: bad,
+            ..Options::default()
+        };
+        assert!(matches!(
+            try_detect(&[1.0], &options),
+            Err(Error::MaxPValue(_))
+        ));
+    }
+    let options = Options {
+        min_segment_len: 0,
+        ..Options::default()
+    };
+    assert_eq!(try_detect(&[1.0], &options), Err(Error::MinSegmentLen));
+}
+
+#[test]
+#[should_panic(expected = "not finite")]
+fn detect_panics_on_non_finite_values() {
+    detect(&[1.0, f64::NEG_INFINITY], &Options::default());
+}
+
+#[test]
+fn serfling_bound_decides_clear_steps_only() {
+    // A clean step of 40 + 40 is decided without permutations; on noise the
+    // bound says nothing (1).
+    let mut order = Vec::new();
+    let mut c = Vec::new();
+    let step: Vec<f64> = (0..80)
+        .map(|i| f64::from(u8::from(i >= 40)) + f64::from(i) * 1e-3)
+        .collect();
+    ranks::centred_ranks(&step, &mut order, &mut c);
+    let split = ranks::best_split(&c, 5).unwrap();
+    let bound = significance::serfling_bound(&c, split.stat, 5);
+    assert!(bound < 0.01, "{bound}");
+    let noise = series(900, 80, Noise::Normal, &[]);
+    ranks::centred_ranks(&noise, &mut order, &mut c);
+    let split = ranks::best_split(&c, 5).unwrap();
+    assert_eq!(significance::serfling_bound(&c, split.stat, 5), 1.0);
+}
+
+#[test]
+fn centred_ranks_use_mid_ranks() {
+    let mut order = Vec::new();
+    let mut c = Vec::new();
+    ranks::centred_ranks(&[3.0, 1.0, 3.0, 2.0], &mut order, &mut c);
+    // Ranks 3.5, 1, 3.5, 2 doubled minus 5.
+    assert_eq!(c, vec![2.0, -3.0, 2.0, -1.0]);
+    assert_eq!(c.iter().sum::<f64>(), 0.0);
+}
+
+#[test]
+fn seeded_intervals_cover_the_segment() {
+    let family = multiscale::intervals(100, 5);
+    assert!(
+        family
+            .iter()
+            .all(|&(a, b)| a < b && b <= 100 && b - a >= 10)
+    );
+    assert!(!family.contains(&(0, 100)));
+    // Every point lies in an interval of each length.
+    let mut lengths: Vec<usize> = family.iter().map(|&(a, b)| b - a).collect();
+    lengths.dedup();
+    for len in lengths {
+        for i in 0..100 {
+            assert!(family.iter().any(|&(a, b)| b - a == len && a <= i && i < b));
+        }
+    }
+    assert!(multiscale::intervals(15, 5).is_empty());
+}

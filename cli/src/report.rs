@@ -1,0 +1,1053 @@
+//! `farmctl report`: one self-contained HTML file per matrix.
+//!
+//! The page, top to bottom: the matrix (name, id, state, run counts) and a
+//! verdict overview — one line per cell with its verdict badge and its
+//! headline ratio drawn on a shared scale; then a section per cell: verdict,
+//! diagnosis, a strip plot per primary metric (every run beside the
+//! baseline's, with ratio, interval, p-value and findings), the scheduler
+//! telemetry's figures as a compact table, heat maps of threads per NUMA
+//! node over time from the representative run, and each series' history
+//! with its change points.
+//!
+//! Layout: this file builds the page; `report/plots.rs` draws the plots,
+//! `report/svg.rs` holds scales, ticks and colours, `report/format.rs`
+//! escaping and numbers. Everything is a pure function of the
+//! `GetResultsResponse` to a `String`.
+//!
+//! Self-contained means: one inline `<style>`, inline SVG, no script, the
+//! system's fonts, and a Content-Security-Policy that forbids the browser to
+//! load anything at all, so a reference to the network could not even work.
+//! Data the coordinator leaves empty (older results have no verdicts, no
+//! run values, no history) leaves its part of the page out.
+
+mod format;
+mod plots;
+mod svg;
+#[cfg(test)]
+mod tests;
+
+use std::fmt::Write;
+
+use farm_proto::{
+    Cell, CellSummary, Direction, GetResultsResponse, MatrixState, MatrixStatus, MetricSummary,
+    RunRecord, Telemetry, Verdict,
+};
+use farm_workload::catalogue;
+
+use format::{escape, num};
+
+/// Strip plots per cell; further primary metrics go to the table.
+const MAX_STRIPS: usize = 6;
+/// Per-instance heat maps per cell (telemetry carries up to 64).
+const MAX_INSTANCE_MAPS: usize = 16;
+
+/// Figures every run has besides its workload's own: measured by the agent
+/// around any workload. The table shows them; only `wall_s` of them is
+/// primary. Used when a cell's workload is not in the catalogue.
+const SUPPORTING: &[&str] = &[
+    "user_s",
+    "sys_s",
+    "task_clock_s",
+    "cpus_utilised",
+    "context_switches",
+    "cpu_migrations",
+    "page_faults",
+    "telemetry_overhead_pct",
+    "rescheduling_ipis",
+    "function_call_ipis",
+    "tlb_shootdowns",
+    "mixed_ipis",
+    "wasted_core_s",
+    "wasted_core_pct",
+];
+
+/// A verdict as the page shows it: a coloured badge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Badge {
+    Regression,
+    Improvement,
+    NoChange,
+    Inconclusive,
+    /// A baseline cell: compared with, not judged.
+    Baseline,
+    /// A compared cell or metric the coordinator gave no verdict.
+    Unjudged,
+}
+
+impl Badge {
+    fn of(verdict: i32, baseline: bool) -> Badge {
+        match Verdict::try_from(verdict) {
+            Ok(Verdict::Regression) => Badge::Regression,
+            Ok(Verdict::Improvement) => Badge::Improvement,
+            Ok(Verdict::NoChange) => Badge::NoChange,
+            Ok(Verdict::Inconclusive) => Badge::Inconclusive,
+            _ if baseline => Badge::Baseline,
+            _ => Badge::Unjudged,
+        }
+    }
+
+    /// The CSS class, `v-` and the name the JSON interface uses.
+    fn class(self) -> &'static str {
+        match self {
+            Badge::Regression => "v-regression",
+            Badge::Improvement => "v-improvement",
+            Badge::NoChange => "v-no_change",
+            Badge::Inconclusive => "v-inconclusive",
+            Badge::Baseline => "v-baseline",
+            Badge::Unjudged => "v-none",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Badge::Regression => "regression",
+            Badge::Improvement => "improvement",
+            Badge::NoChange => "no change",
+            Badge::Inconclusive => "inconclusive",
+            Badge::Baseline => "baseline",
+            Badge::Unjudged => "no verdict",
+        }
+    }
+
+    fn colour(self) -> &'static str {
+        match self {
+            Badge::Regression => "#d6336c",
+            Badge::Improvement => "#2b8a3e",
+            Badge::NoChange => "#6c7a89",
+            Badge::Inconclusive => "#e67700",
+            Badge::Baseline => "#3b5bdb",
+            Badge::Unjudged => "#5c6f91",
+        }
+    }
+
+    /// Worst first: what decides the headline of a cell.
+    fn severity(self) -> u8 {
+        match self {
+            Badge::Regression => 5,
+            Badge::Inconclusive => 4,
+            Badge::Improvement => 3,
+            Badge::NoChange => 2,
+            Badge::Unjudged => 1,
+            Badge::Baseline => 0,
+        }
+    }
+
+    fn html(self) -> String {
+        format!(
+            r#"<span class="badge {}">{}</span>"#,
+            self.class(),
+            self.label()
+        )
+    }
+}
+
+/// The whole report for `results`: one HTML document with inline SVG, no
+/// scripts, no fonts or anything else from the network.
+pub fn render(results: &GetResultsResponse) -> String {
+    let page = Page::new(results);
+    let title = if page.status.name.is_empty() {
+        page.status.matrix_id.clone()
+    } else {
+        format!("{} · {}", page.status.name, page.status.matrix_id)
+    };
+    let mut o = String::with_capacity(64 * 1024);
+    let _ = write!(
+        o,
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>{} — farm report</title>
+<style>{CSS}</style>
+</head>
+<body>
+<main>
+"#,
+        escape(&title)
+    );
+    page.header(&mut o);
+    page.overview(&mut o);
+    for c in &results.cells {
+        page.cell(&mut o, c);
+    }
+    o += "</main>\n</body>\n</html>\n";
+    o
+}
+
+/// What the page needs at hand while it is written.
+struct Page<'a> {
+    status: MatrixStatus,
+    results: &'a GetResultsResponse,
+    /// The darkest colour of every cell's heat map of all threads: one
+    /// scale for the whole page, so that cells compare at a glance.
+    heat_max: u32,
+}
+
+/// One primary metric of a cell with the values its strip plot shows.
+struct Shown<'a> {
+    m: &'a MetricSummary,
+    values: Vec<f64>,
+    baseline: Option<Vec<f64>>,
+    badge: Badge,
+}
+
+impl<'a> Page<'a> {
+    fn new(results: &'a GetResultsResponse) -> Page<'a> {
+        let mut page = Page {
+            status: results.status.clone().unwrap_or_default(),
+            results,
+            heat_max: 0,
+        };
+        page.heat_max = results
+            .cells
+            .iter()
+            .filter_map(|c| page.telemetry_of(c))
+            .flat_map(|(_, t)| t.series.iter().flat_map(|k| k.threads.iter()))
+            .copied()
+            .max()
+            .unwrap_or(0);
+        page
+    }
+
+    fn cell_def(&self, index: u32) -> Option<&Cell> {
+        self.status
+            .cells
+            .iter()
+            .filter_map(|s| s.cell.as_ref())
+            .find(|c| c.index == index)
+    }
+
+    fn summary(&self, index: u32) -> Option<&CellSummary> {
+        self.results.cells.iter().find(|c| c.cell_index == index)
+    }
+
+    fn cell_name(&self, index: u32) -> String {
+        self.summary(index)
+            .map(|c| c.cell_name.clone())
+            .or_else(|| self.cell_def(index).map(|c| c.name.clone()))
+            .unwrap_or_else(|| format!("cell {index}"))
+    }
+
+    /// Finished runs of a cell, in repetition order.
+    fn runs_of(&self, index: u32) -> Vec<&RunRecord> {
+        let mut runs: Vec<&RunRecord> = self
+            .results
+            .runs
+            .iter()
+            .filter(|r| r.cell_index == index && r.result.as_ref().is_some_and(|x| x.ok))
+            .collect();
+        runs.sort_by_key(|r| r.repetition);
+        runs
+    }
+
+    /// A metric's value in every finished run of a cell: for results from
+    /// before the coordinator sent them with the summary.
+    fn values_from_runs(&self, index: u32, metric: &str) -> Vec<f64> {
+        self.runs_of(index)
+            .iter()
+            .filter_map(|r| {
+                r.result
+                    .as_ref()?
+                    .metrics
+                    .iter()
+                    .find(|m| m.name == metric)
+                    .map(|m| m.value)
+            })
+            .collect()
+    }
+
+    fn header(&self, o: &mut String) {
+        let s = &self.status;
+        let c = s.counts.unwrap_or_default();
+        let state = match MatrixState::try_from(s.state) {
+            Ok(MatrixState::Running) => "running",
+            Ok(MatrixState::Done) => "done",
+            Ok(MatrixState::Cancelled) => "cancelled",
+            _ => "unknown",
+        };
+        let name = if s.name.is_empty() { "matrix" } else { &s.name };
+        let _ = write!(
+            o,
+            r#"<header><h1>{} <span class="id">{}</span></h1><p class="meta"><span class="state s-{state}">{state}</span>"#,
+            escape(name),
+            escape(&s.matrix_id),
+        );
+        if s.submitted_unix_ms > 0 {
+            let _ = write!(o, " · submitted {}", format::datetime(s.submitted_unix_ms));
+        }
+        let _ = write!(
+            o,
+            " · {} cells · {} runs: {} finished",
+            self.results.cells.len().max(s.cells.len()),
+            c.total,
+            c.finished
+        );
+        for (n, what) in [
+            (c.failed, "failed"),
+            (c.running, "running"),
+            (c.queued, "queued"),
+            (c.cancelled, "cancelled"),
+        ] {
+            if n > 0 {
+                let _ = write!(o, r#", <span class="c-{what}">{n} {what}</span>"#);
+            }
+        }
+        if s.median_run_seconds > 0.0 {
+            let _ = write!(o, " · median run {} s", num(s.median_run_seconds));
+        }
+        o.push_str("</p>");
+        // The tally of verdicts, worst first.
+        let badges: Vec<Badge> = self
+            .results
+            .cells
+            .iter()
+            .map(|c| Badge::of(c.verdict, c.baseline.is_none()))
+            .collect();
+        let mut tally = Vec::new();
+        for b in [
+            Badge::Regression,
+            Badge::Inconclusive,
+            Badge::Improvement,
+            Badge::NoChange,
+        ] {
+            let n = badges.iter().filter(|x| **x == b).count();
+            if n > 0 {
+                tally.push(format!(
+                    r#"<span class="badge {}">{n} {}</span>"#,
+                    b.class(),
+                    b.label()
+                ));
+            }
+        }
+        if !tally.is_empty() {
+            let _ = write!(o, r#"<p class="tally">{}</p>"#, tally.join(" "));
+        }
+        let waiting: Vec<&str> = s
+            .cells
+            .iter()
+            .map(|c| c.waiting_reason.as_str())
+            .filter(|r| !r.is_empty())
+            .collect();
+        if let Some(first) = waiting.first() {
+            let _ = write!(
+                o,
+                r#"<p class="warn">{} cell{} waiting: {}</p>"#,
+                waiting.len(),
+                if waiting.len() == 1 { "" } else { "s" },
+                escape(first)
+            );
+        }
+        o.push_str("</header>\n");
+    }
+
+    /// Primary metrics first (the workload's own figures in catalogue order,
+    /// then wall time), then the rest, as the coordinator sent them.
+    fn split_metrics<'c>(
+        &self,
+        c: &'c CellSummary,
+    ) -> (Vec<&'c MetricSummary>, Vec<&'c MetricSummary>) {
+        let spec = self
+            .cell_def(c.cell_index)
+            .and_then(|d| d.workload.as_ref())
+            .and_then(|w| catalogue::find(&w.name));
+        let mut primary: Vec<&MetricSummary> = Vec::new();
+        if let Some(spec) = spec {
+            for s in spec.metrics {
+                primary.extend(c.metrics.iter().find(|m| m.name == s.name));
+            }
+        }
+        primary.extend(c.metrics.iter().find(|m| m.name == "wall_s"));
+        if spec.is_none() {
+            primary.extend(c.metrics.iter().filter(|m| is_own_figure(&m.name)));
+        }
+        primary.truncate(MAX_STRIPS);
+        let rest = c
+            .metrics
+            .iter()
+            .filter(|m| !primary.iter().any(|p| std::ptr::eq(*p, *m)))
+            .collect();
+        (primary, rest)
+    }
+
+    fn shown<'c>(&self, c: &CellSummary, m: &'c MetricSummary) -> Shown<'c> {
+        let values = if m.values.is_empty() {
+            self.values_from_runs(c.cell_index, &m.name)
+        } else {
+            m.values.clone()
+        };
+        let baseline = c.baseline.map(|b| {
+            if m.baseline_values.is_empty() {
+                self.values_from_runs(b, &m.name)
+            } else {
+                m.baseline_values.clone()
+            }
+        });
+        Shown {
+            m,
+            values,
+            baseline,
+            badge: Badge::of(m.verdict, c.baseline.is_none()),
+        }
+    }
+
+    /// The metric that speaks for a cell in the overview: its worst-judged
+    /// primary metric, the first one on a tie.
+    fn headline<'c>(&self, c: &'c CellSummary) -> Option<&'c MetricSummary> {
+        let (primary, _) = self.split_metrics(c);
+        primary
+            .iter()
+            .filter(|m| m.ratio.is_some())
+            .rev()
+            .max_by_key(|m| Badge::of(m.verdict, false).severity())
+            .copied()
+    }
+
+    fn overview(&self, o: &mut String) {
+        if self.results.cells.is_empty() {
+            o.push_str(r#"<p class="empty">No results yet.</p>"#);
+            return;
+        }
+        let heads: Vec<Option<&MetricSummary>> = self
+            .results
+            .cells
+            .iter()
+            .map(|c| self.headline(c))
+            .collect();
+        // One log scale for every row, symmetric around ×1.
+        let half_ln = heads
+            .iter()
+            .flatten()
+            .flat_map(|m| {
+                let ci = interval(m).map(|(l, u)| [l, u]).unwrap_or([1.0, 1.0]);
+                [m.ratio.unwrap_or(1.0), ci[0], ci[1]]
+            })
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .map(|r| r.ln().abs())
+            .fold(0.05f64, f64::max)
+            * 1.15;
+        o.push_str(r#"<section class="overview"><h2>Verdicts</h2><table class="overview"><thead><tr><th>verdict</th><th>cell</th><th>headline metric</th>"#);
+        let _ = write!(
+            o,
+            r#"<th><div class="scale"><span>×{:.2}</span><span>×1</span><span>×{:.2}</span></div></th><th class="num">ratio [interval]</th><th class="num">runs</th></tr></thead><tbody>"#,
+            (-half_ln).exp(),
+            half_ln.exp()
+        );
+        for (c, head) in self.results.cells.iter().zip(&heads) {
+            let badge = Badge::of(c.verdict, c.baseline.is_none());
+            let counts = self
+                .status
+                .cells
+                .iter()
+                .find(|s| s.cell.as_ref().is_some_and(|d| d.index == c.cell_index))
+                .and_then(|s| s.counts)
+                .unwrap_or_default();
+            let _ = write!(
+                o,
+                r##"<tr><td>{}</td><td><a href="#cell-{}">{}</a></td>"##,
+                badge.html(),
+                c.cell_index,
+                escape(&c.cell_name)
+            );
+            match head {
+                Some(m) => {
+                    let hb = Badge::of(m.verdict, false);
+                    let _ = write!(
+                        o,
+                        r#"<td>{}</td><td>{}</td><td class="num">{}</td>"#,
+                        escape(&m.name),
+                        plots::ratio(m.ratio.unwrap_or(f64::NAN), interval(m), half_ln, hb),
+                        ratio_text(m)
+                    );
+                }
+                None if c.baseline.is_none() => {
+                    o.push_str(r#"<td class="muted" colspan="3">compared with, not judged</td>"#)
+                }
+                None => o.push_str(r#"<td class="muted" colspan="3">no ratio yet</td>"#),
+            }
+            let _ = write!(o, r#"<td class="num">{}/{}"#, counts.finished, counts.total);
+            if counts.failed > 0 {
+                let _ = write!(
+                    o,
+                    r#" <span class="c-failed">{} failed</span>"#,
+                    counts.failed
+                );
+            }
+            if c.extra_runs > 0 {
+                let _ = write!(o, r#" <span class="muted">+{} reruns</span>"#, c.extra_runs);
+            }
+            o.push_str("</td></tr>");
+        }
+        o.push_str("</tbody></table></section>\n");
+    }
+
+    fn cell(&self, o: &mut String, c: &CellSummary) {
+        let badge = Badge::of(c.verdict, c.baseline.is_none());
+        let _ = write!(
+            o,
+            r#"<section class="cell" id="cell-{}"><h2>{} {}</h2><p class="meta">"#,
+            c.cell_index,
+            badge.html(),
+            escape(&c.cell_name)
+        );
+        match c.baseline {
+            Some(b) => {
+                let _ = write!(
+                    o,
+                    r##"compared with <a href="#cell-{b}">{}</a>"##,
+                    escape(&self.cell_name(b))
+                );
+            }
+            None => o.push_str("baseline"),
+        }
+        let runs = self.runs_of(c.cell_index).len();
+        let _ = write!(
+            o,
+            " · {runs} finished run{}",
+            if runs == 1 { "" } else { "s" }
+        );
+        if c.extra_runs > 0 {
+            let _ = write!(
+                o,
+                " · {} adaptive rerun{} added to decide",
+                c.extra_runs,
+                if c.extra_runs == 1 { "" } else { "s" }
+            );
+        }
+        o.push_str("</p>");
+        if !c.diagnosis.is_empty() {
+            o.push_str(r#"<ol class="diagnosis">"#);
+            for d in &c.diagnosis {
+                let _ = write!(o, "<li>{}</li>", escape(d));
+            }
+            o.push_str("</ol>");
+        }
+        self.failures(o, c.cell_index);
+        let (primary, rest) = self.split_metrics(c);
+        let cards: Vec<String> = primary
+            .iter()
+            .map(|m| card(&self.shown(c, m)))
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !cards.is_empty() {
+            let _ = write!(o, r#"<div class="grid">{}</div>"#, cards.concat());
+        } else if runs == 0 {
+            let waiting = self
+                .status
+                .cells
+                .iter()
+                .find(|s| s.cell.as_ref().is_some_and(|d| d.index == c.cell_index))
+                .map(|s| s.waiting_reason.as_str())
+                .filter(|r| !r.is_empty());
+            let _ = write!(
+                o,
+                r#"<p class="empty">No finished runs yet{}.</p>"#,
+                waiting.map_or_else(String::new, |w| format!(": {}", escape(w)))
+            );
+        }
+        telemetry_table(o, c, &rest);
+        self.placement(o, c);
+        history(o, c, &self.status.matrix_id);
+        o.push_str("</section>\n");
+    }
+
+    /// Failed runs of a cell, with why (first few, distinct reasons).
+    fn failures(&self, o: &mut String, index: u32) {
+        let failed: Vec<&RunRecord> = self
+            .results
+            .runs
+            .iter()
+            .filter(|r| r.cell_index == index && r.result.as_ref().is_some_and(|x| !x.ok))
+            .collect();
+        if failed.is_empty() {
+            return;
+        }
+        let _ = write!(
+            o,
+            r#"<details class="failed"><summary>{} run{} failed</summary><ul>"#,
+            failed.len(),
+            if failed.len() == 1 { "" } else { "s" }
+        );
+        for r in failed.iter().take(5) {
+            let error = r.result.as_ref().map(|x| x.error.as_str()).unwrap_or("");
+            let _ = write!(
+                o,
+                "<li><code>{}</code> (repetition {}): {}</li>",
+                escape(&r.run_id),
+                r.repetition,
+                escape(if error.is_empty() {
+                    "no reason given"
+                } else {
+                    error
+                })
+            );
+        }
+        o.push_str("</ul></details>");
+    }
+
+    /// The representative run's telemetry: the one the coordinator named,
+    /// else the first finished run of the cell that has a placement series.
+    fn telemetry_of(&self, c: &CellSummary) -> Option<(&str, &Telemetry)> {
+        let runs = self.runs_of(c.cell_index);
+        let named = runs.iter().find(|r| r.run_id == c.representative_run);
+        let with_series = |r: &&&RunRecord| {
+            r.result
+                .as_ref()
+                .and_then(|x| x.telemetry.as_ref())
+                .is_some_and(|t| !t.series.is_empty())
+        };
+        let run = named
+            .filter(with_series)
+            .or_else(|| runs.iter().find(with_series))?;
+        let t = run.result.as_ref()?.telemetry.as_ref()?;
+        Some((run.run_id.as_str(), t))
+    }
+
+    /// Heat maps of threads per NUMA node over time: all of the workload's
+    /// threads, then each instance's (when there are several: with one, its
+    /// map would repeat the first), and the notes that describe placement.
+    fn placement(&self, o: &mut String, c: &CellSummary) {
+        let Some((run, t)) = self.telemetry_of(c) else {
+            notes(o, &c.notes);
+            return;
+        };
+        let width = t.series.iter().map(|k| k.threads.len()).max().unwrap_or(0);
+        let rows: Vec<plots::Row> = (0..width.max(t.nodes.len()))
+            .map(|i| match t.nodes.get(i) {
+                Some(n) => plots::Row {
+                    label: format!(
+                        "node {} ({} CPU{})",
+                        n.node,
+                        n.cpus,
+                        if n.cpus == 1 { "" } else { "s" }
+                    ),
+                    cpus: n.cpus,
+                    note: format!("avg {} · peak {}", num(n.avg_threads), n.peak_threads),
+                    alarm: n.cpus > 0 && n.avg_runnable > f64::from(n.cpus),
+                },
+                None => plots::Row {
+                    label: format!("node #{i}"),
+                    cpus: 0,
+                    note: String::new(),
+                    alarm: false,
+                },
+            })
+            .collect();
+        let main = plots::heatmap(&plots::Heat {
+            label: &format!(
+                "heat map of the threads of all instances per NUMA node over time, run {run}"
+            ),
+            rows: &rows,
+            ticks: &t.series,
+            max: f64::from(self.heat_max),
+            width: 900.0,
+            row_height: if rows.len() > 8 { 14.0 } else { 26.0 },
+            max_columns: 160,
+            mark_overcommit: true,
+        });
+        let _ = write!(
+            o,
+            r#"<h3>Where the threads ran <span class="muted">— threads per NUMA node over time, run <code>{}</code>{}</span></h3>"#,
+            escape(run),
+            if t.threads_read_fraction > 0.0 && t.threads_read_fraction < 0.995 {
+                format!(
+                    ", estimated from {:.0}% of the threads per sweep",
+                    t.threads_read_fraction * 100.0
+                )
+            } else {
+                String::new()
+            }
+        );
+        o.push_str(&main);
+        let instances: Vec<_> = t
+            .instances
+            .iter()
+            .filter(|i| !i.series.is_empty())
+            .collect();
+        if instances.len() > 1 {
+            let imax = instances
+                .iter()
+                .flat_map(|i| i.series.iter().flat_map(|k| k.threads.iter()))
+                .copied()
+                .max()
+                .unwrap_or(0);
+            let irows: Vec<plots::Row> = rows
+                .iter()
+                .zip(0..)
+                .map(|(r, i)| plots::Row {
+                    label: t
+                        .nodes
+                        .get(i)
+                        .map_or_else(|| r.label.clone(), |n| format!("node {}", n.node)),
+                    cpus: r.cpus,
+                    note: String::new(),
+                    alarm: false,
+                })
+                .collect();
+            let _ = write!(
+                o,
+                r#"<h4>Each instance <span class="muted">— the same colour scale, up to {imax} threads</span></h4><div class="grid instances">"#
+            );
+            for i in instances.iter().take(MAX_INSTANCE_MAPS) {
+                let mut avg: Vec<(&u32, &f64)> = i.avg_threads.iter().collect();
+                avg.sort_by_key(|(n, _)| **n);
+                let avg: Vec<String> = avg
+                    .iter()
+                    .map(|(n, v)| format!("{n}: {}", num(**v)))
+                    .collect();
+                let map = plots::heatmap(&plots::Heat {
+                    label: &format!(
+                        "heat map of instance {} per NUMA node over time",
+                        i.instance
+                    ),
+                    rows: &irows,
+                    ticks: &i.series,
+                    max: f64::from(imax),
+                    width: 440.0,
+                    row_height: 14.0,
+                    max_columns: 80,
+                    mark_overcommit: false,
+                });
+                let _ = write!(
+                    o,
+                    r#"<div class="card"><h5>instance {} <span class="muted">average threads per node {}</span></h5>{map}</div>"#,
+                    i.instance,
+                    escape(&avg.join(", "))
+                );
+            }
+            o.push_str("</div>");
+            if instances.len() > MAX_INSTANCE_MAPS {
+                let _ = write!(
+                    o,
+                    r#"<p class="muted">and {} more instances, not drawn</p>"#,
+                    instances.len() - MAX_INSTANCE_MAPS
+                );
+            }
+        }
+        notes(o, &c.notes);
+    }
+}
+
+/// Whether `name` is a workload's own figure rather than one every run has;
+/// for workloads missing from the catalogue. Per-instance figures
+/// (`instance3_triad_mbs`) are not primary: there may be hundreds.
+fn is_own_figure(name: &str) -> bool {
+    let per_instance = name
+        .strip_prefix("instance")
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+    name != "wall_s" && !SUPPORTING.contains(&name) && !per_instance
+}
+
+/// The bootstrap interval of a metric's ratio, when the coordinator sent one.
+fn interval(m: &MetricSummary) -> Option<(f64, f64)> {
+    let judged = Verdict::try_from(m.verdict).is_ok_and(|v| v != Verdict::Unspecified);
+    (judged
+        && m.ci_low.is_finite()
+        && m.ci_high.is_finite()
+        && m.ci_low > 0.0
+        && m.ci_high >= m.ci_low)
+        .then_some((m.ci_low, m.ci_high))
+}
+
+/// `×1.103 [1.061, 1.152]`.
+fn ratio_text(m: &MetricSummary) -> String {
+    let Some(r) = m.ratio else {
+        return "–".into();
+    };
+    match interval(m) {
+        Some((l, u)) => format!("<b>{}</b> [{l:.3}, {u:.3}]", format::ratio(r)),
+        None => format!("<b>{}</b>", format::ratio(r)),
+    }
+}
+
+/// How a ratio reads for this metric: `+10.3%, worse`.
+fn effect(r: f64, direction: i32) -> String {
+    let pct = (r - 1.0) * 100.0;
+    let better = match Direction::try_from(direction) {
+        Ok(Direction::LowerIsBetter) => Some(r < 1.0),
+        Ok(Direction::HigherIsBetter) => Some(r > 1.0),
+        _ => None,
+    };
+    let sign = if pct >= 0.0 { "+" } else { "−" };
+    let word = match better {
+        _ if pct.abs() < 0.05 => "",
+        Some(true) => ", better",
+        Some(false) => ", worse",
+        None => "",
+    };
+    format!("{sign}{:.1}%{word}", pct.abs())
+}
+
+fn direction_text(d: i32) -> &'static str {
+    match Direction::try_from(d) {
+        Ok(Direction::LowerIsBetter) => "lower is better",
+        Ok(Direction::HigherIsBetter) => "higher is better",
+        _ => "",
+    }
+}
+
+/// A primary metric's card: title and verdict, the strip plot, the
+/// comparison in one line, findings.
+fn card(s: &Shown<'_>) -> String {
+    let m = s.m;
+    let plot = plots::strip(&plots::Strip {
+        metric: &m.name,
+        unit: &m.unit,
+        values: &s.values,
+        baseline: s.baseline.as_deref(),
+        badge: s.badge,
+    });
+    if plot.is_empty() {
+        return String::new();
+    }
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<div class="card metric"><h4>{} <span class="muted">{}{}{}</span>{}</h4>{plot}"#,
+        escape(&m.name),
+        escape(&m.unit),
+        if m.unit.is_empty() || direction_text(m.direction).is_empty() {
+            ""
+        } else {
+            " · "
+        },
+        direction_text(m.direction),
+        if s.badge == Badge::Baseline {
+            String::new()
+        } else {
+            format!(" {}", s.badge.html())
+        },
+    );
+    if let Some(r) = m.ratio.filter(|r| r.is_finite()) {
+        let n = if m.n > 0 {
+            m.n as usize
+        } else {
+            s.values.len()
+        };
+        let bn = if m.baseline_n > 0 {
+            m.baseline_n as usize
+        } else {
+            s.baseline.as_ref().map_or(0, Vec::len)
+        };
+        let mut line = ratio_text(m);
+        if interval(m).is_some() {
+            let _ = write!(line, ", {}", format::p_value(m.p_value));
+        }
+        let _ = write!(line, ", {n} vs {bn} runs");
+        let _ = write!(
+            o,
+            r#"<p class="stat">{line}<br><span class="effect {}">{}</span> <span class="muted">median {} vs {} {}</span></p>"#,
+            s.badge.class(),
+            effect(r, m.direction),
+            format::short(m.median),
+            m.baseline_median.map_or_else(|| "–".into(), format::short),
+            escape(&m.unit)
+        );
+    } else {
+        let _ = write!(
+            o,
+            r#"<p class="stat muted">median {} {} over {} runs</p>"#,
+            num(m.median),
+            escape(&m.unit),
+            s.values.len()
+        );
+    }
+    if !m.findings.is_empty() {
+        o.push_str(r#"<ul class="findings">"#);
+        for f in &m.findings {
+            let _ = write!(o, "<li>{}</li>", escape(f));
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str("</div>");
+    o
+}
+
+/// The other figures (the scheduler telemetry every run has): one row each;
+/// figures zero on both sides say nothing and are left out.
+fn telemetry_table(o: &mut String, c: &CellSummary, rest: &[&MetricSummary]) {
+    let rows: Vec<&&MetricSummary> = rest
+        .iter()
+        .filter(|m| m.median != 0.0 || m.baseline_median.is_some_and(|b| b != 0.0))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let moved = rows
+        .iter()
+        .filter(|m| {
+            matches!(
+                Badge::of(m.verdict, false),
+                Badge::Regression | Badge::Improvement
+            )
+        })
+        .count();
+    let _ = write!(
+        o,
+        r#"<details class="figures" open><summary>Scheduler telemetry and other figures: {} metric{}{}</summary><table class="figures"><thead><tr><th>metric</th><th class="num">median</th>"#,
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" },
+        if moved > 0 {
+            format!(", {moved} moved")
+        } else {
+            String::new()
+        }
+    );
+    let compared = c.baseline.is_some();
+    if compared {
+        o.push_str(r#"<th class="num">baseline</th><th class="num">ratio</th><th>verdict</th>"#);
+    }
+    o.push_str("</tr></thead><tbody>");
+    for m in rows {
+        let _ = write!(
+            o,
+            r#"<tr><td>{} <span class="muted">{}</span></td><td class="num">{}</td>"#,
+            escape(&m.name),
+            escape(&m.unit),
+            num(m.median)
+        );
+        if compared {
+            let b = Badge::of(m.verdict, false);
+            let _ = write!(
+                o,
+                r#"<td class="num">{}</td><td class="num {}">{}</td><td>{}</td>"#,
+                m.baseline_median.map_or_else(|| "–".into(), num),
+                b.class(),
+                m.ratio.map_or_else(|| "–".into(), format::ratio),
+                // Badges for what moved; the rest quietly.
+                match b {
+                    Badge::Regression | Badge::Improvement => b.html(),
+                    Badge::Unjudged => String::new(),
+                    _ => format!(r#"<span class="muted">{}</span>"#, b.label()),
+                }
+            );
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></details>");
+}
+
+fn notes(o: &mut String, notes: &[String]) {
+    if notes.is_empty() {
+        return;
+    }
+    o.push_str(r#"<ul class="notes">"#);
+    for n in notes {
+        let _ = write!(o, "<li>{}</li>", escape(n));
+    }
+    o.push_str("</ul>");
+}
+
+/// Each series' trend over past matrices, with its change points listed.
+fn history(o: &mut String, c: &CellSummary, matrix_id: &str) {
+    let plots: Vec<String> = c
+        .history
+        .iter()
+        .filter_map(|h| {
+            let plot = plots::trend(h, matrix_id);
+            if plot.is_empty() {
+                return None;
+            }
+            let mut card = format!(
+                r#"<div class="card trend"><h4>{} <span class="muted">{} · {} matrices</span></h4>{plot}"#,
+                escape(&h.metric),
+                escape(&h.unit),
+                h.points.len()
+            );
+            let mut cps: Vec<_> = h.change_points.iter().collect();
+            cps.sort_by_key(|c| c.index);
+            if !cps.is_empty() {
+                card.push_str(r#"<ul class="changes">"#);
+                for cp in cps {
+                    let Some(p) = h.points.get(cp.index as usize) else {
+                        continue;
+                    };
+                    let _ = write!(
+                        card,
+                        "<li>from <code>{}</code>{}: {} → {} {} ({})</li>",
+                        escape(&p.matrix_id),
+                        if p.kernel.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (kernel {})", escape(&p.kernel))
+                        },
+                        num(cp.mean_before),
+                        num(cp.mean_after),
+                        escape(&h.unit),
+                        format::p_value(cp.p_value)
+                    );
+                }
+                card.push_str("</ul>");
+            }
+            card.push_str("</div>");
+            Some(card)
+        })
+        .collect();
+    if plots.is_empty() {
+        return;
+    }
+    let _ = write!(
+        o,
+        r#"<h3>History <span class="muted">— this cell's median in past matrices; dashed: change points, orange: the mean between them</span></h3><div class="grid wide">{}</div>"#,
+        plots.concat()
+    );
+}
+
+const CSS: &str = r#"
+:root { --fg: #1f2328; --muted: #59636e; --line: #d8dee4; --soft: #f6f8fa; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--fg); background: #fff;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", "Liberation Sans", Arial, sans-serif; }
+main { max-width: 1360px; margin: 0 auto; padding: 20px 32px 48px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 0 0 6px; }
+h3 { font-size: 15px; margin: 18px 0 8px; }
+h4 { font-size: 14px; margin: 0 0 4px; }
+h5 { font-size: 13px; margin: 0 0 2px; }
+code, .id { font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
+.id { color: var(--muted); font-weight: 400; }
+a { color: #0b57d0; text-decoration: none; }
+a:hover { text-decoration: underline; }
+.muted { color: var(--muted); font-weight: 400; }
+.meta { color: var(--muted); margin: 0 0 8px; }
+header { padding-bottom: 8px; }
+.tally { margin: 4px 0; }
+.tally .badge { font-size: 13px; padding: 2px 10px; }
+.warn, .c-failed { color: #c92a2a; }
+.state { font-weight: 600; color: var(--fg); }
+.s-running { color: #1971c2; } .s-cancelled { color: #c92a2a; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600;
+  line-height: 18px; color: #fff; white-space: nowrap; vertical-align: 2px; }
+.badge.v-regression { background: #d6336c; } .badge.v-improvement { background: #2b8a3e; }
+.badge.v-no_change { background: #6c7a89; } .badge.v-inconclusive { background: #e67700; }
+.badge.v-baseline { background: #3b5bdb; } .badge.v-none { background: #adb5bd; }
+td.v-regression, .effect.v-regression { color: #c2255c; font-weight: 600; }
+td.v-improvement, .effect.v-improvement { color: #2b8a3e; font-weight: 600; }
+.effect.v-inconclusive { color: #d9480f; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #eef1f4; text-align: left; vertical-align: middle; }
+th { font-size: 12px; color: var(--muted); font-weight: 600; }
+.num { text-align: right; white-space: nowrap; }
+table.overview { width: 100%; }
+table.overview svg.plot { display: block; }
+div.scale { display: flex; justify-content: space-between; width: 240px; font-weight: 400; }
+.card.metric svg.plot { width: 100%; }
+section.overview { margin: 8px 0 12px; }
+section.cell { border-top: 2px solid var(--line); margin-top: 26px; padding-top: 16px; }
+.diagnosis { margin: 6px 0 10px; padding-left: 22px; font-size: 15px; }
+.diagnosis li:first-child { font-weight: 600; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(330px, 1fr)); gap: 12px; margin: 8px 0; }
+.grid.wide { grid-template-columns: repeat(auto-fill, minmax(640px, 1fr)); }
+.grid.instances { grid-template-columns: repeat(auto-fill, minmax(460px, 1fr)); }
+.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; background: #fff; }
+.stat { margin: 4px 0 0; font-variant-numeric: tabular-nums; }
+.findings, .changes, .notes { margin: 4px 0 0; padding-left: 18px; font-size: 13px; }
+.notes { color: var(--muted); }
+details.figures { margin: 10px 0; }
+details summary { cursor: pointer; color: var(--muted); font-weight: 600; margin-bottom: 4px; }
+details.failed { margin: 6px 0; } details.failed summary { color: #c92a2a; }
+svg.plot { display: block; max-width: 100%; height: auto; overflow: visible; }
+svg.plot text { font-family: inherit; }
+.empty { color: var(--muted); font-size: 16px; }
+"#;
