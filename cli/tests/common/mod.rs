@@ -288,6 +288,11 @@ params = {{ threads = [1, 2], size = 24, iterations = {iters} }}
 
 [baseline]
 threads = 1
+
+# Exactly twelve: three runs a side never decide a comparison, and these
+# tests count runs, so no runs are added.
+[verdict]
+max_runs = 3
 "#,
         iters = ((seconds * 5000.0) as i64).max(1)
     )
