@@ -293,7 +293,8 @@ pub fn summarise(
                             if worst.is_none_or(|w| severity(c.verdict) > severity(w)) {
                                 worst = Some(c.verdict);
                             }
-                        } else {
+                        } else if v.name != "telemetry_overhead_pct" {
+                            // The farm's own cost explains nothing about the kernel.
                             moved.push((v.name.clone(), bm, m.median, c.verdict));
                         }
                     }
