@@ -444,3 +444,47 @@ async fn reruns_stop_at_the_cap() {
     assert_eq!(r.cells[1].extra_runs, 6);
     assert_eq!(r.cells[1].verdict, farm_proto::Verdict::Inconclusive as i32);
 }
+
+/// The same cell in twelve matrices, its time doubling from the seventh on:
+/// the last matrix's results carry the series, oldest first, and one change
+/// point where the doubling began. A cell of another workload is no part of
+/// it.
+#[tokio::test]
+async fn history_spans_matrices_with_its_change_points() {
+    let farm = Farm::new(60_000, 3);
+    let a = farm.register().await;
+    let one = "name = \"h\"\nrepetitions = 3\n[[workloads]]\nname = \"cpu-hog\"\n\
+               params = { seconds = 1 }\n";
+    let mut last = String::new();
+    for k in 0..12u32 {
+        last = submit_text(&farm, one).await;
+        let level = if k < 6 { 1.0 } else { 2.0 };
+        let wobble = [0.0, 0.01, -0.01, 0.02, -0.02, 0.005];
+        play(&farm, &a, |_, rep| level + wobble[((k + rep) % 6) as usize]).await;
+    }
+    // Another workload, run in between, has a history of its own.
+    let other = submit_text(
+        &farm,
+        "name = \"o\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = { seconds = 2 }\n",
+    )
+    .await;
+    play(&farm, &a, |_, _| 9.0).await;
+    let r = results_of(&farm, &last).await;
+    let h = r.cells[0]
+        .history
+        .iter()
+        .find(|h| h.metric == "wall_s")
+        .expect("a wall_s history");
+    assert_eq!(h.points.len(), 12);
+    assert_eq!(h.points[11].matrix_id, last);
+    assert!(h.points.windows(2).all(|w| w[0].t_ms <= w[1].t_ms));
+    assert_eq!(h.change_points.len(), 1, "{:?}", h.change_points);
+    let c = &h.change_points[0];
+    assert_eq!(c.index, 6);
+    assert!(
+        (c.mean_before - 1.0).abs() < 0.05 && (c.mean_after - 2.0).abs() < 0.05,
+        "{c:?}"
+    );
+    let r = results_of(&farm, &other).await;
+    assert_eq!(r.cells[0].history[0].points.len(), 1);
+}
