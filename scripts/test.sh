@@ -16,6 +16,11 @@ need hackbench rt-tests
 need iperf3 iperf3
 # The report test renders the HTML report in headless Chromium.
 need chromium chromium
+# The guest tests boot Debian kernels under QEMU TCG with a busybox-static
+# initramfs (the dynamically linked `busybox` package would not do).
+need qemu-system-x86_64 qemu-system-x86
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" ||
+    missing+=(busybox-static)
 if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
     apt-get update -q

@@ -19,6 +19,7 @@
 pub mod capabilities;
 pub mod executor;
 pub mod external;
+pub mod guest;
 pub mod run;
 pub mod session;
 pub mod state;

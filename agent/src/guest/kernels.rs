@@ -1,0 +1,271 @@
+//! Kernels for guests: `debian:<version>` resolved to an unpacked Debian
+//! kernel package in a cache directory.
+//!
+//! Layout of the cache: `<cache>/kernels/<version>/` holds the `.deb`, its
+//! unpacked tree in `root/`, and `manifest` (`package`, `deb`, `sha256`
+//! lines). An entry is reused when its manifest is there, the `.deb`'s
+//! sha256 still matches and the kernel image and modules are present;
+//! otherwise it is rebuilt from a fresh download. Entries are built in a
+//! temporary sibling and renamed into place; a lock file serialises
+//! concurrent resolutions of the same version.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::{run_tool, sha256_file, unique_suffix};
+
+const APT_GET: &str = "/usr/bin/apt-get";
+const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kernel `{0}`: {1}")]
+    Name(String, String),
+    #[error("kernel `{kernel}`: {step}: {detail}")]
+    Step {
+        kernel: String,
+        step: &'static str,
+        detail: String,
+    },
+}
+
+/// An unpacked kernel, ready to boot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// `debian:<version>`.
+    pub name: String,
+    /// `uname -r` of the kernel, e.g. `6.1.0-57-cloud-amd64`.
+    pub version: String,
+    /// The Debian package it came from.
+    pub package: String,
+    /// sha256 of the package file.
+    pub deb_sha256: String,
+    /// `boot/vmlinuz-<version>`.
+    pub vmlinuz: PathBuf,
+    /// `lib/modules/<version>`.
+    pub modules: PathBuf,
+    /// Whether this call downloaded it (false: reused from the cache).
+    pub downloaded: bool,
+}
+
+/// The version of a `debian:<version>` kernel name, validated so that it can
+/// only ever be one argument of a package name and one path component.
+pub fn parse_name(name: &str) -> Result<&str, Error> {
+    let bad = |why: &str| Error::Name(name.to_string(), why.to_string());
+    let version = name
+        .strip_prefix("debian:")
+        .ok_or_else(|| bad("must be debian:<version>"))?;
+    if version.is_empty() || version.len() > 100 {
+        return Err(bad("the version must have 1 to 100 characters"));
+    }
+    if !version
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b".+~-".contains(&b))
+    {
+        return Err(bad("the version may only contain A-Z a-z 0-9 . + ~ -"));
+    }
+    if !version.as_bytes()[0].is_ascii_alphanumeric() {
+        return Err(bad("the version must start with a letter or digit"));
+    }
+    Ok(version)
+}
+
+/// Resolves `name` (`debian:<version>`) to an unpacked kernel under `cache`,
+/// downloading it when the cache has no valid copy.
+pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
+    let version = parse_name(name)?;
+    let step = |step: &'static str| {
+        move |detail: String| Error::Step {
+            kernel: name.to_string(),
+            step,
+            detail,
+        }
+    };
+    let io = |step_name: &'static str| {
+        move |e: std::io::Error| Error::Step {
+            kernel: name.to_string(),
+            step: step_name,
+            detail: e.to_string(),
+        }
+    };
+    let dir = cache.join("kernels");
+    fs::create_dir_all(&dir).map_err(io("create the cache directory"))?;
+    let lock = fs::File::create(dir.join(format!("{version}.lock"))).map_err(io("lock"))?;
+    lock.lock().map_err(io("lock"))?;
+    let entry = dir.join(version);
+
+    if entry.join("manifest").is_file() {
+        match check_entry(&entry, name, version) {
+            Ok(kernel) => {
+                tracing::debug!(kernel = name, "kernel reused from the cache");
+                return Ok(kernel);
+            }
+            Err(why) => {
+                tracing::warn!(kernel = name, %why, "cached kernel invalid, downloading again")
+            }
+        }
+    }
+    if entry.exists() {
+        fs::remove_dir_all(&entry).map_err(io("remove the invalid cache entry"))?;
+    }
+
+    for tool in [APT_GET, DPKG_DEB] {
+        if !Path::new(tool).is_file() {
+            return Err(step("find tools")(format!(
+                "{tool} is missing (install the Debian packages apt and dpkg)"
+            )));
+        }
+    }
+    let tmp = dir.join(format!("{version}.{}", unique_suffix()));
+    fs::create_dir_all(&tmp).map_err(io("create a download directory"))?;
+    let built = (|| {
+        let package = download(version, &tmp).map_err(step("apt-get download"))?;
+        let deb = find_deb(&tmp).map_err(step("find the downloaded .deb"))?;
+        let sha = sha256_file(&deb).map_err(step("sha256 of the .deb"))?;
+        run_tool(
+            Path::new(DPKG_DEB),
+            &[
+                std::ffi::OsStr::new("-x"),
+                deb.as_os_str(),
+                tmp.join("root").as_os_str(),
+            ],
+            None,
+        )
+        .map_err(step("dpkg-deb -x"))?;
+        let deb_name = deb.file_name().unwrap_or_default().to_string_lossy();
+        fs::write(
+            tmp.join("manifest"),
+            format!("package {package}\ndeb {deb_name}\nsha256 {sha}\n"),
+        )
+        .map_err(io("write the manifest"))?;
+        Ok(())
+    })();
+    if let Err(e) = built {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    fs::rename(&tmp, &entry).map_err(io("move into the cache"))?;
+    let mut kernel =
+        check_entry(&entry, name, version).map_err(step("check the unpacked kernel"))?;
+    kernel.downloaded = true;
+    tracing::info!(kernel = name, package = %kernel.package, sha256 = %kernel.deb_sha256, "kernel downloaded");
+    Ok(kernel)
+}
+
+/// `apt-get download` of the `-unsigned` package, or the plain one when
+/// there is no `-unsigned` package; returns the package name.
+fn download(version: &str, dir: &Path) -> Result<String, String> {
+    let mut errors = Vec::new();
+    for package in [
+        format!("linux-image-{version}-unsigned"),
+        format!("linux-image-{version}"),
+    ] {
+        match run_tool(
+            Path::new(APT_GET),
+            &["download", package.as_str()],
+            Some(dir),
+        ) {
+            Ok(_) => return Ok(package),
+            Err(e) => errors.push(format!("{package}: {e}")),
+        }
+    }
+    Err(errors.join("; "))
+}
+
+fn find_deb(dir: &Path) -> Result<PathBuf, String> {
+    let mut debs = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "deb") {
+            debs.push(path);
+        }
+    }
+    match debs.len() {
+        1 => Ok(debs.remove(0)),
+        n => Err(format!("{n} .deb files in {}", dir.display())),
+    }
+}
+
+fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, String> {
+    let manifest =
+        fs::read_to_string(entry.join("manifest")).map_err(|e| format!("manifest: {e}"))?;
+    let field = |key: &str| {
+        manifest
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+            .map(str::to_string)
+            .ok_or_else(|| format!("manifest has no `{key}`"))
+    };
+    let (package, deb, sha) = (field("package")?, field("deb")?, field("sha256")?);
+    if deb.contains('/') {
+        return Err(format!("manifest names a bad .deb `{deb}`"));
+    }
+    let actual = sha256_file(&entry.join(&deb))?;
+    if actual != sha {
+        return Err(format!(
+            "{deb} has sha256 {actual}, the manifest says {sha}"
+        ));
+    }
+    let root = entry.join("root");
+    let vmlinuz = root.join("boot").join(format!("vmlinuz-{version}"));
+    let modules = root.join("lib").join("modules").join(version);
+    if !vmlinuz.is_file() {
+        return Err(format!("{} is missing", vmlinuz.display()));
+    }
+    if !modules.is_dir() {
+        return Err(format!("{} is missing", modules.display()));
+    }
+    Ok(Kernel {
+        name: name.to_string(),
+        version: version.to_string(),
+        package,
+        deb_sha256: sha,
+        vmlinuz,
+        modules,
+        downloaded: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_validated_strictly() {
+        assert_eq!(
+            parse_name("debian:6.1.0-57-cloud-amd64").unwrap(),
+            "6.1.0-57-cloud-amd64"
+        );
+        assert_eq!(
+            parse_name("debian:6.12.107+deb12-amd64").unwrap(),
+            "6.12.107+deb12-amd64"
+        );
+        for bad in [
+            "6.1.0-57-amd64",
+            "debian:",
+            "debian:../../etc",
+            "debian:6.1/x",
+            "debian:-o",
+            "debian:6.1 x",
+            "debian:6.1;rm",
+            "ubuntu:6.1",
+        ] {
+            let err = parse_name(bad).unwrap_err().to_string();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_corrupted_cache_entry_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = dir.path();
+        fs::write(entry.join("k.deb"), b"not the package").unwrap();
+        fs::write(
+            entry.join("manifest"),
+            "package p\ndeb k.deb\nsha256 0000000000000000000000000000000000000000000000000000000000000000\n",
+        )
+        .unwrap();
+        let err = check_entry(entry, "debian:1", "1").unwrap_err();
+        assert!(err.contains("the manifest says"), "{err}");
+    }
+}

@@ -1,0 +1,434 @@
+//! Booting a guest under QEMU (x86_64, TCG) and reading its report.
+//!
+//! The console (guest ttyS0) goes to `console.log`, the report channel
+//! (guest ttyS1) to `channel.log`, QEMU's own stderr to `qemu.log`, all in
+//! the boot's directory. QEMU is killed and reaped when it outlives the
+//! timeout, and whenever its guard is dropped, so no process is left behind.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::capabilities::parse_cpu_list;
+
+/// What the Debian package `qemu-system-x86` installs.
+pub const QEMU_X86_64: &str = "/usr/bin/qemu-system-x86_64";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("guest: {step}: {detail}")]
+    Step { step: &'static str, detail: String },
+    #[error(
+        "guest: timeout: not powered off after {after:?}; killed QEMU. Console tail:\n{console_tail}"
+    )]
+    Timeout {
+        after: Duration,
+        console_tail: String,
+    },
+    #[error("guest: QEMU exited with {status}: {stderr}. Console tail:\n{console_tail}")]
+    Exit {
+        status: String,
+        stderr: String,
+        console_tail: String,
+    },
+    #[error("guest: report: {detail}. Console tail:\n{console_tail}")]
+    Report {
+        detail: String,
+        console_tail: String,
+    },
+}
+
+/// A guest machine: `cpus` CPUs and `memory_mib` split evenly over `nodes`
+/// NUMA nodes (node i gets a contiguous range of CPUs).
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub cpus: u32,
+    pub memory_mib: u32,
+    pub nodes: u32,
+    pub timeout: Duration,
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine {
+            cpus: 4,
+            memory_mib: 512,
+            nodes: 2,
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// QEMU's argv (without the program) for `machine`, booting `vmlinuz` and
+/// `initrd`, with the serial ports to files in `dir`.
+pub fn argv(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max",
+        "-m",
+        &machine.memory_mib.to_string(),
+        "-smp",
+        &machine.cpus.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let nodes = machine.nodes.max(1);
+    if machine.nodes > 1 {
+        let per_cpu = machine.cpus / nodes;
+        let per_mem = machine.memory_mib / nodes;
+        for n in 0..nodes {
+            let first = n * per_cpu;
+            let last = if n + 1 == nodes {
+                machine.cpus - 1
+            } else {
+                first + per_cpu - 1
+            };
+            let mem = if n + 1 == nodes {
+                machine.memory_mib - per_mem * (nodes - 1)
+            } else {
+                per_mem
+            };
+            a.push("-object".into());
+            a.push(format!("memory-backend-ram,id=m{n},size={mem}M"));
+            a.push("-numa".into());
+            a.push(format!("node,nodeid={n},cpus={first}-{last},memdev=m{n}"));
+        }
+    }
+    a.extend([
+        "-kernel".to_string(),
+        vmlinuz.display().to_string(),
+        "-initrd".to_string(),
+        initrd.display().to_string(),
+        "-append".to_string(),
+        "console=ttyS0 quiet panic=-1 sched_verbose".to_string(),
+        "-display".to_string(),
+        "none".to_string(),
+        "-no-reboot".to_string(),
+        "-nodefaults".to_string(),
+        "-serial".to_string(),
+        format!("file:{}", dir.join("console.log").display()),
+        "-serial".to_string(),
+        format!("file:{}", dir.join("channel.log").display()),
+    ]);
+    a
+}
+
+/// Kills and reaps QEMU when dropped, unless it has already been reaped.
+struct Guard {
+    child: Option<Child>,
+}
+
+impl Guard {
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The outcome of a boot that powered off and reported.
+#[derive(Debug, Clone)]
+pub struct Boot {
+    pub report: Report,
+    /// From spawning QEMU to its exit.
+    pub elapsed: Duration,
+    pub dir: PathBuf,
+}
+
+/// Boots `vmlinuz` with `initrd` on `machine`; `dir` (which must exist)
+/// receives the logs. Returns once QEMU has exited, or kills it at the
+/// timeout.
+pub fn boot(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Result<Boot, Error> {
+    if !Path::new(QEMU_X86_64).is_file() {
+        return Err(Error::Step {
+            step: "find QEMU",
+            detail: format!(
+                "{QEMU_X86_64} is missing (install the Debian package qemu-system-x86)"
+            ),
+        });
+    }
+    for f in ["console.log", "channel.log"] {
+        let _ = fs::remove_file(dir.join(f));
+    }
+    let stderr = fs::File::create(dir.join("qemu.log")).map_err(|e| Error::Step {
+        step: "create qemu.log",
+        detail: e.to_string(),
+    })?;
+    let started = Instant::now();
+    let child = Command::new(QEMU_X86_64)
+        .args(argv(machine, vmlinuz, initrd, dir))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| Error::Step {
+            step: "start QEMU",
+            detail: e.to_string(),
+        })?;
+    tracing::info!(pid = child.id(), kernel = %vmlinuz.display(), "guest started");
+    let mut guard = Guard { child: Some(child) };
+    let console_tail = || {
+        let text = fs::read(dir.join("console.log")).unwrap_or_default();
+        super::tail(&String::from_utf8_lossy(&text), 30)
+    };
+    let status = loop {
+        let child = guard.child.as_mut().expect("not reaped yet");
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                guard.child = None;
+                break status;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(Error::Step {
+                    step: "wait for QEMU",
+                    detail: e.to_string(),
+                });
+            }
+        }
+        if started.elapsed() >= machine.timeout {
+            guard.kill();
+            tracing::warn!(timeout = ?machine.timeout, "guest timed out, QEMU killed");
+            return Err(Error::Timeout {
+                after: machine.timeout,
+                console_tail: console_tail(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let elapsed = started.elapsed();
+    if !status.success() {
+        let stderr = fs::read_to_string(dir.join("qemu.log")).unwrap_or_default();
+        return Err(Error::Exit {
+            status: status.to_string(),
+            stderr: super::tail(&stderr, 5),
+            console_tail: console_tail(),
+        });
+    }
+    let channel = fs::read(dir.join("channel.log")).unwrap_or_default();
+    let report =
+        parse_report(&String::from_utf8_lossy(&channel)).map_err(|detail| Error::Report {
+            detail,
+            console_tail: console_tail(),
+        })?;
+    tracing::info!(?elapsed, release = %report.release, "guest powered off");
+    Ok(Boot {
+        report,
+        elapsed,
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// What the guest runner reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub release: String,
+    pub nodes: Vec<Node>,
+    pub domains_before: Vec<Domain>,
+    pub domains_after: Vec<Domain>,
+    pub online_before: Vec<u32>,
+    /// Online CPUs while cpu1 was offline.
+    pub online_offline: Vec<u32>,
+    pub online_after: Vec<u32>,
+    /// cpu1 went offline and came back, and nothing else changed.
+    pub hotplug_ok: bool,
+    /// `error` lines from the guest.
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub id: u32,
+    pub cpus: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain {
+    pub cpu: u32,
+    pub level: u32,
+    pub name: String,
+}
+
+/// Parses the runner's lines (see [`super::initramfs::Init::Runner`]).
+/// The report must start with `farm-guest 1` and end with `done`.
+pub fn parse_report(text: &str) -> Result<Report, String> {
+    let mut r = Report::default();
+    let mut lines = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r').trim())
+        .filter(|l| !l.is_empty());
+    match lines.next() {
+        Some("farm-guest 1") => {}
+        Some(other) => return Err(format!("unexpected first line `{other}`")),
+        None => return Err("the guest reported nothing".into()),
+    }
+    let mut done = false;
+    let num = |s: Option<&str>, what: &str, line: &str| {
+        s.and_then(|s| s.parse::<u32>().ok())
+            .ok_or_else(|| format!("bad {what} in `{line}`"))
+    };
+    for line in lines {
+        if done {
+            return Err(format!("`{line}` after done"));
+        }
+        let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match kind {
+            "release" => r.release = rest.to_string(),
+            "node" => {
+                let mut f = rest.split_whitespace();
+                let id = num(f.next(), "node id", line)?;
+                let cpus = parse_cpu_list(f.next().unwrap_or(""))
+                    .map_err(|e| format!("bad cpulist in `{line}`: {e}"))?;
+                r.nodes.push(Node { id, cpus });
+            }
+            "domain" => {
+                let mut f = rest.splitn(4, ' ');
+                let phase = f.next().unwrap_or("");
+                let cpu = num(f.next(), "cpu", line)?;
+                let level = num(f.next(), "level", line)?;
+                let name = f.next().unwrap_or("").to_string();
+                if name.is_empty() {
+                    return Err(format!("no domain name in `{line}`"));
+                }
+                let d = Domain { cpu, level, name };
+                match phase {
+                    "before" => r.domains_before.push(d),
+                    "after" => r.domains_after.push(d),
+                    _ => return Err(format!("bad phase in `{line}`")),
+                }
+            }
+            "online" => {
+                let (phase, list) = rest.split_once(' ').unwrap_or((rest, ""));
+                let cpus =
+                    parse_cpu_list(list).map_err(|e| format!("bad cpulist in `{line}`: {e}"))?;
+                match phase {
+                    "before" => r.online_before = cpus,
+                    "offline" => r.online_offline = cpus,
+                    "after" => r.online_after = cpus,
+                    _ => return Err(format!("bad phase in `{line}`")),
+                }
+            }
+            "error" => r.errors.push(rest.to_string()),
+            "done" => done = true,
+            _ => return Err(format!("unknown line `{line}`")),
+        }
+    }
+    if !done {
+        return Err("the report has no `done` line (the guest stopped early)".into());
+    }
+    if r.release.is_empty() {
+        return Err("the report has no release".into());
+    }
+    let without_1: Vec<u32> = r
+        .online_before
+        .iter()
+        .copied()
+        .filter(|&c| c != 1)
+        .collect();
+    r.hotplug_ok = r.errors.is_empty()
+        && r.online_before.contains(&1)
+        && r.online_offline == without_1
+        && r.online_after == r.online_before;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECORDED: &str = "farm-guest 1\r\nrelease 6.1.0-57-cloud-amd64\r\nnode 0 0-1\r\nnode 1 2-3\r\n\
+domain before 0 0 MC\r\ndomain before 0 1 NUMA\r\ndomain before 1 0 MC\r\ndomain before 1 1 NUMA\r\n\
+online before 0-3\r\nonline offline 0,2-3\r\nonline after 0-3\r\n\
+domain after 0 0 MC\r\ndomain after 0 1 NUMA\r\ndone\r\n";
+
+    #[test]
+    fn parses_a_recorded_report() {
+        let r = parse_report(RECORDED).unwrap();
+        assert_eq!(r.release, "6.1.0-57-cloud-amd64");
+        assert_eq!(
+            r.nodes,
+            [
+                Node {
+                    id: 0,
+                    cpus: vec![0, 1]
+                },
+                Node {
+                    id: 1,
+                    cpus: vec![2, 3]
+                }
+            ]
+        );
+        assert_eq!(r.domains_before.len(), 4);
+        assert_eq!(
+            r.domains_after[1],
+            Domain {
+                cpu: 0,
+                level: 1,
+                name: "NUMA".into()
+            }
+        );
+        assert_eq!(r.online_offline, [0, 2, 3]);
+        assert!(r.hotplug_ok);
+    }
+
+    #[test]
+    fn a_failed_hotplug_is_not_ok() {
+        let r =
+            parse_report(&RECORDED.replace("online offline 0,2-3", "error cpu1 offline")).unwrap();
+        assert!(!r.hotplug_ok);
+        assert_eq!(r.errors, ["cpu1 offline"]);
+        let r = parse_report(&RECORDED.replace("online after 0-3", "online after 0,2-3")).unwrap();
+        assert!(!r.hotplug_ok);
+    }
+
+    #[test]
+    fn truncated_or_foreign_reports_are_errors() {
+        let cut = &RECORDED[..RECORDED.find("done").unwrap()];
+        assert!(parse_report(cut).unwrap_err().contains("no `done`"));
+        assert!(parse_report("").unwrap_err().contains("nothing"));
+        assert!(parse_report("hello\n").unwrap_err().contains("first line"));
+        assert!(
+            parse_report("farm-guest 1\nnode x 0\ndone\n")
+                .unwrap_err()
+                .contains("node id")
+        );
+        assert!(
+            parse_report("farm-guest 1\ndone\n")
+                .unwrap_err()
+                .contains("release")
+        );
+    }
+
+    #[test]
+    fn two_nodes_split_cpus_and_memory() {
+        let m = Machine::default();
+        let a = argv(&m, Path::new("/k"), Path::new("/i"), Path::new("/d")).join(" ");
+        assert!(a.contains("-accel tcg -cpu max -m 512 -smp 4"), "{a}");
+        assert!(
+            a.contains(
+                "-object memory-backend-ram,id=m0,size=256M -numa node,nodeid=0,cpus=0-1,memdev=m0"
+            ),
+            "{a}"
+        );
+        assert!(a.contains("-numa node,nodeid=1,cpus=2-3,memdev=m1"), "{a}");
+        assert!(
+            a.contains("-serial file:/d/console.log -serial file:/d/channel.log"),
+            "{a}"
+        );
+        assert!(
+            a.contains("-append console=ttyS0 quiet panic=-1 sched_verbose"),
+            "{a}"
+        );
+    }
+}

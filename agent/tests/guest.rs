@@ -1,0 +1,168 @@
+//! Boots a Debian kernel under QEMU TCG with 2 NUMA nodes and checks what
+//! the guest runner reports; and that a guest that never powers off is
+//! killed at the timeout and leaves no QEMU behind.
+//!
+//! Needs the Debian packages qemu-system-x86 and busybox-static (and apt,
+//! dpkg, gzip, coreutils, which every Debian has) plus access to Debian's
+//! package archive. A missing prerequisite fails the test; it never skips.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use farm_agent::guest::{initramfs, kernels, qemu};
+
+const KERNEL: &str = "debian:6.1.0-57-cloud-amd64";
+
+/// The tests boot one guest at a time: TCG is CPU-bound and the timings
+/// are reported.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn cache() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("target/guest-cache")
+}
+
+fn require_prerequisites() {
+    let mut missing = Vec::new();
+    for (path, package) in [
+        (qemu::QEMU_X86_64, "qemu-system-x86"),
+        (initramfs::BUSYBOX, "busybox-static"),
+        ("/usr/bin/apt-get", "apt"),
+        ("/usr/bin/dpkg-deb", "dpkg"),
+        ("/usr/bin/gzip", "gzip"),
+        ("/usr/bin/sha256sum", "coreutils"),
+    ] {
+        if !Path::new(path).is_file() {
+            missing.push(format!("{path} (Debian package {package})"));
+        }
+    }
+    // /bin/busybox may come from the dynamically linked `busybox` package,
+    // which cannot run in an initramfs without libc.
+    let status = std::process::Command::new("/usr/bin/dpkg-query")
+        .args(["-W", "-f=${Status}", "busybox-static"])
+        .output();
+    if !status.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed")) {
+        missing.push("busybox-static is not installed (Debian package busybox-static)".into());
+    }
+    assert!(
+        missing.is_empty(),
+        "missing prerequisites, install them with apt-get install -y qemu-system-x86 busybox-static: {}",
+        missing.join(", ")
+    );
+}
+
+/// QEMU processes that are children of this test process.
+fn our_qemus() -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let Some((head, tail)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let ppid = tail.split_whitespace().nth(1).unwrap_or("");
+        if ppid == me && head.contains("qemu-system") {
+            found.push(stat.chars().take(80).collect());
+        }
+    }
+    found
+}
+
+#[test]
+fn debian_kernel_boots_with_two_numa_nodes_and_cycles_hotplug() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    require_prerequisites();
+    let cache = cache();
+
+    let t = Instant::now();
+    let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
+    let initrd = initramfs::build(
+        &cache,
+        Path::new(initramfs::BUSYBOX),
+        initramfs::Init::Runner,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let prepare = t.elapsed();
+    eprintln!(
+        "prepare (kernel downloaded: {}, initramfs built: {}): {prepare:.1?}",
+        kernel.downloaded, initrd.built
+    );
+    // The second resolution comes from the cache.
+    let again = kernels::resolve(KERNEL, &cache).unwrap();
+    assert!(!again.downloaded);
+    assert_eq!(again.deb_sha256, kernel.deb_sha256);
+    assert!(
+        !initramfs::build(
+            &cache,
+            Path::new(initramfs::BUSYBOX),
+            initramfs::Init::Runner
+        )
+        .unwrap()
+        .built
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let boot = qemu::boot(
+        &qemu::Machine::default(),
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("boot to report: {:.1?}", boot.elapsed);
+    let r = &boot.report;
+    eprintln!("{r:#?}");
+    assert_eq!(r.release, "6.1.0-57-cloud-amd64");
+    assert_eq!(r.nodes.len(), 2, "{r:?}");
+    assert_eq!(r.nodes[0].cpus, [0, 1]);
+    assert_eq!(r.nodes[1].cpus, [2, 3]);
+    for domains in [&r.domains_before, &r.domains_after] {
+        assert!(
+            domains.iter().any(|d| d.name == "MC" || d.name == "NUMA"),
+            "{domains:?}"
+        );
+    }
+    assert!(r.hotplug_ok, "{r:?}");
+    assert_eq!(r.online_offline, [0, 2, 3]);
+    assert!(our_qemus().is_empty());
+}
+
+#[test]
+fn a_guest_that_never_powers_off_is_killed_at_the_timeout() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    require_prerequisites();
+    let cache = cache();
+    let t = Instant::now();
+    let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
+    let initrd = initramfs::build(&cache, Path::new(initramfs::BUSYBOX), initramfs::Init::Hang)
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "prepare (kernel downloaded: {}, initramfs built: {}): {:.1?}",
+        kernel.downloaded,
+        initrd.built,
+        t.elapsed()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let machine = qemu::Machine {
+        timeout: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let err = qemu::boot(&machine, &kernel.vmlinuz, &initrd.path, dir.path()).unwrap_err();
+    let elapsed = t.elapsed();
+    let msg = err.to_string();
+    assert!(matches!(err, qemu::Error::Timeout { .. }), "{msg}");
+    assert!(msg.contains("timeout"), "{msg}");
+    assert!(
+        msg.contains("init hangs on purpose"),
+        "the console tail is missing: {msg}"
+    );
+    assert!(elapsed < Duration::from_secs(25), "{elapsed:?}");
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+}
