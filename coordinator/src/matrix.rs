@@ -13,7 +13,10 @@
 //! max_cells = 10000         # refuse a matrix with more cells; default 10000, 1..=1000000
 //! timeout_s = 600           # per-run timeout in seconds; default 3600, 1..=604800
 //! kernels = ["running"]     # default ["running"]: whatever kernel the agent runs;
-//!                           # any other name must equal the agent's `uname -r`
+//!                           # a release (`6.1.0-57-amd64`) must equal the agent's
+//!                           # `uname -r`; `debian:<version>` (debian:6.1.0-57-cloud-amd64,
+//!                           # debian:6.1.0-50-s390x) and `file:/abs/path/vmlinuz` are
+//!                           # booted in guests by agents that advertise guest arches
 //!
 //! [[workloads]]             # at least one
 //! name = "lu"               # a workload of the catalogue (farm_workload::catalogue)
@@ -678,6 +681,79 @@ fn one_of(value: &Spanned<String>, key: &str, what: &str, known: &[&str]) -> Che
     Ok(v.clone())
 }
 
+/// What a matrix's kernel name asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelKind {
+    /// `running`: whatever the agent runs, on the host.
+    Running,
+    /// A release (`6.1.0-57-amd64`): an agent running exactly it, on the host.
+    Release,
+    /// `debian:<version>`: Debian's package of that version, booted in a guest
+    /// of the arch its flavour names.
+    Debian { arch: &'static str },
+    /// `file:<absolute path>`: a kernel image of the user's, booted in a guest.
+    File,
+}
+
+/// Debian kernel flavours' suffixes and the arch (`uname -m`) they run on.
+const DEBIAN_FLAVOURS: &[(&str, &str)] = &[
+    ("-amd64", "x86_64"),
+    ("-s390x", "s390x"),
+    ("-arm64", "aarch64"),
+    ("-powerpc64le", "ppc64le"),
+];
+
+/// The kind of a kernel name the matrix accepted (see [`kernels`]).
+pub fn kernel_kind(name: &str) -> KernelKind {
+    if name == RUNNING_KERNEL {
+        KernelKind::Running
+    } else if let Some(v) = name.strip_prefix("debian:") {
+        let arch = DEBIAN_FLAVOURS
+            .iter()
+            .find(|(suffix, _)| v.ends_with(suffix))
+            .map_or("x86_64", |(_, a)| a);
+        KernelKind::Debian { arch }
+    } else if name.starts_with("file:") {
+        KernelKind::File
+    } else {
+        KernelKind::Release
+    }
+}
+
+/// Checks a `debian:` or `file:` kernel name; why it is refused.
+fn check_kernel_name(name: &str) -> Result<(), String> {
+    if let Some(v) = name.strip_prefix("debian:") {
+        // It becomes a package name on the agent's command line: the
+        // characters of Debian versions only, and a known flavour.
+        let ok_chars = v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+~-".contains(c));
+        if v.is_empty() || !ok_chars || !v.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            return Err(format!(
+                "`{name}`: a Debian kernel version is letters, digits and . + ~ -                  (e.g. debian:6.1.0-57-cloud-amd64)"
+            ));
+        }
+        if !DEBIAN_FLAVOURS.iter().any(|(s, _)| v.ends_with(s)) {
+            let known: Vec<&str> = DEBIAN_FLAVOURS.iter().map(|(s, _)| &s[1..]).collect();
+            return Err(format!(
+                "`{name}`: the version must end with a Debian flavour naming its arch ({})",
+                known.join(", ")
+            ));
+        }
+    } else if let Some(p) = name.strip_prefix("file:") {
+        if !p.starts_with('/') || p.split('/').any(|part| part == "..") {
+            return Err(format!(
+                "`{name}`: a kernel image is an absolute path without `..`"
+            ));
+        }
+    } else if name.contains(':') {
+        return Err(format!(
+            "`{name}`: a kernel is `running`, a release, `debian:<version>` or `file:<path>`"
+        ));
+    }
+    Ok(())
+}
+
 fn kernels(raw: Option<&Spanned<Vec<Spanned<String>>>>) -> Checked<Vec<String>> {
     let Some(raw) = raw else {
         return Ok(vec![RUNNING_KERNEL.to_owned()]);
@@ -692,6 +768,9 @@ fn kernels(raw: Option<&Spanned<Vec<Spanned<String>>>>) -> Checked<Vec<String>> 
                 key,
                 "a kernel release has no whitespace",
             ));
+        }
+        if let Err(why) = check_kernel_name(&name) {
+            return Err(Issue::new(kernel.span(), key, why));
         }
         if let Some(j) = out.iter().position(|k| *k == name) {
             return Err(Issue::new(

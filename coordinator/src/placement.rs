@@ -19,6 +19,11 @@ pub enum Requirement {
     MinNumaNodes(u32),
     Executor(String),
     Kernel(String),
+    /// A kernel booted in a guest: an agent that boots guests of this arch.
+    GuestKernel {
+        kernel: String,
+        arch: String,
+    },
     Workload(String),
     /// A machine-state kind the agent must be able to apply and restore.
     State(&'static str),
@@ -34,6 +39,9 @@ impl fmt::Display for Requirement {
             Requirement::MinNumaNodes(n) => write!(f, "numa_nodes>={n}"),
             Requirement::Executor(e) => write!(f, "executor={e}"),
             Requirement::Kernel(k) => write!(f, "kernel={k}"),
+            Requirement::GuestKernel { kernel, arch } => {
+                write!(f, "kernel={kernel} (an agent that boots {arch} guests)")
+            }
             Requirement::Workload(w) => write!(f, "workload={w}"),
             Requirement::State(s) => write!(f, "state={s}"),
             Requirement::Hotplug(cpus) => {
@@ -53,6 +61,7 @@ impl Requirement {
             Requirement::MinNumaNodes(n) => (caps.numa_nodes.len().max(1) as u32) >= *n,
             Requirement::Executor(e) => caps.executors.iter().any(|x| x == e),
             Requirement::Kernel(k) => k == RUNNING_KERNEL || caps.kernel_release == *k,
+            Requirement::GuestKernel { arch, .. } => caps.guest_arches.iter().any(|a| a == arch),
             Requirement::Workload(w) => caps.workloads.iter().any(|x| x == w),
             Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s),
             Requirement::Hotplug(cpus) => {
@@ -80,8 +89,24 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
             out.push(Requirement::Executor(h.executor.clone()));
         }
     }
-    if cell.kernel != RUNNING_KERNEL {
-        out.push(Requirement::Kernel(cell.kernel.clone()));
+    match crate::matrix::kernel_kind(&cell.kernel) {
+        crate::matrix::KernelKind::Running => {}
+        crate::matrix::KernelKind::Release => out.push(Requirement::Kernel(cell.kernel.clone())),
+        crate::matrix::KernelKind::Debian { arch } => out.push(Requirement::GuestKernel {
+            kernel: cell.kernel.clone(),
+            arch: arch.to_owned(),
+        }),
+        // An image of the user's: for the arch of the host selector, else
+        // for any arch the agent boots guests of (checked when it boots).
+        crate::matrix::KernelKind::File => out.push(Requirement::GuestKernel {
+            kernel: cell.kernel.clone(),
+            arch: cell
+                .host
+                .as_ref()
+                .map(|h| h.arch.clone())
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| "x86_64".to_owned()),
+        }),
     }
     if let Some(w) = &cell.workload {
         out.push(Requirement::Workload(w.name.clone()));

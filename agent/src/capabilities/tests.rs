@@ -610,6 +610,8 @@ fn two_node_hybrid_kvm_guest_as_root() {
         executors: strings(&["host"]),
         workloads: catalogue(),
         state_kinds: vec![],
+        guest_arches: vec![],
+        guest_accelerators: vec![],
     };
     assert_eq!(got, want);
 }
@@ -668,6 +670,8 @@ fn s390x_kvm_guest_without_numa_nodes() {
         executors: strings(&["host"]),
         workloads: catalogue(),
         state_kinds: vec![],
+        guest_arches: vec![],
+        guest_accelerators: vec![],
     };
     assert_eq!(got, want);
 }

@@ -1864,3 +1864,41 @@ fn bad_verdict_policies() {
         "unknown field `min_effect`",
     );
 }
+
+#[test]
+fn kernel_names() {
+    let m = ok(&format!(
+        "kernels = [\"running\", \"6.1.0-47-amd64\", \"debian:6.1.0-57-cloud-amd64\", \
+         \"debian:6.12.107+deb12-cloud-amd64\", \"debian:6.1.0-50-s390x\", \
+         \"file:/srv/kernels/vmlinuz-test\"]\n{HEAD}"
+    ));
+    let kinds: Vec<KernelKind> = m.cells.iter().map(|c| kernel_kind(&c.kernel)).collect();
+    assert_eq!(
+        kinds,
+        [
+            KernelKind::Running,
+            KernelKind::Release,
+            KernelKind::Debian { arch: "x86_64" },
+            KernelKind::Debian { arch: "x86_64" },
+            KernelKind::Debian { arch: "s390x" },
+            KernelKind::File,
+        ]
+    );
+    for (kernel, message) in [
+        ("debian:6.1.0-57-cloud-amd64;reboot", "letters, digits"),
+        ("debian:../../etc", "letters, digits"),
+        ("debian:6.1.0-57", "flavour"),
+        ("debian:", "letters, digits"),
+        ("file:vmlinuz", "absolute path"),
+        ("file:/srv/../etc/shadow", "absolute path"),
+        ("http://example.com/vmlinuz", "`running`, a release"),
+    ] {
+        check_err(
+            &format!("kernels = [\"{kernel}\"]\n{HEAD}"),
+            1,
+            12,
+            "kernels[0]",
+            message,
+        );
+    }
+}

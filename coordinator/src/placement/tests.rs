@@ -121,3 +121,35 @@ fn zero_numa_nodes_count_as_one() {
         &s390
     ));
 }
+
+#[test]
+fn guest_kernels_go_to_agents_that_boot_guests_of_their_arch() {
+    let plain = caps("x86_64", 4, 1, "6.1.0-47-amd64");
+    let tcg = Capabilities {
+        guest_arches: vec!["x86_64".into(), "s390x".into()],
+        guest_accelerators: vec!["tcg".into()],
+        ..caps("x86_64", 4, 1, "6.1.0-47-amd64")
+    };
+    let debian = cell("", 0, 0, "debian:6.1.0-57-cloud-amd64", "");
+    let reqs = requirements(&debian);
+    assert!(reqs.contains(&Requirement::GuestKernel {
+        kernel: "debian:6.1.0-57-cloud-amd64".into(),
+        arch: "x86_64".into()
+    }));
+    assert!(!satisfies(&reqs, &plain));
+    assert!(satisfies(&reqs, &tcg));
+    assert_eq!(
+        waiting_reason(&reqs, [&plain]).as_deref(),
+        Some(
+            "no agent with kernel=debian:6.1.0-57-cloud-amd64 (an agent that boots x86_64 guests)"
+        )
+    );
+    // An s390x kernel needs s390x guests, whatever the host's own arch.
+    let s390 = requirements(&cell("", 0, 0, "debian:6.1.0-50-s390x", ""));
+    assert!(satisfies(&s390, &tcg));
+    let x86_only = Capabilities {
+        guest_arches: vec!["x86_64".into()],
+        ..tcg.clone()
+    };
+    assert!(!satisfies(&s390, &x86_only));
+}
