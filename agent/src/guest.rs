@@ -13,8 +13,12 @@
 //!   log and the report on the second serial port (ttyS1) to a file, with a
 //!   timeout that kills and reaps QEMU; parses the report.
 //!
-//! Still missing: running catalogued workloads (farm-workload, external
-//! tools) inside the guest and returning their metric lines; a streaming
+//! - [`job`]: an initramfs carrying `farm-workload` (with the shared
+//!   libraries `ldd` names) and a validated argv in `/job`, whose runner
+//!   runs one built-in workload and reports its metric lines; the booted
+//!   guest's [`job::GuestRun`].
+//!
+//! Still missing: external tools inside the guest; a streaming
 //! channel (unix socket or virtio-serial, whose modules would have to be
 //! carried in the initramfs) instead of a file read after poweroff; KVM
 //! probing (nested KVM hangs on the farm's hosts, so TCG only); other
@@ -23,6 +27,7 @@
 //! cache.
 
 pub mod initramfs;
+pub mod job;
 pub mod kernels;
 pub mod qemu;
 

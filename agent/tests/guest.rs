@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use farm_agent::guest::{initramfs, kernels, qemu};
+use farm_agent::guest::{initramfs, job, kernels, qemu};
 
 const KERNEL: &str = "debian:6.1.0-57-cloud-amd64";
 
@@ -165,4 +165,86 @@ fn a_guest_that_never_powers_off_is_killed_at_the_timeout() {
     );
     assert!(elapsed < Duration::from_secs(25), "{elapsed:?}");
     assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+}
+
+/// The `farm-workload` binary of this build: `target/<profile>/farm-workload`,
+/// beside the `deps` directory of this test binary, unless `FARM_WORKLOAD_BIN`
+/// says otherwise.
+fn workload_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("FARM_WORKLOAD_BIN") {
+        return bin.into();
+    }
+    let exe = std::env::current_exe().expect("this test's path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("farm-workload"))
+        .unwrap_or_default();
+    assert!(
+        bin.is_file(),
+        "{} not found: run `cargo build --workspace --bins` (or set FARM_WORKLOAD_BIN)",
+        bin.display()
+    );
+    bin
+}
+
+#[test]
+fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    require_prerequisites();
+    let cache = cache();
+    let bin = workload_bin();
+    let job = job::Job::new("cpu-hog", &[("threads", "2"), ("seconds", "1")]).unwrap();
+
+    let t = Instant::now();
+    let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
+    let initrd = job::build_initramfs(&cache, Path::new(initramfs::BUSYBOX), &bin, &job)
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "prepare (kernel downloaded: {}, initramfs built: {}): {:.1?}",
+        kernel.downloaded,
+        initrd.built,
+        t.elapsed()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let r = job::run(
+        &qemu::Machine::default(),
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "guest job: first metric line after {:.1?}, QEMU exit after {:.1?} (call: {:.1?}), wall_s {}",
+        r.first_metric_after,
+        r.elapsed,
+        t.elapsed(),
+        r.wall_s
+    );
+    eprintln!("{:#?}", r.metrics);
+    assert_eq!(r.exit_code, 0, "console:\n{}", r.console_tail);
+    assert_eq!(r.release, "6.1.0-57-cloud-amd64");
+    let hog: Vec<_> = r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "hog_ops_per_s")
+        .collect();
+    assert_eq!(hog.len(), 1, "{:?}", r.metrics);
+    assert!(hog[0].value > 0.0, "{:?}", hog[0]);
+    assert_eq!(hog[0].unit, "ops/s");
+    assert!(r.wall_s >= 1.0, "{}", r.wall_s);
+    assert!(r.first_metric_after.is_some());
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+}
+
+#[test]
+fn a_job_with_shell_in_an_argument_is_refused() {
+    for bad in ["x;reboot", "$(id)"] {
+        let e = job::Job::new("cpu-hog", &[("threads", bad)]).unwrap_err();
+        assert!(e.to_string().contains(&format!("`threads={bad}`")), "{e}");
+        let e = job::Job::from_args(vec![bad.to_string()]).unwrap_err();
+        assert!(e.to_string().contains(&format!("`{bad}`")), "{e}");
+    }
 }

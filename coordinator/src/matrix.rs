@@ -66,6 +66,7 @@
 //!                           # runs; default 3 × repetitions (at most 1000), and
 //!                           # repetitions..=1000 (= repetitions: never add runs)
 //! min_effect_pct_by_metric = { cpu_migrations = 10 }  # per metric, 0..=100
+//! mix_executors = false     # compare TCG-emulated runs with KVM or bare-metal ones
 //! ```
 //!
 //! Unknown keys are refused everywhere, as are empty axes (`kernels = []`,
@@ -425,6 +426,7 @@ fn verdict_policy(raw: Option<&Spanned<RawVerdict>>, repetitions: u32) -> Checke
             min_effect_by_metric: Default::default(),
             max_runs: default_max,
             repetitions,
+            mix_executors: false,
         });
     };
     let raw = raw.get_ref();
@@ -448,6 +450,7 @@ fn verdict_policy(raw: Option<&Spanned<RawVerdict>>, repetitions: u32) -> Checke
         min_effect_by_metric: by_metric,
         max_runs,
         repetitions,
+        mix_executors: raw.mix_executors,
     })
 }
 

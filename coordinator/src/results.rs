@@ -116,7 +116,41 @@ pub fn policy(cell: &Cell) -> VerdictPolicy {
         min_effect_by_metric: Default::default(),
         max_runs: 0,
         repetitions: 0,
+        mix_executors: false,
     })
+}
+
+/// Whether the finished runs of both sides may be compared: TCG emulation
+/// changes timing far more than a kernel does, so its runs are compared only
+/// with TCG runs unless the matrix says otherwise. `Err` says why not.
+pub fn comparable(
+    policy: &VerdictPolicy,
+    candidate: &[&RunRecord],
+    baseline: &[&RunRecord],
+) -> Result<(), String> {
+    if policy.mix_executors {
+        return Ok(());
+    }
+    // (some run emulated, some run not)
+    let emulated = |runs: &[&RunRecord]| -> (bool, bool) {
+        let mut seen = (false, false);
+        for r in runs.iter().filter(|r| r.state == RunState::Finished) {
+            match r.result.as_ref().map(|x| x.executor.as_str()) {
+                Some("tcg") => seen.0 = true,
+                _ => seen.1 = true,
+            }
+        }
+        seen
+    };
+    let (c, b) = (emulated(candidate), emulated(baseline));
+    if (c.0 && b.1) || (c.1 && b.0) {
+        return Err(
+            "not compared: emulated (tcg) runs on one side, kvm or bare-metal runs on the \
+             other ([verdict] mix_executors = true compares them anyway)"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 /// Compares one metric's runs; `None` when a side has fewer than 2 values.
@@ -147,6 +181,7 @@ pub fn pair_verdict(
     baseline: &[&RunRecord],
 ) -> Option<Verdict> {
     let policy = policy(cell);
+    comparable(&policy, candidate, baseline).ok()?;
     let base = values(baseline);
     values(candidate)
         .iter()
@@ -259,6 +294,10 @@ pub fn summarise(
                     .filter(|r| r.repetition >= policy.repetitions)
                     .count() as u32;
             }
+            let mixed = base_i.and_then(|b| comparable(&policy, &by_cell[i], &by_cell[b]).err());
+            if let Some(why) = &mixed {
+                summary.notes.insert(0, why.clone());
+            }
             let mut worst: Option<Verdict> = None;
             let mut moved: Vec<(String, f64, f64, Verdict)> = Vec::new();
             for v in &vals[i] {
@@ -279,6 +318,7 @@ pub fn summarise(
                     m.baseline_values = b.values.clone();
                     if let Some(c) =
                         compare_metric(&policy, &v.name, v.direction, &b.values, &v.values)
+                            .filter(|_| mixed.is_none())
                     {
                         m.verdict = wire_verdict(c.verdict) as i32;
                         m.ci_low = c.ci_low;
@@ -466,6 +506,65 @@ mod tests {
                 ..Default::default()
             }),
         }
+    }
+
+    fn on(executor: &str, mut r: RunRecord) -> RunRecord {
+        if let Some(res) = &mut r.result {
+            res.executor = executor.into();
+        }
+        r
+    }
+
+    #[test]
+    fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
+        let mut cells = vec![
+            Cell {
+                index: 0,
+                name: "base".into(),
+                ..Default::default()
+            },
+            Cell {
+                index: 1,
+                name: "cand".into(),
+                baseline: Some(0),
+                ..Default::default()
+            },
+        ];
+        // Ten runs a side, the candidate twice as slow: a clear regression
+        // when comparable.
+        let runs: Vec<RunRecord> = (0..10)
+            .flat_map(|k| {
+                let jitter = 0.01 * f64::from(k);
+                [
+                    on("host", run(0, RunState::Finished, 1.0 + jitter)),
+                    on("tcg", run(1, RunState::Finished, 2.0 + jitter)),
+                ]
+            })
+            .collect();
+        let refs: Vec<&RunRecord> = runs.iter().collect();
+        let s = summarise(&cells, &refs, Vec::new());
+        assert_eq!(s[1].verdict, WireVerdict::Unspecified as i32);
+        assert!(
+            s[1].notes[0].starts_with("not compared: emulated (tcg)"),
+            "{:?}",
+            s[1].notes
+        );
+        assert_eq!(s[1].metrics[0].verdict, WireVerdict::Unspecified as i32);
+        assert_eq!(s[1].metrics[0].ratio, Some(2.045 / 1.045));
+        assert_eq!(
+            pair_verdict(
+                &cells[1],
+                &refs[1..].iter().step_by(2).copied().collect::<Vec<_>>(),
+                &refs.iter().step_by(2).copied().collect::<Vec<_>>()
+            ),
+            None
+        );
+        cells[1].verdict = Some(VerdictPolicy {
+            mix_executors: true,
+            ..policy(&cells[1])
+        });
+        let s = summarise(&cells, &refs, Vec::new());
+        assert_eq!(s[1].verdict, WireVerdict::Regression as i32);
     }
 
     #[test]

@@ -120,6 +120,17 @@ pub struct Initramfs {
 /// Builds (or reuses) the initramfs with `busybox` (a static busybox,
 /// normally [`BUSYBOX`]) and `init`, under `cache`.
 pub fn build(cache: &Path, busybox: &Path, init: Init) -> Result<Initramfs, Error> {
+    build_with(cache, busybox, init.script(), &[])
+}
+
+/// [`build`] with any `/init` script and `extra` members (added after the
+/// busybox tree; their directories must be among them or the base ones).
+pub(crate) fn build_with(
+    cache: &Path,
+    busybox: &Path,
+    init: &str,
+    extra: &[Entry<'_>],
+) -> Result<Initramfs, Error> {
     if !busybox.is_file() {
         return Err(step("find busybox")(format!(
             "{} is missing (install the Debian package busybox-static)",
@@ -131,7 +142,9 @@ pub fn build(cache: &Path, busybox: &Path, init: Init) -> Result<Initramfs, Erro
     let applets = run_tool(busybox, &["--list-full"], None).map_err(step("busybox --list-full"))?;
     let applets = String::from_utf8_lossy(&applets.stdout).into_owned();
     let busybox_bytes = fs::read(busybox).map_err(io("read busybox"))?;
-    let cpio = newc(&entries(&busybox_bytes, &applets, init.script()));
+    let mut members = entries(&busybox_bytes, &applets, init);
+    members.extend(extra.iter().cloned());
+    let cpio = newc(&members);
 
     let tmp = dir.join(unique_suffix());
     fs::write(&tmp, &cpio).map_err(io("write the cpio"))?;
@@ -194,13 +207,16 @@ pub(crate) enum Entry<'a> {
     CharDev(String, u32, u32, u32),
 }
 
+/// The directories every initramfs has.
+pub(crate) const BASE_DIRS: &[&str] = &[
+    "bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "root",
+];
+
 fn entries<'a>(busybox: &'a [u8], applets: &str, init: &'a str) -> Vec<Entry<'a>> {
-    let mut out: Vec<Entry<'a>> = [
-        "bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "root",
-    ]
-    .iter()
-    .map(|d| Entry::Dir(d.to_string()))
-    .collect();
+    let mut out: Vec<Entry<'a>> = BASE_DIRS
+        .iter()
+        .map(|d| Entry::Dir(d.to_string()))
+        .collect();
     out.push(Entry::CharDev("dev/console".into(), 0o600, 5, 1));
     out.push(Entry::CharDev("dev/null".into(), 0o666, 1, 3));
     out.push(Entry::File("bin/busybox".into(), 0o755, busybox));

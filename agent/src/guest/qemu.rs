@@ -150,6 +150,35 @@ pub struct Boot {
 /// receives the logs. Returns once QEMU has exited, or kills it at the
 /// timeout.
 pub fn boot(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Result<Boot, Error> {
+    let (elapsed, channel) = run_to_poweroff(machine, vmlinuz, initrd, dir, &mut |_| {})?;
+    let report = parse_report(&channel).map_err(|detail| Error::Report {
+        detail,
+        console_tail: console_tail(dir),
+    })?;
+    tracing::info!(?elapsed, release = %report.release, "guest powered off");
+    Ok(Boot {
+        report,
+        elapsed,
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// The last lines of the console log in `dir`.
+pub(crate) fn console_tail(dir: &Path) -> String {
+    let text = fs::read(dir.join("console.log")).unwrap_or_default();
+    super::tail(&String::from_utf8_lossy(&text), 30)
+}
+
+/// Runs QEMU until it exits (or kills it at the timeout), calling `on_tick`
+/// with the time since the start about every 50 ms while it runs; returns
+/// that time at its exit and the text of the report channel.
+pub(crate) fn run_to_poweroff(
+    machine: &Machine,
+    vmlinuz: &Path,
+    initrd: &Path,
+    dir: &Path,
+    on_tick: &mut dyn FnMut(Duration),
+) -> Result<(Duration, String), Error> {
     if !Path::new(QEMU_X86_64).is_file() {
         return Err(Error::Step {
             step: "find QEMU",
@@ -178,10 +207,6 @@ pub fn boot(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Res
         })?;
     tracing::info!(pid = child.id(), kernel = %vmlinuz.display(), "guest started");
     let mut guard = Guard { child: Some(child) };
-    let console_tail = || {
-        let text = fs::read(dir.join("console.log")).unwrap_or_default();
-        super::tail(&String::from_utf8_lossy(&text), 30)
-    };
     let status = loop {
         let child = guard.child.as_mut().expect("not reaped yet");
         match child.try_wait() {
@@ -202,9 +227,10 @@ pub fn boot(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Res
             tracing::warn!(timeout = ?machine.timeout, "guest timed out, QEMU killed");
             return Err(Error::Timeout {
                 after: machine.timeout,
-                console_tail: console_tail(),
+                console_tail: console_tail(dir),
             });
         }
+        on_tick(started.elapsed());
         std::thread::sleep(Duration::from_millis(50));
     };
     let elapsed = started.elapsed();
@@ -213,21 +239,11 @@ pub fn boot(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Res
         return Err(Error::Exit {
             status: status.to_string(),
             stderr: super::tail(&stderr, 5),
-            console_tail: console_tail(),
+            console_tail: console_tail(dir),
         });
     }
     let channel = fs::read(dir.join("channel.log")).unwrap_or_default();
-    let report =
-        parse_report(&String::from_utf8_lossy(&channel)).map_err(|detail| Error::Report {
-            detail,
-            console_tail: console_tail(),
-        })?;
-    tracing::info!(?elapsed, release = %report.release, "guest powered off");
-    Ok(Boot {
-        report,
-        elapsed,
-        dir: dir.to_path_buf(),
-    })
+    Ok((elapsed, String::from_utf8_lossy(&channel).into_owned()))
 }
 
 /// What the guest runner reported.

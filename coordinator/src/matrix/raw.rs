@@ -34,6 +34,8 @@ pub(super) struct RawVerdict {
     pub min_effect_pct: Option<Spanned<Number>>,
     pub max_runs: Option<Spanned<Int>>,
     #[serde(default)]
+    pub mix_executors: bool,
+    #[serde(default)]
     pub min_effect_pct_by_metric: BTreeMap<Spanned<String>, Spanned<Number>>,
 }
 

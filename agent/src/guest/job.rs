@@ -1,0 +1,479 @@
+//! Running one catalogued built-in workload inside a guest.
+//!
+//! The initramfs carries `/bin/farm-workload` with every shared library
+//! `ldd` names (and the dynamic loader) at their host paths, and `/job`:
+//! the argv, one argument per line. Every argument is checked here against
+//! `^[A-Za-z0-9_.=+-]+$` before it is written, and the runner never
+//! evaluates the job as shell code: it reads it line by line into its
+//! positional parameters and runs `/bin/farm-workload "$@"`.
+//!
+//! The job runner's lines on ttyS1: `farm-job 1`, `release <uname -r>`,
+//! `begin`, `out <line>` for each line of the workload's stdout, `end`,
+//! `exit <code>`, `wall_s <seconds>` (by /proc/uptime around the workload),
+//! `done`. The workload's stderr goes to the console.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use farm_workload::output::{Metric, parse_metric_line};
+
+use super::initramfs::{self, BASE_DIRS, Entry, Initramfs};
+use super::qemu::{self, Machine};
+
+const LDD: &str = "/usr/bin/ldd";
+
+/// Where the workload binary lives in the guest.
+pub const GUEST_BINARY: &str = "/bin/farm-workload";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("guest job: argument `{0}` refused: only A-Z a-z 0-9 _ . = + - are allowed")]
+    Argument(String),
+    #[error("guest job: the job has no arguments (the workload name comes first)")]
+    Empty,
+    #[error("guest job: {binary}: {detail}")]
+    Binary { binary: String, detail: String },
+    #[error(transparent)]
+    Initramfs(#[from] initramfs::Error),
+    #[error(transparent)]
+    Guest(#[from] qemu::Error),
+}
+
+/// A validated argv for `farm-workload` (without the program).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    args: Vec<String>,
+}
+
+impl Job {
+    /// `<workload> --param k=v ...`.
+    pub fn new(workload: &str, params: &[(&str, &str)]) -> Result<Job, Error> {
+        let mut args = vec![workload.to_string()];
+        for (k, v) in params {
+            args.push("--param".into());
+            args.push(format!("{k}={v}"));
+        }
+        Job::from_args(args)
+    }
+
+    /// Any argv, each argument checked by [`validate_arg`].
+    pub fn from_args(args: Vec<String>) -> Result<Job, Error> {
+        if args.is_empty() {
+            return Err(Error::Empty);
+        }
+        for a in &args {
+            validate_arg(a)?;
+        }
+        Ok(Job { args })
+    }
+
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    /// The text of `/job`: one argument a line.
+    pub fn file(&self) -> String {
+        self.args.iter().map(|a| format!("{a}\n")).collect()
+    }
+}
+
+/// Refuses an argument that does not match `^[A-Za-z0-9_.=+-]+$`.
+pub fn validate_arg(arg: &str) -> Result<(), Error> {
+    let ok = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.=+-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Argument(arg.to_string()))
+    }
+}
+
+/// The job runner (`/init`).
+pub const JOB_RUNNER: &str = r#"#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec 3>/dev/ttyS1
+stty -F /dev/ttyS1 raw -echo 2>/dev/null
+r() { printf '%s\n' "$*" >&3; }
+r "farm-job 1"
+r "release $(uname -r)"
+set --
+while IFS= read -r a || [ -n "$a" ]; do
+  set -- "$@" "$a"
+done < /job
+read t0 x < /proc/uptime
+r "begin"
+{ /bin/farm-workload "$@" 2>/dev/console; echo "$?" > /tmp/rc; } | while IFS= read -r l; do r "out $l"; done
+read t1 x < /proc/uptime
+rc=255
+[ -f /tmp/rc ] && read rc < /tmp/rc
+r "end"
+r "exit $rc"
+r "wall_s $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+r "done"
+exec 3>&-
+sync
+poweroff -f
+"#;
+
+/// The shared libraries (and loader) of `binary`, by `ldd`; a binary with a
+/// library ldd cannot find is refused, naming it. A static binary has none.
+pub fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, Error> {
+    let fail = |detail: String| Error::Binary {
+        binary: binary.display().to_string(),
+        detail,
+    };
+    let out = Command::new(LDD)
+        .arg(binary)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| fail(format!("cannot run {LDD}: {e}")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        if stdout.contains("not a dynamic executable")
+            || stderr.contains("not a dynamic executable")
+        {
+            return Ok(Vec::new());
+        }
+        return Err(fail(format!(
+            "{LDD} exited with {}: {}",
+            out.status,
+            super::tail(&stderr, 5)
+        )));
+    }
+    parse_ldd(&stdout).map_err(fail)
+}
+
+/// The absolute paths in `ldd`'s output. `name => not found` is an error
+/// naming the library; the vDSO (no path) is skipped.
+pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, String> {
+    let mut libs = Vec::new();
+    for line in out.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.contains("statically linked") {
+            continue;
+        }
+        let (name, target) = match line.split_once("=>") {
+            Some((n, t)) => (n.trim(), t.trim()),
+            None => (line, line),
+        };
+        if target.starts_with("not found") {
+            return Err(format!("ldd cannot resolve the shared library `{name}`"));
+        }
+        let path = target.split_whitespace().next().unwrap_or("");
+        if path.is_empty() || path.starts_with('(') {
+            continue; // linux-vdso.so.1 (0x...)
+        }
+        let path = Path::new(path);
+        if !path.is_absolute() {
+            if line.contains("=>") {
+                return Err(format!("unexpected ldd line `{line}`"));
+            }
+            continue; // the vDSO without "=>"
+        }
+        if path
+            .components()
+            .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+        {
+            return Err(format!("refusing the library path in `{line}`"));
+        }
+        if !libs.iter().any(|l: &PathBuf| l == path) {
+            libs.push(path.to_path_buf());
+        }
+    }
+    Ok(libs)
+}
+
+/// Builds (or reuses) the initramfs that runs `job` with `workload_bin`
+/// (a farm-workload binary) and its shared libraries, under `cache`.
+pub fn build_initramfs(
+    cache: &Path,
+    busybox: &Path,
+    workload_bin: &Path,
+    job: &Job,
+) -> Result<Initramfs, Error> {
+    let fail = |detail: String| Error::Binary {
+        binary: workload_bin.display().to_string(),
+        detail,
+    };
+    if !workload_bin.is_file() {
+        return Err(fail("not found".into()));
+    }
+    let libs = shared_libraries(workload_bin)?;
+    let binary = fs::read(workload_bin).map_err(|e| fail(e.to_string()))?;
+    let mut contents = Vec::new();
+    for lib in &libs {
+        let bytes = fs::read(lib).map_err(|e| fail(format!("read {}: {e}", lib.display())))?;
+        contents.push((
+            lib.to_string_lossy().trim_start_matches('/').to_string(),
+            bytes,
+        ));
+    }
+    let job_file = job.file();
+    let mut dirs: Vec<String> = Vec::new();
+    for (path, _) in &contents {
+        let mut prefix = String::new();
+        let parts: Vec<&str> = path.split('/').collect();
+        for part in &parts[..parts.len() - 1] {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            if !BASE_DIRS.contains(&prefix.as_str()) && !dirs.contains(&prefix) {
+                dirs.push(prefix.clone());
+            }
+        }
+    }
+    let mut extra: Vec<Entry<'_>> = dirs.into_iter().map(Entry::Dir).collect();
+    extra.push(Entry::File(
+        GUEST_BINARY.trim_start_matches('/').into(),
+        0o755,
+        &binary,
+    ));
+    for (path, bytes) in &contents {
+        extra.push(Entry::File(path.clone(), 0o755, bytes));
+    }
+    extra.push(Entry::File("job".into(), 0o644, job_file.as_bytes()));
+    Ok(initramfs::build_with(cache, busybox, JOB_RUNNER, &extra)?)
+}
+
+/// What a job in a guest returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestRun {
+    pub release: String,
+    pub exit_code: i32,
+    /// The workload's wall time by the guest's /proc/uptime.
+    pub wall_s: f64,
+    pub metrics: Vec<Metric>,
+    pub console_tail: String,
+    /// From starting QEMU to its exit.
+    pub elapsed: Duration,
+    /// From starting QEMU to the first metric line seen on the channel (by
+    /// polling it every 50 ms).
+    pub first_metric_after: Option<Duration>,
+}
+
+/// Boots `vmlinuz` with a job initramfs (see [`build_initramfs`]) on
+/// `machine`; `dir` (which must exist) receives the logs. A non-zero exit
+/// of the workload is returned in [`GuestRun::exit_code`], not as an error.
+pub fn run(
+    machine: &Machine,
+    vmlinuz: &Path,
+    initrd: &Path,
+    dir: &Path,
+) -> Result<GuestRun, Error> {
+    let mut first_metric_after = None;
+    let channel = dir.join("channel.log");
+    let (elapsed, text) = qemu::run_to_poweroff(machine, vmlinuz, initrd, dir, &mut |t| {
+        if first_metric_after.is_none()
+            && fs::read(&channel)
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains("\nout metric "))
+        {
+            first_metric_after = Some(t);
+        }
+    })?;
+    let console_tail = qemu::console_tail(dir);
+    let mut r = parse_run(&text).map_err(|detail| qemu::Error::Report {
+        detail,
+        console_tail: console_tail.clone(),
+    })?;
+    r.console_tail = console_tail;
+    r.elapsed = elapsed;
+    r.first_metric_after = first_metric_after.or(r.metrics.first().map(|_| elapsed));
+    tracing::info!(?elapsed, exit = r.exit_code, "guest job done");
+    Ok(r)
+}
+
+/// Parses the job runner's lines (see [`JOB_RUNNER`]). Malformed metric
+/// lines, unknown lines and a missing `release`, `exit`, `wall_s` or
+/// `done` are errors naming the line.
+pub fn parse_run(text: &str) -> Result<GuestRun, String> {
+    let mut lines = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty());
+    match lines.next().map(str::trim) {
+        Some("farm-job 1") => {}
+        Some(other) => return Err(format!("unexpected first line `{other}`")),
+        None => return Err("the guest reported nothing".into()),
+    }
+    let mut release = None;
+    let mut exit_code = None;
+    let mut wall_s = None;
+    let mut metrics = Vec::new();
+    let mut done = false;
+    for line in lines {
+        if done {
+            return Err(format!("`{line}` after done"));
+        }
+        let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match kind {
+            "release" if !rest.trim().is_empty() => release = Some(rest.trim().to_string()),
+            "begin" | "end" => {}
+            "out" => {
+                if let Some(m) = parse_metric_line(rest)
+                    .map_err(|e| format!("malformed metric line `{line}`: {e}"))?
+                {
+                    metrics.push(m);
+                }
+            }
+            "exit" => {
+                exit_code = Some(
+                    rest.trim()
+                        .parse::<i32>()
+                        .map_err(|_| format!("bad exit code in `{line}`"))?,
+                )
+            }
+            "wall_s" => {
+                let v = rest
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| format!("bad wall time in `{line}`"))?;
+                wall_s = Some(v);
+            }
+            "done" => done = true,
+            _ => return Err(format!("unknown line `{line}`")),
+        }
+    }
+    if !done {
+        return Err("the report has no `done` line (the guest stopped early)".into());
+    }
+    Ok(GuestRun {
+        release: release.ok_or("the report has no release")?,
+        exit_code: exit_code.ok_or("the report has no exit code")?,
+        wall_s: wall_s.ok_or("the report has no wall_s")?,
+        metrics,
+        console_tail: String::new(),
+        elapsed: Duration::ZERO,
+        first_metric_after: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use farm_workload::catalogue::Direction;
+
+    const RECORDED: &str = "farm-job 1\r\nrelease 6.1.0-57-cloud-amd64\r\nbegin\r\n\
+out some chatter\r\nout metric hog_ops_per_s 123456.5 ops/s higher\r\nend\r\n\
+exit 0\r\nwall_s 1.02\r\ndone\r\n";
+
+    #[test]
+    fn parses_a_recorded_run() {
+        let r = parse_run(RECORDED).unwrap();
+        assert_eq!(r.release, "6.1.0-57-cloud-amd64");
+        assert_eq!(r.exit_code, 0);
+        assert_eq!(r.wall_s, 1.02);
+        assert_eq!(r.metrics.len(), 1);
+        let m = &r.metrics[0];
+        assert_eq!(
+            (m.name.as_str(), m.value, m.unit.as_str(), m.direction),
+            (
+                "hog_ops_per_s",
+                123456.5,
+                "ops/s",
+                Direction::HigherIsBetter
+            )
+        );
+    }
+
+    #[test]
+    fn malformed_or_truncated_runs_are_errors() {
+        let bad = RECORDED.replace("123456.5 ops/s higher", "x ops/s higher");
+        let e = parse_run(&bad).unwrap_err();
+        assert!(
+            e.contains("`out metric hog_ops_per_s x ops/s higher`"),
+            "{e}"
+        );
+        let e = parse_run(&RECORDED.replace(" higher", "")).unwrap_err();
+        assert!(e.contains("malformed metric line"), "{e}");
+        let cut = &RECORDED[..RECORDED.find("done").unwrap()];
+        assert!(parse_run(cut).unwrap_err().contains("no `done`"));
+        assert!(
+            parse_run(&RECORDED.replace("exit 0\r\n", ""))
+                .unwrap_err()
+                .contains("exit code")
+        );
+        assert!(
+            parse_run(&RECORDED.replace("wall_s 1.02", "wall_s x"))
+                .unwrap_err()
+                .contains("`wall_s x`")
+        );
+        assert!(
+            parse_run(&RECORDED.replace("begin", "rm -rf"))
+                .unwrap_err()
+                .contains("unknown line `rm -rf`")
+        );
+        assert!(parse_run("").unwrap_err().contains("nothing"));
+        assert!(
+            parse_run("farm-guest 1\n")
+                .unwrap_err()
+                .contains("first line")
+        );
+    }
+
+    #[test]
+    fn a_nonzero_exit_is_data() {
+        let r = parse_run(&RECORDED.replace("exit 0", "exit 2")).unwrap();
+        assert_eq!(r.exit_code, 2);
+    }
+
+    #[test]
+    fn job_arguments_are_validated() {
+        let job = Job::new("cpu-hog", &[("threads", "2"), ("seconds", "1")]).unwrap();
+        assert_eq!(
+            job.file(),
+            "cpu-hog\n--param\nthreads=2\n--param\nseconds=1\n"
+        );
+        for bad in [
+            "x;reboot", "$(id)", "`id`", "a b", "a\nb", "", "x|y", "x&", "'", "\"", "*", "~",
+        ] {
+            let e = Job::from_args(vec!["cpu-hog".into(), bad.into()]).unwrap_err();
+            assert!(
+                matches!(e, Error::Argument(ref a) if a == bad),
+                "{bad:?}: {e}"
+            );
+            assert!(e.to_string().contains(&format!("`{bad}`")), "{e}");
+        }
+        let e = Job::new("cpu-hog", &[("threads", "$(id)")]).unwrap_err();
+        assert!(e.to_string().contains("`threads=$(id)`"), "{e}");
+        assert!(matches!(Job::from_args(vec![]), Err(Error::Empty)));
+        assert!(Job::from_args(vec!["a-b_c.d=e+f".into(), "X9".into()]).is_ok());
+    }
+
+    #[test]
+    fn the_runner_does_not_evaluate_the_job() {
+        assert!(JOB_RUNNER.contains("set -- \"$@\" \"$a\""));
+        assert!(JOB_RUNNER.contains("/bin/farm-workload \"$@\""));
+        assert!(!JOB_RUNNER.contains("eval"));
+        assert!(!JOB_RUNNER.contains(". /job"));
+    }
+
+    #[test]
+    fn ldd_output() {
+        let out = "\tlinux-vdso.so.1 (0x00007ffd)\n\
+\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007f1)\n\
+\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f2)\n\
+\t/lib64/ld-linux-x86-64.so.2 (0x00007f3)\n";
+        assert_eq!(
+            parse_ldd(out).unwrap(),
+            [
+                PathBuf::from("/lib/x86_64-linux-gnu/libgcc_s.so.1"),
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
+                PathBuf::from("/lib64/ld-linux-x86-64.so.2"),
+            ]
+        );
+        let e = parse_ldd(&format!("{out}\tlibfoo.so.3 => not found\n")).unwrap_err();
+        assert!(e.contains("`libfoo.so.3`"), "{e}");
+        assert!(parse_ldd("\tstatically linked\n").unwrap().is_empty());
+        assert!(parse_ldd("\tlibx.so => /lib/../etc/x (0x1)\n").is_err());
+    }
+}
