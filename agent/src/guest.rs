@@ -26,6 +26,57 @@
 //! wiring into capabilities, placement and the executor; eviction of the
 //! cache.
 
+/// Why this machine cannot boot guests, if it cannot: the programs guests
+/// need (QEMU, a static busybox, apt and dpkg for kernels, gzip, ldd,
+/// sha256sum), each named with its Debian package.
+pub fn available() -> Result<(), String> {
+    let mut missing = Vec::new();
+    for (path, package) in [
+        (qemu::QEMU_X86_64, "qemu-system-x86"),
+        (initramfs::BUSYBOX, "busybox-static"),
+        ("/usr/bin/apt-get", "apt"),
+        ("/usr/bin/dpkg-deb", "dpkg"),
+        ("/usr/bin/gzip", "gzip"),
+        ("/usr/bin/ldd", "libc-bin"),
+        ("/usr/bin/sha256sum", "coreutils"),
+    ] {
+        if !Path::new(path).is_file() {
+            missing.push(format!("{path} ({package})"));
+        }
+    }
+    // Debian's dynamically linked `busybox` installs /bin/busybox too, and
+    // a guest has no libraries for it.
+    if missing.is_empty() {
+        let ldd = Command::new("/usr/bin/ldd")
+            .arg(initramfs::BUSYBOX)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run /usr/bin/ldd: {e}"))?;
+        if ldd.status.success() {
+            missing.push(format!("a static {} (busybox-static)", initramfs::BUSYBOX));
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("missing {}", missing.join(", ")))
+    }
+}
+
+/// `$XDG_CACHE_HOME/farm/guests`, else `$HOME/.cache/farm/guests`: kernels
+/// are tens of megabytes, worth keeping across agents and runs.
+pub fn default_cache() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".cache"))
+        })?;
+    Some(base.join("farm/guests"))
+}
+
 pub mod initramfs;
 pub mod job;
 pub mod kernels;

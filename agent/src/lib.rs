@@ -46,6 +46,8 @@ pub enum Error {
     WorkloadBin(PathBuf),
     #[error("machine state left by an earlier run could not be restored: {0}")]
     Restore(#[from] state::journal::Error),
+    #[error("guest cache {0}: {1}")]
+    GuestCache(PathBuf, std::io::Error),
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +91,19 @@ impl Options {
                 .map(|(name, _)| name.to_string()),
         );
         tracing::info!(workloads = ?capabilities.workloads, "workloads this agent runs");
+        if let Some(cache) = &self.workload.guest_cache {
+            match guest::available() {
+                Ok(()) => {
+                    std::fs::create_dir_all(cache)
+                        .map_err(|e| Error::GuestCache(cache.clone(), e))?;
+                    capabilities.guest_arches = vec![run::guest::GUEST_ARCH.to_owned()];
+                    capabilities.guest_accelerators = vec![run::guest::TCG.to_owned()];
+                    capabilities.executors.push(run::guest::TCG.to_owned());
+                    tracing::info!(cache = %cache.display(), "boots x86_64 guests under TCG");
+                }
+                Err(why) => tracing::info!(%why, "boots no guests"),
+            }
+        }
         if !self.workload.program.is_file() {
             return Err(Error::WorkloadBin(self.workload.program));
         }

@@ -45,6 +45,14 @@ struct Args {
         value_delimiter = ':'
     )]
     tools_dirs: Vec<PathBuf>,
+    /// Where Debian kernels and guest images are cached, for runs of
+    /// `debian:<version>` kernels in QEMU guests (default
+    /// ~/.cache/farm/guests). Guests need qemu-system-x86 and busybox-static.
+    #[arg(long, env = "FARM_GUEST_CACHE", value_name = "DIR")]
+    guest_cache: Option<PathBuf>,
+    /// Boot no guests, even when QEMU is installed.
+    #[arg(long)]
+    no_guests: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -77,6 +85,9 @@ fn main() -> anyhow::Result<()> {
     }
     let mut workload = farm_agent::run::WorkloadCommand::binary(workload_bin);
     workload.externals = farm_agent::external::discover_installed(&args.tools_dirs);
+    if !args.no_guests {
+        workload.guest_cache = args.guest_cache.or_else(farm_agent::guest::default_cache);
+    }
     let agent = farm_agent::Options {
         coordinator: args.coordinator,
         token,

@@ -24,6 +24,7 @@
 //! the client; the server runs beside it like a load.
 
 mod background;
+pub mod guest;
 mod launch;
 mod pin;
 #[cfg(test)]
@@ -69,6 +70,10 @@ pub struct WorkloadCommand {
     /// them. The agent advertises exactly these names besides the built-in
     /// ones, and refuses a run of any other external workload.
     pub externals: Vec<(&'static str, PathBuf)>,
+    /// Where guest kernels, images and logs are cached: runs of a
+    /// `debian:<version>` kernel boot a guest ([`guest`]); `None`, or a
+    /// machine without QEMU and busybox-static, boots none.
+    pub guest_cache: Option<PathBuf>,
 }
 
 impl WorkloadCommand {
@@ -78,6 +83,7 @@ impl WorkloadCommand {
             program: program.into(),
             leading_args: Vec::new(),
             externals: Vec::new(),
+            guest_cache: None,
         }
     }
 
@@ -92,6 +98,17 @@ impl WorkloadCommand {
 
 /// Whether this agent can execute the assignment as asked.
 pub fn check(a: &RunAssignment, caps: &Capabilities) -> Result<(), String> {
+    if a.kernel.starts_with("debian:") {
+        // Booted in a guest: this agent must boot guests at all; the guest
+        // path checks the rest.
+        if caps.guest_arches.is_empty() {
+            return Err(format!(
+                "kernel `{}` needs a guest, and this agent boots none",
+                a.kernel
+            ));
+        }
+        return Ok(());
+    }
     if !a.executor.is_empty() && a.executor != HOST_EXECUTOR {
         return Err(format!(
             "executor `{}` is not offered by this agent",
@@ -155,6 +172,16 @@ fn lock(j: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
 /// competing loads (and a tool's server), run the workload, stop what runs
 /// beside it, restore the state. Blocking; call it from a thread of its own.
 pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
+    if a.kernel.starts_with("debian:") {
+        if let Err(e) = check(a, ctx.caps) {
+            return RunResult {
+                run: a.run.clone(),
+                error: e,
+                ..Default::default()
+            };
+        }
+        return guest::execute(a, ctx);
+    }
     let caps = ctx.caps;
     let started = SystemTime::now();
     let mut result = RunResult {

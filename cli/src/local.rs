@@ -53,6 +53,7 @@ pub async fn run(
         program: std::env::current_exe().context("locating farmctl")?,
         leading_args: vec!["workload".into()],
         externals: farm_agent::external::discover_installed(&[]),
+        guest_cache: farm_agent::guest::default_cache(),
     };
     let agent = farm_agent::Options {
         coordinator: url.clone(),

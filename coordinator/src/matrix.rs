@@ -356,6 +356,7 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     let loads = loads(raw.loads.as_ref())?;
     let states = states(raw.states.as_ref())?;
     let hosts = hosts(raw.hosts.as_ref())?;
+    guests_without_states(raw, &kernels, &states, &loads)?;
 
     check_size(
         raw,
@@ -396,6 +397,46 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         timeout_s,
         cells,
     })
+}
+
+/// Guests run a workload alone in the kernel's default state for now: a
+/// matrix that asks for more is refused up front rather than failing run by
+/// run.
+fn guests_without_states(
+    raw: &RawMatrix,
+    kernels: &[String],
+    states: &[MachineState],
+    loads: &[Workload],
+) -> Checked<()> {
+    let Some(guest) = kernels
+        .iter()
+        .position(|k| matches!(kernel_kind(k), KernelKind::Debian { .. } | KernelKind::File))
+    else {
+        return Ok(());
+    };
+    let changes =
+        |s: &MachineState| !s.hotplug.is_empty() || !s.cgroup.is_empty() || s.autogroup.is_some();
+    let why = if let Some(s) = states.iter().find(|s| changes(s)) {
+        format!("state `{}`", s.name)
+    } else if !loads.is_empty() {
+        "competing loads".to_owned()
+    } else {
+        return Ok(());
+    };
+    let span = raw
+        .kernels
+        .as_ref()
+        .and_then(|k| k.get_ref().get(guest))
+        .map_or(0..0, Spanned::span);
+    Err(Issue::new(
+        span,
+        format!("kernels[{guest}]"),
+        format!(
+            "`{}` runs in a guest, where {why} cannot be applied yet: guests run the \
+             workload alone in the kernel's default state",
+            kernels[guest]
+        ),
+    ))
 }
 
 /// The smallest effect called a change when the matrix does not say, in

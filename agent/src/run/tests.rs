@@ -64,6 +64,7 @@ fn command() -> WorkloadCommand {
             ("iperf3", "/usr/bin/iperf3".into()),
             ("npb-lu.C", "/opt/npb/lu.C.x".into()),
         ],
+        guest_cache: None,
     }
 }
 

@@ -1902,3 +1902,31 @@ fn kernel_names() {
         );
     }
 }
+
+#[test]
+fn guests_take_no_states_yet() {
+    check_err(
+        &format!(
+            "kernels = [\"running\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
+             [[states]]\nname = \"cycled\"\nhotplug = \"cycle:1\"\n"
+        ),
+        1,
+        23,
+        "kernels[1]",
+        "state `cycled` cannot be applied yet",
+    );
+    check_err(
+        &format!(
+            "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
+             [[loads]]\nname = \"cpu-hog\"\n"
+        ),
+        1,
+        12,
+        "kernels[0]",
+        "competing loads",
+    );
+    // A state that changes nothing is the default state.
+    ok(&format!(
+        "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}[[states]]\nname = \"plain\"\n"
+    ));
+}

@@ -1,0 +1,128 @@
+//! A run whose kernel is `debian:<version>`: the workload runs inside a
+//! QEMU guest booted with that kernel (see [`crate::guest`]), under TCG.
+//!
+//! What a guest run does not do yet, and refuses rather than fakes: machine
+//! states and competing loads inside the guest, external workloads, the
+//! placement sampler and perf counters (a guest result carries `wall_s` and
+//! the workload's own figures), cancellation before the guest powers off,
+//! and KVM (nested KVM does not boot on the farm's hosts).
+
+use std::time::{Duration, SystemTime};
+
+use farm_proto::{Direction, RunAssignment, RunResult};
+use farm_workload::catalogue;
+
+use super::launch::{self, Output};
+use super::{Context, metric, unix_ms};
+use crate::guest::{initramfs, job, kernels, qemu};
+
+/// The executor name guest results carry.
+pub const TCG: &str = "tcg";
+
+/// The arch of the guests this agent boots.
+pub const GUEST_ARCH: &str = "x86_64";
+
+/// The guest machine: 4 vCPUs on 2 NUMA nodes, the topology the host lacks.
+const CPUS: u32 = 4;
+const NODES: u32 = 2;
+const MEMORY_MIB: u32 = 512;
+/// Booting under TCG before the workload starts, beyond its own timeout.
+const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
+
+/// Executes `a` in a guest; the result says `tcg`, the guest's arch and the
+/// release the guest actually booted.
+pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
+    let mut result = RunResult {
+        run: a.run.clone(),
+        executor: TCG.into(),
+        arch: GUEST_ARCH.into(),
+        started_unix_ms: unix_ms(SystemTime::now()),
+        ..Default::default()
+    };
+    match run(a, ctx) {
+        Ok(g) => {
+            result.kernel_release = g.release.clone();
+            result.log_tail = g.console_tail.clone();
+            result
+                .metrics
+                .push(metric("wall_s", g.wall_s, "s", Direction::LowerIsBetter));
+            result.metrics.extend(g.metrics.iter().map(|m| {
+                let direction = match m.direction {
+                    catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
+                    catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
+                };
+                metric(&m.name, m.value, &m.unit, direction)
+            }));
+            if g.exit_code != 0 {
+                result.error = format!("workload exited with status {} in the guest", g.exit_code);
+            }
+        }
+        Err(e) => result.error = e,
+    }
+    result.finished_unix_ms = unix_ms(SystemTime::now());
+    result.ok = result.error.is_empty();
+    result
+}
+
+fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<job::GuestRun, String> {
+    let cache = ctx
+        .workload
+        .guest_cache
+        .as_ref()
+        .ok_or("this agent boots no guests")?;
+    if a.state
+        .as_ref()
+        .is_some_and(|s| !s.hotplug.is_empty() || !s.cgroup.is_empty() || s.autogroup.is_some())
+        || !a.loads.is_empty()
+    {
+        return Err(
+            "machine states and competing loads inside guests are not supported yet".into(),
+        );
+    }
+    let w = a
+        .workload
+        .as_ref()
+        .ok_or("the assignment has no workload")?;
+    let l = launch::launch(w, ctx.workload)?;
+    if !matches!(l.output, Output::MetricLines) {
+        return Err(format!(
+            "`{}` is an external workload; guests run built-in ones only, for now",
+            w.name
+        ));
+    }
+    // A guest boots faster with the small farm-workload binary than with
+    // farmctl (which embeds it behind `workload`): use it when it is beside.
+    let sibling = ctx.workload.program.with_file_name("farm-workload");
+    let skip = ctx.workload.leading_args.len();
+    let (binary, args) = if skip > 0 && sibling.is_file() {
+        (sibling, l.program.args[skip..].to_vec())
+    } else {
+        (ctx.workload.program.clone(), l.program.args)
+    };
+    let job = job::Job::from_args(args).map_err(|e| e.to_string())?;
+    let kernel = kernels::resolve(&a.kernel, &cache.join("kernels")).map_err(|e| e.to_string())?;
+    let image = job::build_initramfs(
+        &cache.join("images"),
+        std::path::Path::new(initramfs::BUSYBOX),
+        &binary,
+        &job,
+    )
+    .map_err(|e| e.to_string())?;
+    let dir = tempfile::Builder::new()
+        .prefix("run-")
+        .tempdir_in(cache)
+        .map_err(|e| {
+            format!(
+                "a directory for the guest's logs under {}: {e}",
+                cache.display()
+            )
+        })?;
+    let machine = qemu::Machine {
+        cpus: CPUS,
+        memory_mib: MEMORY_MIB,
+        nodes: NODES,
+        timeout: Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE,
+    };
+    tracing::info!(kernel = %kernel.version, downloaded = kernel.downloaded, image_built = image.built, "booting the run's guest");
+    job::run(&machine, &kernel.vmlinuz, &image.path, dir.path()).map_err(|e| e.to_string())
+}

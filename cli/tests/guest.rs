@@ -1,0 +1,59 @@
+//! The kernel axis end to end: a real coordinator and agent, a matrix with
+//! the running kernel and a Debian kernel; the Debian cells run in a QEMU
+//! guest under TCG and say so in every result.
+//!
+//! Needs qemu-system-x86 and busybox-static (scripts/test.sh installs them)
+//! and Debian's package archive; it fails, never skips, without them.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{Farm, serial, wait_for};
+
+#[test]
+fn a_debian_kernel_cell_runs_in_a_tcg_guest_beside_the_host_cell() {
+    let _g = serial();
+    if let Err(why) = farm_agent::guest::available() {
+        panic!("guests need Debian packages qemu-system-x86 and busybox-static: {why}");
+    }
+    let mut farm = Farm::start(&[]);
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache");
+    let state = farm.dir.path().join("agent-state");
+    farm.start_agent_with(&state, &[("FARM_GUEST_CACHE", cache.display().to_string())]);
+    farm.wait_agents(1);
+    let file = farm.write(
+        "kernels.toml",
+        r#"
+name = "kernels"
+repetitions = 2
+timeout_s = 120
+kernels = ["running", "debian:6.1.0-57-cloud-amd64"]
+
+[[workloads]]
+name = "cpu-hog"
+params = { threads = 2, seconds = 1 }
+"#,
+    );
+    let id = farm.submit(&file);
+    wait_for(Duration::from_secs(300), "the matrix to finish", || {
+        farm.results(&id)["state"] == "done"
+    });
+    let v = farm.results(&id);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "{v}");
+    for r in results {
+        assert_eq!(r["ok"], true, "{r}");
+        assert!(r["metrics"]["hog_ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["metrics"]["wall_s"].as_f64().unwrap() >= 1.0, "{r}");
+        assert_eq!(r["arch"], "x86_64", "{r}");
+        let guest = r["cell"] == 1;
+        if guest {
+            assert_eq!(r["executor"], "tcg", "{r}");
+            assert_eq!(r["kernel_release"], "6.1.0-57-cloud-amd64", "{r}");
+        } else {
+            assert_eq!(r["executor"], "host", "{r}");
+        }
+    }
+}
