@@ -41,26 +41,6 @@ const MAX_STRIPS: usize = 6;
 /// Per-instance heat maps per cell (telemetry carries up to 64).
 const MAX_INSTANCE_MAPS: usize = 16;
 
-/// Figures every run has besides its workload's own: measured by the agent
-/// around any workload. The table shows them; only `wall_s` of them is
-/// primary. Used when a cell's workload is not in the catalogue.
-const SUPPORTING: &[&str] = &[
-    "user_s",
-    "sys_s",
-    "task_clock_s",
-    "cpus_utilised",
-    "context_switches",
-    "cpu_migrations",
-    "page_faults",
-    "telemetry_overhead_pct",
-    "rescheduling_ipis",
-    "function_call_ipis",
-    "tlb_shootdowns",
-    "mixed_ipis",
-    "wasted_core_s",
-    "wasted_core_pct",
-];
-
 /// A verdict as the page shows it: a coloured badge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Badge {
@@ -729,14 +709,11 @@ impl<'a> Page<'a> {
     }
 }
 
-/// Whether `name` is a workload's own figure rather than one every run has;
-/// for workloads missing from the catalogue. Per-instance figures
-/// (`instance3_triad_mbs`) are not primary: there may be hundreds.
+/// Whether `name` is a workload's own figure rather than one every run has
+/// (the coordinator's rule, for workloads missing from the catalogue);
+/// `wall_s` is drawn with the workload's figures anyway.
 fn is_own_figure(name: &str) -> bool {
-    let per_instance = name
-        .strip_prefix("instance")
-        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
-    name != "wall_s" && !SUPPORTING.contains(&name) && !per_instance
+    name != "wall_s" && farm_coordinator::results::is_primary(name)
 }
 
 /// The bootstrap interval of a metric's ratio, when the coordinator sent one.

@@ -38,8 +38,15 @@ pub const TELEMETRY: &[&str] = &[
     "wasted_core_pct",
 ];
 
+/// Whether `metric` may make a cell's verdict: not telemetry, and not a
+/// per-instance figure (`instance3_triad_mbs`): a workload of hundreds of
+/// instances would otherwise have hundreds of verdicts, and the workload's
+/// total (seed 001's sum of 1/runtime) is the figure that matters.
 pub fn is_primary(metric: &str) -> bool {
-    !TELEMETRY.contains(&metric)
+    let per_instance = metric
+        .strip_prefix("instance")
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+    !TELEMETRY.contains(&metric) && !per_instance
 }
 
 /// One metric's values over a cell's finished runs, in run order.
