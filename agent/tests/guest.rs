@@ -198,7 +198,13 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
 
     let t = Instant::now();
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
-    let initrd = job::build_initramfs(&cache, Path::new(initramfs::BUSYBOX), &bin, &job)
+    // Seed 000's state: cpu1 offline and online again before the run.
+    let state = job::GuestState {
+        cycle: vec![1],
+        autogroup: Some(false),
+        ..Default::default()
+    };
+    let initrd = job::build_initramfs(&cache, Path::new(initramfs::BUSYBOX), &bin, &job, &state)
         .unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
         "prepare (kernel downloaded: {}, initramfs built: {}): {:.1?}",
@@ -236,6 +242,16 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     assert_eq!(hog[0].unit, "ops/s");
     assert!(r.wall_s >= 1.0, "{}", r.wall_s);
     assert!(r.first_metric_after.is_some());
+    // The state was applied (cpu1 back online) and the domains were read
+    // before and after it, on every CPU.
+    assert_eq!(r.online, "0-3");
+    for domains in [&r.domains_before, &r.domains_after] {
+        assert_eq!(domains.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert!(
+            domains.values().all(|d| d.iter().any(|n| n == "NUMA")),
+            "{domains:?}"
+        );
+    }
     assert!(our_qemus().is_empty(), "{:?}", our_qemus());
 }
 

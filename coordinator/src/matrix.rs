@@ -399,9 +399,9 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     })
 }
 
-/// Guests run a workload alone in the kernel's default state for now: a
-/// matrix that asks for more is refused up front rather than failing run by
-/// run.
+/// Guests apply hotplug and autogroup but not yet cgroup layouts, and run
+/// no competing loads: a matrix that asks for them is refused up front
+/// rather than failing run by run.
 fn guests_without_states(
     raw: &RawMatrix,
     kernels: &[String],
@@ -414,10 +414,9 @@ fn guests_without_states(
     else {
         return Ok(());
     };
-    let changes =
-        |s: &MachineState| !s.hotplug.is_empty() || !s.cgroup.is_empty() || s.autogroup.is_some();
-    let why = if let Some(s) = states.iter().find(|s| changes(s)) {
-        format!("state `{}`", s.name)
+    // Guests apply hotplug and autogroup; cgroup layouts and loads not yet.
+    let why = if let Some(s) = states.iter().find(|s| !s.cgroup.is_empty()) {
+        format!("the cgroup layout of state `{}`", s.name)
     } else if !loads.is_empty() {
         "competing loads".to_owned()
     } else {
@@ -433,7 +432,7 @@ fn guests_without_states(
         format!("kernels[{guest}]"),
         format!(
             "`{}` runs in a guest, where {why} cannot be applied yet: guests run the \
-             workload alone in the kernel's default state",
+             workload alone, with hotplug and autogroup only",
             kernels[guest]
         ),
     ))

@@ -41,6 +41,35 @@ pub enum Error {
     Guest(#[from] qemu::Error),
 }
 
+/// A machine state to apply inside the guest before the workload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuestState {
+    /// CPUs to take offline and bring back (`cycle:`).
+    pub cycle: Vec<u32>,
+    /// CPUs to keep offline during the run (`offline:`).
+    pub offline: Vec<u32>,
+    /// `kernel.sched_autogroup_enabled`.
+    pub autogroup: Option<bool>,
+}
+
+impl GuestState {
+    /// The runner's `/state` file: numbers only, so nothing in it can be
+    /// more than a CPU number or 0/1 to the shell that reads it.
+    pub fn file(&self) -> String {
+        let mut out = String::new();
+        for c in &self.cycle {
+            out.push_str(&format!("cycle {c}\n"));
+        }
+        for c in &self.offline {
+            out.push_str(&format!("offline {c}\n"));
+        }
+        if let Some(a) = self.autogroup {
+            out.push_str(&format!("autogroup {}\n", u8::from(a)));
+        }
+        out
+    }
+}
+
 /// A validated argv for `farm-workload` (without the program).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
@@ -98,11 +127,32 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 exec 3>/dev/ttyS1
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
 r() { printf '%s\n' "$*" >&3; }
+domains() {
+  for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
+    [ -f "$d/name" ] || continue
+    c=${d%/domain*}; c=${c##*/cpu}; l=${d##*/domain}
+    r "domain $1 $c $l $(cat "$d/name")"
+  done
+}
 r "farm-job 1"
 r "release $(uname -r)"
+domains before
+# The machine state: lines `cycle N`, `offline N`, `autogroup 0|1`, checked
+# on the host (digits only); anything else stops the job.
+while IFS=' ' read -r what n || [ -n "$what" ]; do
+  case "$what" in
+    cycle) echo 0 > /sys/devices/system/cpu/cpu$n/online && echo 1 > /sys/devices/system/cpu/cpu$n/online || r "error state $what $n" ;;
+    offline) echo 0 > /sys/devices/system/cpu/cpu$n/online || r "error state $what $n" ;;
+    autogroup) echo $n > /proc/sys/kernel/sched_autogroup_enabled || r "error state $what $n" ;;
+    *) r "error state $what" ;;
+  esac
+done < /state
+r "online $(cat /sys/devices/system/cpu/online)"
+domains after
 set --
 while IFS= read -r a || [ -n "$a" ]; do
   set -- "$@" "$a"
@@ -197,6 +247,7 @@ pub fn build_initramfs(
     busybox: &Path,
     workload_bin: &Path,
     job: &Job,
+    state: &GuestState,
 ) -> Result<Initramfs, Error> {
     let fail = |detail: String| Error::Binary {
         binary: workload_bin.display().to_string(),
@@ -240,6 +291,8 @@ pub fn build_initramfs(
         extra.push(Entry::File(path.clone(), 0o755, bytes));
     }
     extra.push(Entry::File("job".into(), 0o644, job_file.as_bytes()));
+    let state_file = state.file();
+    extra.push(Entry::File("state".into(), 0o644, state_file.as_bytes()));
     Ok(initramfs::build_with(cache, busybox, JOB_RUNNER, &extra)?)
 }
 
@@ -247,6 +300,12 @@ pub fn build_initramfs(
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestRun {
     pub release: String,
+    /// Sched domain names per CPU, in level order, before and after the
+    /// state was applied (empty without `sched_verbose` debugfs).
+    pub domains_before: std::collections::BTreeMap<u32, Vec<String>>,
+    pub domains_after: std::collections::BTreeMap<u32, Vec<String>>,
+    /// CPUs online once the state was applied.
+    pub online: String,
     pub exit_code: i32,
     /// The workload's wall time by the guest's /proc/uptime.
     pub wall_s: f64,
@@ -304,6 +363,10 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
         None => return Err("the guest reported nothing".into()),
     }
     let mut release = None;
+    let mut domains_before: std::collections::BTreeMap<u32, Vec<(usize, String)>> =
+        Default::default();
+    let mut domains_after = domains_before.clone();
+    let mut online = String::new();
     let mut exit_code = None;
     let mut wall_s = None;
     let mut metrics = Vec::new();
@@ -316,6 +379,28 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
         match kind {
             "release" if !rest.trim().is_empty() => release = Some(rest.trim().to_string()),
             "begin" | "end" => {}
+            "domain" => {
+                // `domain <before|after> <cpu> <level> <name>`
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                let (Some(phase), Some(cpu), Some(level), Some(name), None) = (
+                    f.first(),
+                    f.get(1).and_then(|c| c.parse::<u32>().ok()),
+                    f.get(2).and_then(|l| l.parse::<usize>().ok()),
+                    f.get(3),
+                    f.get(4),
+                ) else {
+                    return Err(format!("malformed domain line `{line}`"));
+                };
+                let map = match *phase {
+                    "before" => &mut domains_before,
+                    "after" => &mut domains_after,
+                    _ => return Err(format!("malformed domain line `{line}`")),
+                };
+                let levels: &mut Vec<(usize, String)> = map.entry(cpu).or_default();
+                levels.push((level, name.to_string()));
+            }
+            "online" => online = rest.trim().to_string(),
+            "error" => return Err(format!("the guest could not {}", rest.trim())),
             "out" => {
                 if let Some(m) = parse_metric_line(rest)
                     .map_err(|e| format!("malformed metric line `{line}`: {e}"))?
@@ -346,8 +431,19 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
     if !done {
         return Err("the report has no `done` line (the guest stopped early)".into());
     }
+    let by_level = |m: std::collections::BTreeMap<u32, Vec<(usize, String)>>| {
+        m.into_iter()
+            .map(|(cpu, mut levels)| {
+                levels.sort();
+                (cpu, levels.into_iter().map(|(_, n)| n).collect())
+            })
+            .collect()
+    };
     Ok(GuestRun {
         release: release.ok_or("the report has no release")?,
+        domains_before: by_level(domains_before),
+        domains_after: by_level(domains_after),
+        online,
         exit_code: exit_code.ok_or("the report has no exit code")?,
         wall_s: wall_s.ok_or("the report has no wall_s")?,
         metrics,
@@ -365,6 +461,41 @@ mod tests {
     const RECORDED: &str = "farm-job 1\r\nrelease 6.1.0-57-cloud-amd64\r\nbegin\r\n\
 out some chatter\r\nout metric hog_ops_per_s 123456.5 ops/s higher\r\nend\r\n\
 exit 0\r\nwall_s 1.02\r\ndone\r\n";
+
+    #[test]
+    fn domains_before_and_after_the_state() {
+        let text = "farm-job 1\nrelease 6.1.0-57-cloud-amd64\n\
+            domain before 0 1 NUMA\ndomain before 0 0 MC\ndomain before 1 0 MC\n\
+            online 0-3\ndomain after 0 0 MC\ndomain after 1 0 MC\n\
+            begin\nend\nexit 0\nwall_s 1.00\ndone\n";
+        let r = parse_run(text).unwrap();
+        assert_eq!(r.domains_before[&0], ["MC", "NUMA"]);
+        assert_eq!(r.domains_after[&0], ["MC"]);
+        assert_eq!(r.online, "0-3");
+        for bad in [
+            "domain sideways 0 0 MC",
+            "domain before x 0 MC",
+            "domain before 0 0",
+        ] {
+            let text = format!("farm-job 1\nrelease r\n{bad}\nexit 0\nwall_s 1\ndone\n");
+            let e = parse_run(&text).unwrap_err();
+            assert!(e.contains("malformed domain line"), "{bad}: {e}");
+        }
+        // A state the guest could not apply fails the run.
+        let e = parse_run("farm-job 1\nrelease r\nerror state cycle 1\n").unwrap_err();
+        assert!(e.contains("could not state cycle 1"), "{e}");
+    }
+
+    #[test]
+    fn the_state_file_holds_numbers_only() {
+        let s = GuestState {
+            cycle: vec![1, 3],
+            offline: vec![2],
+            autogroup: Some(false),
+        };
+        assert_eq!(s.file(), "cycle 1\ncycle 3\noffline 2\nautogroup 0\n");
+        assert_eq!(GuestState::default().file(), "");
+    }
 
     #[test]
     fn parses_a_recorded_run() {

@@ -1,11 +1,16 @@
 //! A run whose kernel is `debian:<version>`: the workload runs inside a
 //! QEMU guest booted with that kernel (see [`crate::guest`]), under TCG.
 //!
-//! What a guest run does not do yet, and refuses rather than fakes: machine
-//! states and competing loads inside the guest, external workloads, the
-//! placement sampler and perf counters (a guest result carries `wall_s` and
-//! the workload's own figures), cancellation before the guest powers off,
-//! and KVM (nested KVM does not boot on the farm's hosts).
+//! The guest applies the run's hotplug and autogroup before the workload
+//! and reports its sched domains before and after (booted with
+//! `sched_verbose`), which become the run's topology telemetry: seed 000's
+//! "a domain level missing after a hotplug cycle", on a 2-node guest.
+//!
+//! What a guest run does not do yet, and refuses rather than fakes: cgroup
+//! layouts and competing loads inside the guest, external workloads, the
+//! placement sampler and perf counters (a guest result carries `wall_s`,
+//! the workload's own figures and the topology), cancellation before the
+//! guest powers off, and KVM (nested KVM does not boot on the farm's hosts).
 
 use std::time::{Duration, SystemTime};
 
@@ -43,6 +48,7 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
         Ok(g) => {
             result.kernel_release = g.release.clone();
             result.log_tail = g.console_tail.clone();
+            result.telemetry = Some(topology(&g));
             result
                 .metrics
                 .push(metric("wall_s", g.wall_s, "s", Direction::LowerIsBetter));
@@ -64,21 +70,90 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     result
 }
 
+/// The assignment's machine state as the guest applies it: hotplug and
+/// autogroup; cgroups and competing loads are refused (the coordinator
+/// refuses such matrices up front).
+fn guest_state(a: &RunAssignment) -> Result<job::GuestState, String> {
+    if !a.loads.is_empty() {
+        return Err("competing loads inside guests are not supported yet".into());
+    }
+    let mut out = job::GuestState::default();
+    let Some(s) = &a.state else {
+        return Ok(out);
+    };
+    if !s.cgroup.is_empty() {
+        return Err("cgroup layouts inside guests are not supported yet".into());
+    }
+    if !s.hotplug.is_empty() {
+        let plan = crate::state::hotplug::parse(&s.hotplug)?;
+        if plan.cpus.contains(&0) {
+            return Err(format!("hotplug `{}`: cpu0 stays online", s.hotplug));
+        }
+        if let Some(c) = plan.cpus.iter().find(|&&c| c >= CPUS) {
+            return Err(format!(
+                "hotplug `{}`: the guest has cpus 0-{} (cpu{c} asked)",
+                s.hotplug,
+                CPUS - 1
+            ));
+        }
+        match plan.mode {
+            crate::state::hotplug::Mode::Cycle => out.cycle = plan.cpus,
+            crate::state::hotplug::Mode::Offline => out.offline = plan.cpus,
+        }
+    }
+    out.autogroup = s.autogroup.map(|v| v != 0);
+    Ok(out)
+}
+
+/// The guest's sched domains before and after its state, as the host
+/// executor reports topology (names only: debugfs gives no spans here).
+fn topology(g: &job::GuestRun) -> farm_proto::Telemetry {
+    use crate::telemetry::topology::{self as topo, Domains, Level, Source, Topology};
+    type PerCpu = std::collections::BTreeMap<u32, Vec<String>>;
+    let snapshot = |m: &PerCpu| Topology {
+        source: Source::Debugfs,
+        domains: Domains {
+            per_cpu: m
+                .iter()
+                .map(|(cpu, names)| {
+                    let levels = names
+                        .iter()
+                        .map(|n| Level {
+                            name: n.clone(),
+                            flags: Vec::new(),
+                            span: Vec::new(),
+                        })
+                        .collect();
+                    (*cpu, levels)
+                })
+                .collect(),
+        },
+    };
+    let lines = |m: &PerCpu| -> Vec<String> {
+        m.iter()
+            .map(|(cpu, names)| format!("cpu{cpu}: {}", names.join(" ")))
+            .collect()
+    };
+    let (before, after) = (snapshot(&g.domains_before), snapshot(&g.domains_after));
+    farm_proto::Telemetry {
+        topology_source: "guest debugfs sched/domains (sched_verbose)".into(),
+        topology_before: lines(&g.domains_before),
+        topology_after: lines(&g.domains_after),
+        topology_changes: topo::diff(&before, &after)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        ..Default::default()
+    }
+}
+
 fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<job::GuestRun, String> {
     let cache = ctx
         .workload
         .guest_cache
         .as_ref()
         .ok_or("this agent boots no guests")?;
-    if a.state
-        .as_ref()
-        .is_some_and(|s| !s.hotplug.is_empty() || !s.cgroup.is_empty() || s.autogroup.is_some())
-        || !a.loads.is_empty()
-    {
-        return Err(
-            "machine states and competing loads inside guests are not supported yet".into(),
-        );
-    }
+    let state = guest_state(a)?;
     let w = a
         .workload
         .as_ref()
@@ -106,6 +181,7 @@ fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<job::GuestRun, String> {
         std::path::Path::new(initramfs::BUSYBOX),
         &binary,
         &job,
+        &state,
     )
     .map_err(|e| e.to_string())?;
     let dir = tempfile::Builder::new()

@@ -1908,12 +1908,12 @@ fn guests_take_no_states_yet() {
     check_err(
         &format!(
             "kernels = [\"running\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
-             [[states]]\nname = \"cycled\"\nhotplug = \"cycle:1\"\n"
+             [[states]]\nname = \"grouped\"\ncgroup = \"separate\"\n"
         ),
         1,
         23,
         "kernels[1]",
-        "state `cycled` cannot be applied yet",
+        "the cgroup layout of state `grouped` cannot be applied yet",
     );
     check_err(
         &format!(
@@ -1925,8 +1925,9 @@ fn guests_take_no_states_yet() {
         "kernels[0]",
         "competing loads",
     );
-    // A state that changes nothing is the default state.
+    // Hotplug and autogroup are applied inside guests.
     ok(&format!(
-        "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}[[states]]\nname = \"plain\"\n"
+        "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}[[states]]\nname = \"cycled\"\n\
+         hotplug = \"cycle:1\"\nautogroup = 0\n"
     ));
 }
