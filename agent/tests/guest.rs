@@ -242,6 +242,9 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     assert_eq!(hog[0].unit, "ops/s");
     assert!(r.wall_s >= 1.0, "{}", r.wall_s);
     assert!(r.first_metric_after.is_some());
+    let begin = r.begin_after.expect("the runner's begin line was seen");
+    assert!(begin <= r.first_metric_after.unwrap(), "{begin:?}");
+    eprintln!("QEMU start → workload start (begin): {begin:.1?}");
     // The state was applied (cpu1 back online) and the domains were read
     // before and after it, on every CPU.
     assert_eq!(r.online, "0-3");

@@ -52,6 +52,10 @@ params = { threads = 2, seconds = 1 }
         if guest {
             assert_eq!(r["executor"], "tcg", "{r}");
             assert_eq!(r["kernel_release"], "6.1.0-57-cloud-amd64", "{r}");
+            // From the assignment to the workload's start, cached or not.
+            let start = r["metrics"]["guest_start_s"].as_f64().unwrap();
+            assert!(start > 0.5 && start < 60.0, "{r}");
+            eprintln!("guest_start_s {start:.2}");
         } else {
             assert_eq!(r["executor"], "host", "{r}");
         }

@@ -36,6 +36,7 @@ pub const TELEMETRY: &[&str] = &[
     "mixed_ipis",
     "wasted_core_s",
     "wasted_core_pct",
+    "guest_start_s",
 ];
 
 /// Whether `metric` may make a cell's verdict: not telemetry, and not a

@@ -316,6 +316,9 @@ pub struct GuestRun {
     /// From starting QEMU to the first metric line seen on the channel (by
     /// polling it every 50 ms).
     pub first_metric_after: Option<Duration>,
+    /// From starting QEMU to the runner's `begin` line, written just before
+    /// it starts the workload (polled likewise): boot plus state.
+    pub begin_after: Option<Duration>,
 }
 
 /// Boots `vmlinuz` with a job initramfs (see [`build_initramfs`]) on
@@ -328,12 +331,20 @@ pub fn run(
     dir: &Path,
 ) -> Result<GuestRun, Error> {
     let mut first_metric_after = None;
+    let mut begin_after = None;
     let channel = dir.join("channel.log");
     let (elapsed, text) = qemu::run_to_poweroff(machine, vmlinuz, initrd, dir, &mut |t| {
-        if first_metric_after.is_none()
-            && fs::read(&channel)
-                .is_ok_and(|b| String::from_utf8_lossy(&b).contains("\nout metric "))
-        {
+        if first_metric_after.is_some() {
+            return;
+        }
+        let Ok(bytes) = fs::read(&channel) else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if begin_after.is_none() && text.lines().any(|l| l.trim_end() == "begin") {
+            begin_after = Some(t);
+        }
+        if text.contains("\nout metric ") {
             first_metric_after = Some(t);
         }
     })?;
@@ -345,6 +356,7 @@ pub fn run(
     r.console_tail = console_tail;
     r.elapsed = elapsed;
     r.first_metric_after = first_metric_after.or(r.metrics.first().map(|_| elapsed));
+    r.begin_after = begin_after;
     tracing::info!(?elapsed, exit = r.exit_code, "guest job done");
     Ok(r)
 }
@@ -450,6 +462,7 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
         console_tail: String::new(),
         elapsed: Duration::ZERO,
         first_metric_after: None,
+        begin_after: None,
     })
 }
 

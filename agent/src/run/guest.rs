@@ -45,10 +45,20 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
         ..Default::default()
     };
     match run(a, ctx) {
-        Ok(g) => {
+        Ok((g, prepared)) => {
             result.kernel_release = g.release.clone();
             result.log_tail = g.console_tail.clone();
             result.telemetry = Some(topology(&g));
+            if let Some(begin) = g.begin_after {
+                // From the assignment to the workload's start: kernel and
+                // image (cached or not), boot, state.
+                result.metrics.push(metric(
+                    "guest_start_s",
+                    prepared.as_secs_f64() + begin.as_secs_f64(),
+                    "s",
+                    Direction::LowerIsBetter,
+                ));
+            }
             result
                 .metrics
                 .push(metric("wall_s", g.wall_s, "s", Direction::LowerIsBetter));
@@ -147,7 +157,9 @@ fn topology(g: &job::GuestRun) -> farm_proto::Telemetry {
     }
 }
 
-fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<job::GuestRun, String> {
+/// The guest's run, and how long preparing it took (kernel, image).
+fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<(job::GuestRun, Duration), String> {
+    let t0 = std::time::Instant::now();
     let cache = ctx
         .workload
         .guest_cache
@@ -200,5 +212,8 @@ fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<job::GuestRun, String> {
         timeout: Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE,
     };
     tracing::info!(kernel = %kernel.version, downloaded = kernel.downloaded, image_built = image.built, "booting the run's guest");
-    job::run(&machine, &kernel.vmlinuz, &image.path, dir.path()).map_err(|e| e.to_string())
+    let prepared = t0.elapsed();
+    let g =
+        job::run(&machine, &kernel.vmlinuz, &image.path, dir.path()).map_err(|e| e.to_string())?;
+    Ok((g, prepared))
 }
