@@ -15,8 +15,9 @@
 //! kernels = ["running"]     # default ["running"]: whatever kernel the agent runs;
 //!                           # a release (`6.1.0-57-amd64`) must equal the agent's
 //!                           # `uname -r`; `debian:<version>` (debian:6.1.0-57-cloud-amd64,
-//!                           # debian:6.1.0-50-s390x) and `file:/abs/path/vmlinuz` are
-//!                           # booted in guests by agents that advertise guest arches
+//!                           # debian:6.1.0-50-s390x) is booted in a guest by an agent
+//!                           # that advertises guests of its arch (`file:/abs/vmlinuz`:
+//!                           # recognised, refused until agents boot such images)
 //!
 //! [[workloads]]             # at least one
 //! name = "lu"               # a workload of the catalogue (farm_workload::catalogue)
@@ -789,6 +790,11 @@ fn check_kernel_name(name: &str) -> Result<(), String> {
                 "`{name}`: a kernel image is an absolute path without `..`"
             ));
         }
+        // Refused here rather than failing on every agent it would reach.
+        return Err(format!(
+            "`{name}`: agents do not boot kernel images of their own yet; use \
+             debian:<version>"
+        ));
     } else if name.contains(':') {
         return Err(format!(
             "`{name}`: a kernel is `running`, a release, `debian:<version>` or `file:<path>`"
