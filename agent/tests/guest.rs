@@ -25,33 +25,12 @@ fn cache() -> PathBuf {
         .join("target/guest-cache")
 }
 
+/// The agent's own check (the same one that decides whether it advertises
+/// guests): a missing package fails the test, naming it.
 fn require_prerequisites() {
-    let mut missing = Vec::new();
-    for (path, package) in [
-        (qemu::QEMU_X86_64, "qemu-system-x86"),
-        (initramfs::BUSYBOX, "busybox-static"),
-        ("/usr/bin/apt-get", "apt"),
-        ("/usr/bin/dpkg-deb", "dpkg"),
-        ("/usr/bin/gzip", "gzip"),
-        ("/usr/bin/sha256sum", "coreutils"),
-    ] {
-        if !Path::new(path).is_file() {
-            missing.push(format!("{path} (Debian package {package})"));
-        }
+    if let Err(why) = farm_agent::guest::available() {
+        panic!("install them with apt-get install -y qemu-system-x86 busybox-static: {why}");
     }
-    // /bin/busybox may come from the dynamically linked `busybox` package,
-    // which cannot run in an initramfs without libc.
-    let status = std::process::Command::new("/usr/bin/dpkg-query")
-        .args(["-W", "-f=${Status}", "busybox-static"])
-        .output();
-    if !status.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed")) {
-        missing.push("busybox-static is not installed (Debian package busybox-static)".into());
-    }
-    assert!(
-        missing.is_empty(),
-        "missing prerequisites, install them with apt-get install -y qemu-system-x86 busybox-static: {}",
-        missing.join(", ")
-    );
 }
 
 /// QEMU processes that are children of this test process.

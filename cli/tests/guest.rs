@@ -12,9 +12,8 @@ use std::time::Duration;
 
 use common::{Farm, serial, wait_for};
 
-#[test]
-fn a_debian_kernel_cell_runs_in_a_tcg_guest_beside_the_host_cell() {
-    let _g = serial();
+/// A coordinator and one agent whose guests share the tests' kernel cache.
+fn guest_farm() -> Farm {
     if let Err(why) = farm_agent::guest::available() {
         panic!("guests need Debian packages qemu-system-x86 and busybox-static: {why}");
     }
@@ -23,6 +22,13 @@ fn a_debian_kernel_cell_runs_in_a_tcg_guest_beside_the_host_cell() {
     let state = farm.dir.path().join("agent-state");
     farm.start_agent_with(&state, &[("FARM_GUEST_CACHE", cache.display().to_string())]);
     farm.wait_agents(1);
+    farm
+}
+
+#[test]
+fn a_debian_kernel_cell_runs_in_a_tcg_guest_beside_the_host_cell() {
+    let _g = serial();
+    let farm = guest_farm();
     let file = farm.write(
         "kernels.toml",
         r#"
@@ -68,14 +74,7 @@ params = { threads = 2, seconds = 1 }
 #[test]
 fn a_hotplug_cycle_inside_a_guest_reports_the_domains_before_and_after() {
     let _g = serial();
-    if let Err(why) = farm_agent::guest::available() {
-        panic!("guests need Debian packages qemu-system-x86 and busybox-static: {why}");
-    }
-    let mut farm = Farm::start(&[]);
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache");
-    let state = farm.dir.path().join("agent-state");
-    farm.start_agent_with(&state, &[("FARM_GUEST_CACHE", cache.display().to_string())]);
-    farm.wait_agents(1);
+    let farm = guest_farm();
     let file = farm.write(
         "seed000.toml",
         r#"
