@@ -152,6 +152,10 @@ struct MatrixMem {
     /// Run ids of each cell, in dispatch order: comparisons look at a cell
     /// and its baseline without scanning the matrix.
     by_cell: Vec<Vec<String>>,
+    /// The cells compared with each cell, computed once: every result looks
+    /// them up, and scanning a 10,000-cell matrix per result would be on
+    /// the dispatch path.
+    candidates: Vec<Vec<u32>>,
     status: watch::Sender<MatrixStatus>,
     dirty: bool,
     /// When watchers last got a status; `None` until the first one.
@@ -332,6 +336,12 @@ impl Scheduler {
     fn insert_matrix(&mut self, rec: MatrixRecord) {
         let reqs = rec.cells.iter().map(placement::requirements).collect();
         let by_cell = vec![Vec::new(); rec.cells.len()];
+        let mut candidates = vec![Vec::new(); rec.cells.len()];
+        for c in &rec.cells {
+            if let Some(b) = c.baseline.and_then(|b| candidates.get_mut(b as usize)) {
+                b.push(c.index);
+            }
+        }
         let (status, _) = watch::channel(MatrixStatus::default());
         self.by_seq.insert(rec.seq, rec.id.clone());
         self.matrices.insert(
@@ -341,6 +351,7 @@ impl Scheduler {
                 reqs,
                 runs: Vec::new(),
                 by_cell,
+                candidates,
                 status,
                 dirty: true,
                 published: None,
@@ -688,13 +699,9 @@ impl Scheduler {
         if let Some(b) = m.rec.cells.get(cell as usize).and_then(|c| c.baseline) {
             pairs.push((cell, b));
         }
-        pairs.extend(
-            m.rec
-                .cells
-                .iter()
-                .filter(|c| c.baseline == Some(cell))
-                .map(|c| (c.index, cell)),
-        );
+        if let Some(candidates) = m.candidates.get(cell as usize) {
+            pairs.extend(candidates.iter().map(|&c| (c, cell)));
+        }
         let mut add: Vec<u32> = Vec::new();
         for (candidate, baseline) in pairs {
             let (Some(cand_ids), Some(base_ids)) = (
