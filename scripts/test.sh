@@ -19,11 +19,26 @@ need chromium chromium
 # The guest tests boot Debian kernels under QEMU TCG with a busybox-static
 # initramfs (the dynamically linked `busybox` package would not do).
 need qemu-system-x86_64 qemu-system-x86
+# s390x guests: QEMU's s390x system emulator, and Debian's s390x packages
+# (kernels, busybox-static, the external workloads and their libraries),
+# which `apt-get download` fetches only once s390x is a foreign architecture.
+need qemu-system-s390x qemu-system-misc
+need cpio cpio
+# The ELF reader that finds a foreign binary's shared libraries.
+need readelf binutils
+update=0
+if ! dpkg --print-foreign-architectures | grep -qx s390x; then
+    echo "adding the foreign architecture s390x"
+    dpkg --add-architecture s390x
+    update=1
+fi
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" ||
     missing+=(busybox-static)
+if ((${#missing[@]})) || ((update)); then
+    apt-get update -q
+fi
 if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
-    apt-get update -q
     apt-get install -y -q "${missing[@]}"
 fi
 
