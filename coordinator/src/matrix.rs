@@ -357,7 +357,7 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     let loads = loads(raw.loads.as_ref())?;
     let states = states(raw.states.as_ref())?;
     let hosts = hosts(raw.hosts.as_ref())?;
-    guests_without_states(raw, &kernels, &states, &loads)?;
+    guest_limits(raw, &kernels, &workloads, &loads)?;
 
     check_size(
         raw,
@@ -400,43 +400,60 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     })
 }
 
-/// Guests apply hotplug and autogroup but not yet cgroup layouts, and run
-/// no competing loads: a matrix that asks for them is refused up front
-/// rather than failing run by run.
-fn guests_without_states(
+/// External tools that guests carry (Debian's builds, of the guest's arch).
+const GUEST_TOOLS: &[&str] = &["stress-ng", "sysbench-cpu", "sysbench-threads", "rt-hackbench"];
+
+/// What guests cannot do yet, refused up front rather than run by run:
+/// competing loads (guests run the workload alone), external tools other
+/// than [`GUEST_TOOLS`], and on any arch but x86_64 the farm's built-in
+/// workloads (its binaries exist for x86_64 only). Hotplug, autogroup and
+/// cgroup states are applied inside guests.
+fn guest_limits(
     raw: &RawMatrix,
     kernels: &[String],
-    states: &[MachineState],
+    workloads: &[(&'static WorkloadSpec, Vec<Axis>)],
     loads: &[Workload],
 ) -> Checked<()> {
-    let Some(guest) = kernels
-        .iter()
-        .position(|k| matches!(kernel_kind(k), KernelKind::Debian { .. } | KernelKind::File))
-    else {
-        return Ok(());
-    };
-    // Guests apply hotplug and autogroup; cgroup layouts and loads not yet.
-    let why = if let Some(s) = states.iter().find(|s| !s.cgroup.is_empty()) {
-        format!("the cgroup layout of state `{}`", s.name)
-    } else if !loads.is_empty() {
-        "competing loads".to_owned()
-    } else {
-        return Ok(());
-    };
-    let span = raw
-        .kernels
-        .as_ref()
-        .and_then(|k| k.get_ref().get(guest))
-        .map_or(0..0, Spanned::span);
-    Err(Issue::new(
-        span,
-        format!("kernels[{guest}]"),
-        format!(
-            "`{}` runs in a guest, where {why} cannot be applied yet: guests run the \
-             workload alone, with hotplug and autogroup only",
-            kernels[guest]
-        ),
-    ))
+    for (i, kernel) in kernels.iter().enumerate() {
+        let arch = match kernel_kind(kernel) {
+            KernelKind::Debian { arch } => arch,
+            KernelKind::File => "",
+            KernelKind::Running | KernelKind::Release => continue,
+        };
+        let why = if !loads.is_empty() {
+            Some("competing loads cannot run there yet: guests run the workload alone".to_owned())
+        } else {
+            workloads.iter().find_map(|(spec, _)| match spec.origin {
+                catalogue::Origin::BuiltIn if arch != "x86_64" => Some(format!(
+                    "`{}` is built into the farm, whose binaries exist for x86_64 only; {arch} \
+                     guests run {}",
+                    spec.name,
+                    GUEST_TOOLS.join(", ")
+                )),
+                catalogue::Origin::External { .. } if !GUEST_TOOLS.contains(&spec.name) => {
+                    Some(format!(
+                        "`{}` is not carried into guests; they run the built-in workloads \
+                         (x86_64) and {}",
+                        spec.name,
+                        GUEST_TOOLS.join(", ")
+                    ))
+                }
+                _ => None,
+            })
+        };
+        let Some(why) = why else { continue };
+        let span = raw
+            .kernels
+            .as_ref()
+            .and_then(|k| k.get_ref().get(i))
+            .map_or(0..0, Spanned::span);
+        return Err(Issue::new(
+            span,
+            format!("kernels[{i}]"),
+            format!("`{kernel}` runs in a guest: {why}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The smallest effect called a change when the matrix does not say, in

@@ -128,14 +128,34 @@ pub fn policy(cell: &Cell) -> VerdictPolicy {
     })
 }
 
-/// Whether the finished runs of both sides may be compared: TCG emulation
-/// changes timing far more than a kernel does, so its runs are compared only
-/// with TCG runs unless the matrix says otherwise. `Err` says why not.
+/// Whether the finished runs of both sides may be compared: runs of
+/// different arches never are (an s390x and an x86_64 figure measure two
+/// machines, not two kernels); TCG emulation changes timing far more than a
+/// kernel does, so its runs are compared only with TCG runs unless the
+/// matrix says otherwise. `Err` says why not.
 pub fn comparable(
     policy: &VerdictPolicy,
     candidate: &[&RunRecord],
     baseline: &[&RunRecord],
 ) -> Result<(), String> {
+    let arches = |runs: &[&RunRecord]| -> std::collections::BTreeSet<String> {
+        runs.iter()
+            .filter(|r| r.state == RunState::Finished)
+            .filter_map(|r| r.result.as_ref().map(|x| x.arch.clone()))
+            .filter(|a| !a.is_empty())
+            .collect()
+    };
+    let (ca, ba) = (arches(candidate), arches(baseline));
+    if !ca.is_empty() && !ba.is_empty() && ca != ba {
+        let list = |s: &std::collections::BTreeSet<String>| {
+            s.iter().cloned().collect::<Vec<_>>().join("+")
+        };
+        return Err(format!(
+            "not compared: {} runs against {} runs (another arch is another machine)",
+            list(&ca),
+            list(&ba)
+        ));
+    }
     if policy.mix_executors {
         return Ok(());
     }
@@ -573,6 +593,24 @@ mod tests {
         });
         let s = summarise(&cells, &refs, Vec::new());
         assert_eq!(s[1].verdict, WireVerdict::Regression as i32);
+        // Another arch is never compared, whatever the policy says.
+        let runs: Vec<RunRecord> = runs
+            .into_iter()
+            .map(|mut r| {
+                if let Some(res) = &mut r.result {
+                    res.arch = if r.cell == 1 { "s390x" } else { "x86_64" }.into();
+                }
+                r
+            })
+            .collect();
+        let refs: Vec<&RunRecord> = runs.iter().collect();
+        let s = summarise(&cells, &refs, Vec::new());
+        assert_eq!(s[1].verdict, WireVerdict::Unspecified as i32);
+        assert!(
+            s[1].notes[0].starts_with("not compared: s390x runs against x86_64 runs"),
+            "{:?}",
+            s[1].notes
+        );
     }
 
     #[test]

@@ -1869,7 +1869,8 @@ fn bad_verdict_policies() {
 fn kernel_names() {
     let m = ok(&format!(
         "kernels = [\"running\", \"6.1.0-47-amd64\", \"debian:6.1.0-57-cloud-amd64\", \
-         \"debian:6.12.107+deb12-cloud-amd64\", \"debian:6.1.0-50-s390x\"]\n{HEAD}"
+         \"debian:6.12.107+deb12-cloud-amd64\", \"debian:6.1.0-50-s390x\"]\n\
+         name = \"m\"\n[[workloads]]\nname = \"stress-ng\"\n"
     ));
     let kinds: Vec<KernelKind> = m.cells.iter().map(|c| kernel_kind(&c.kernel)).collect();
     assert_eq!(
@@ -1906,17 +1907,7 @@ fn kernel_names() {
 }
 
 #[test]
-fn guests_take_no_states_yet() {
-    check_err(
-        &format!(
-            "kernels = [\"running\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
-             [[states]]\nname = \"grouped\"\ncgroup = \"separate\"\n"
-        ),
-        1,
-        23,
-        "kernels[1]",
-        "the cgroup layout of state `grouped` cannot be applied yet",
-    );
+fn what_guests_cannot_run_is_refused() {
     check_err(
         &format!(
             "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
@@ -1927,6 +1918,30 @@ fn guests_take_no_states_yet() {
         "kernels[0]",
         "competing loads",
     );
+    // The farm's binaries exist for x86_64 only.
+    check_err(
+        &format!("kernels = [\"debian:6.1.0-57-cloud-amd64\", \"debian:6.1.0-50-s390x\"]\n{HEAD}"),
+        1,
+        43,
+        "kernels[1]",
+        "whose binaries exist for x86_64 only; s390x guests run stress-ng",
+    );
+    check_err(
+        "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\nname = \"m\"\n\
+         [[workloads]]\nname = \"iperf3\"\n",
+        1,
+        12,
+        "kernels[0]",
+        "`iperf3` is not carried into guests",
+    );
+    ok("kernels = [\"debian:6.1.0-50-s390x\", \"debian:6.1.0-57-amd64\"]\nname = \"m\"\n\
+        [[workloads]]\nname = \"sysbench-threads\"\n\
+        [[workloads]]\nname = \"rt-hackbench\"\n");
+    // Cgroup layouts, hotplug and autogroup are applied inside guests.
+    ok(&format!(
+        "kernels = [\"running\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
+         [[states]]\nname = \"grouped\"\ncgroup = \"separate\"\ncgroup_cpu_weight = 50\n"
+    ));
     // Hotplug and autogroup are applied inside guests.
     ok(&format!(
         "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}[[states]]\nname = \"cycled\"\n\
