@@ -108,6 +108,12 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
                 .unwrap_or_else(|| "x86_64".to_owned()),
         }),
     }
+    if matches!(out.last(), Some(Requirement::GuestKernel { .. })) {
+        // The guest brings the workload (the matrix admits only those guests
+        // carry) and applies the state inside itself: the host's own tools,
+        // CPUs and cgroups do not matter.
+        return out;
+    }
     if let Some(w) = &cell.workload {
         out.push(Requirement::Workload(w.name.clone()));
     }

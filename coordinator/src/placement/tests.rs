@@ -152,4 +152,18 @@ fn guest_kernels_go_to_agents_that_boot_guests_of_their_arch() {
         ..tcg.clone()
     };
     assert!(!satisfies(&s390, &x86_only));
+    // The guest applies the state and brings its tools: an agent without
+    // hotpluggable CPUs or stress-ng of its own serves such a cell.
+    let mut cycled = cell("", 0, 0, "debian:6.1.0-50-s390x", "cycle:1");
+    cycled.workload = Some(Workload {
+        name: "stress-ng".into(),
+        params: vec![],
+    });
+    let reqs = requirements(&cycled);
+    assert!(
+        reqs.iter()
+            .all(|r| matches!(r, Requirement::GuestKernel { .. })),
+        "{reqs:?}"
+    );
+    assert!(satisfies(&reqs, &tcg));
 }
