@@ -170,11 +170,10 @@ impl Probe {
             // listed here is a promise that the agent can apply it and always restore it,
             // so none is listed until its state module exists.
             state_kinds: Vec::new(),
-            // Guests (agent/src/guest) can boot Debian kernels under TCG, but
-            // the executor that runs a cell's workload in them is not wired
-            // yet: promising guest arches would draw cells that must fail.
+            // Guests are the agent's to add (they need its cache and tools).
             guest_arches: Vec::new(),
             guest_accelerators: Vec::new(),
+            guest_kernels: Vec::new(),
         };
         tracing::debug!(?capabilities, root = %self.root.display(), "capabilities discovered");
         Ok(capabilities)

@@ -1,52 +1,58 @@
 //! Guests: running workloads inside QEMU guests booted with a chosen kernel,
-//! so that the kernel itself (and NUMA topologies this host does not have)
-//! becomes an axis of the matrix.
+//! so that the kernel itself, other architectures (s390x) and NUMA
+//! topologies this host does not have become axes of the matrix.
 //!
-//! This is the foundation only:
-//! - [`kernels`]: `debian:<version>` → a cached, unpacked Debian kernel
-//!   (`apt-get download`, `dpkg-deb -x`, sha256 manifest).
-//! - [`initramfs`]: a busybox-static initramfs (newc cpio written here,
-//!   gzipped by `gzip`) whose `/init` is a tiny guest runner: it reports the
-//!   release, NUMA nodes and sched domains, cycles cpu1 through hotplug, and
-//!   powers off. Cached by the hash of its contents.
-//! - [`qemu`]: boots x86_64 under TCG with 2 NUMA nodes, the console to a
-//!   log and the report on the second serial port (ttyS1) to a file, with a
-//!   timeout that kills and reaps QEMU; parses the report.
+//! - [`arch`]: what differs between x86_64 and s390x guests, and TCG/KVM.
+//! - [`kernels`]: `debian:<version>` → a cached, unpacked Debian kernel of
+//!   the version's arch (`apt-get download`, `dpkg-deb -x`, sha256 manifest).
+//! - [`sysroot`]: Debian packages of any arch (the external tools, s390x's
+//!   busybox) with the libraries they need, for the images.
+//! - [`modules`]: the kernel modules a channel needs, in load order.
+//! - [`initramfs`]: busybox-static initramfs images (newc cpio written
+//!   here, gzipped by `gzip`), cached by the hash of their contents; the
+//!   foundation's runner that reports a guest's topology.
+//! - [`qemu`]: boots a guest with its console to a log and the report on a
+//!   channel of its own (ttyS1 on x86_64, virtio-serial on s390x), with a
+//!   timeout and cancellation that kill and reap QEMU; parses the report.
+//! - [`job`]: the image that runs one workload with its machine state and
+//!   samples it, and the booted guest's [`job::GuestRun`].
+//! - [`telemetry`]: the guest's raw /proc lines turned into a run's telemetry.
+//! - [`kvm`]: whether KVM really boots guests here (probed once, kept).
 //!
-//! - [`job`]: an initramfs carrying `farm-workload` (with the shared
-//!   libraries `ldd` names) and a validated argv in `/job`, whose runner
-//!   runs one built-in workload and reports its metric lines; the booted
-//!   guest's [`job::GuestRun`].
-//!
-//! Still missing: external tools inside the guest; a streaming
-//! channel (unix socket or virtio-serial, whose modules would have to be
-//! carried in the initramfs) instead of a file read after poweroff; KVM
-//! probing (nested KVM hangs on the farm's hosts, so TCG only); other
-//! architectures (s390x); guest topologies other than "N equal nodes";
-//! wiring into capabilities, placement and the executor; eviction of the
-//! cache.
+//! Still missing: competing loads and client/server tools inside guests,
+//! `file:` kernels, guest shapes other than the per-arch default, and
+//! eviction of the cache.
 
-/// Why this machine cannot boot guests, if it cannot: the programs guests
-/// need (QEMU, a static busybox, apt and dpkg for kernels, gzip, ldd,
-/// sha256sum), each named with its Debian package.
-pub fn available() -> Result<(), String> {
+/// Why this machine cannot boot guests of `arch`, if it cannot: the
+/// programs guests need (QEMU, a static busybox, apt and dpkg for kernels
+/// and packages, gzip, ldd or readelf, sha256sum), each named with its
+/// Debian package, and for a foreign arch its registration with dpkg.
+pub fn available(arch: GuestArch) -> Result<(), String> {
     let mut missing = Vec::new();
-    for (path, package) in [
-        (qemu::QEMU_X86_64, "qemu-system-x86"),
-        (initramfs::BUSYBOX, "busybox-static"),
+    let mut needed = vec![
+        arch.qemu(),
         ("/usr/bin/apt-get", "apt"),
         ("/usr/bin/dpkg-deb", "dpkg"),
         ("/usr/bin/gzip", "gzip"),
-        ("/usr/bin/ldd", "libc-bin"),
         ("/usr/bin/sha256sum", "coreutils"),
-    ] {
+    ];
+    match arch {
+        // The farm's own binaries with their libraries, and the host's busybox.
+        GuestArch::X86_64 => needed.extend([
+            (initramfs::BUSYBOX, "busybox-static"),
+            ("/usr/bin/ldd", "libc-bin"),
+        ]),
+        // Debian's s390x packages, whose libraries readelf finds.
+        GuestArch::S390x => needed.push(("/usr/bin/readelf", "binutils")),
+    }
+    for (path, package) in needed {
         if !Path::new(path).is_file() {
             missing.push(format!("{path} ({package})"));
         }
     }
     // Debian's dynamically linked `busybox` installs /bin/busybox too, and
     // a guest has no libraries for it.
-    if missing.is_empty() {
+    if missing.is_empty() && arch == GuestArch::X86_64 {
         let ldd = Command::new("/usr/bin/ldd")
             .arg(initramfs::BUSYBOX)
             .stdin(Stdio::null())
@@ -56,11 +62,31 @@ pub fn available() -> Result<(), String> {
             missing.push(format!("a static {} (busybox-static)", initramfs::BUSYBOX));
         }
     }
+    if missing.is_empty() && Some(arch) != kvm::host_arch() && !foreign_arch(arch.deb_arch()) {
+        missing.push(format!(
+            "{0} packages (dpkg --add-architecture {0} && apt-get update)",
+            arch.deb_arch()
+        ));
+    }
     if missing.is_empty() {
         Ok(())
     } else {
         Err(format!("missing {}", missing.join(", ")))
     }
+}
+
+/// Whether dpkg lists `deb_arch` among its foreign architectures.
+fn foreign_arch(deb_arch: &str) -> bool {
+    Command::new("/usr/bin/dpkg")
+        .arg("--print-foreign-architectures")
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == deb_arch)
+        })
+        .unwrap_or(false)
 }
 
 /// `$XDG_CACHE_HOME/farm/guests`, else `$HOME/.cache/farm/guests`: kernels
@@ -77,13 +103,20 @@ pub fn default_cache() -> Option<std::path::PathBuf> {
     Some(base.join("farm/guests"))
 }
 
+pub mod arch;
 pub mod initramfs;
 pub mod job;
 pub mod kernels;
+pub mod kvm;
+pub mod modules;
 pub mod qemu;
+pub mod sysroot;
+pub mod telemetry;
 
 use std::ffi::OsStr;
 use std::path::Path;
+
+use arch::GuestArch;
 use std::process::{Command, Output, Stdio};
 
 /// Runs `program` (an absolute path) with `args`, never through a shell;

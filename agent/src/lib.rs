@@ -92,16 +92,33 @@ impl Options {
         );
         tracing::info!(workloads = ?capabilities.workloads, "workloads this agent runs");
         if let Some(cache) = &self.workload.guest_cache {
-            match guest::available() {
-                Ok(()) => {
-                    std::fs::create_dir_all(cache)
-                        .map_err(|e| Error::GuestCache(cache.clone(), e))?;
-                    capabilities.guest_arches = vec![run::guest::GUEST_ARCH.to_owned()];
-                    capabilities.guest_accelerators = vec![run::guest::TCG.to_owned()];
-                    capabilities.executors.push(run::guest::TCG.to_owned());
-                    tracing::info!(cache = %cache.display(), "boots x86_64 guests under TCG");
+            for arch in guest::arch::GuestArch::ALL {
+                match guest::available(arch) {
+                    Ok(()) => {
+                        std::fs::create_dir_all(cache)
+                            .map_err(|e| Error::GuestCache(cache.clone(), e))?;
+                        capabilities.guest_arches.push(arch.uname().to_owned());
+                        tracing::info!(cache = %cache.display(), %arch, "boots guests");
+                    }
+                    Err(why) => tracing::info!(%arch, %why, "boots no guests of this arch"),
                 }
-                Err(why) => tracing::info!(%why, "boots no guests"),
+            }
+            if !capabilities.guest_arches.is_empty() {
+                // KVM only once a probe saw it boot a guest (the first guest
+                // run probes when no verdict is kept yet); TCG always.
+                let mut accels = vec![guest::arch::Accel::Tcg];
+                match guest::kvm::kept_verdict(cache) {
+                    Some(guest::kvm::Verdict::Works) => accels.push(guest::arch::Accel::Kvm),
+                    Some(guest::kvm::Verdict::Fails(why)) => {
+                        tracing::info!(%why, "KVM probed before and found not to boot guests")
+                    }
+                    None => {}
+                }
+                for a in accels {
+                    capabilities.guest_accelerators.push(a.name().to_owned());
+                    capabilities.executors.push(a.name().to_owned());
+                }
+                capabilities.guest_kernels = guest::kernels::cached(cache);
             }
         }
         if !self.workload.program.is_file() {

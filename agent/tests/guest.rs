@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use farm_agent::guest::{initramfs, job, kernels, qemu};
+use farm_agent::guest::arch::GuestArch;
+use farm_agent::guest::{initramfs, job, kernels, qemu, telemetry};
 
 const KERNEL: &str = "debian:6.1.0-57-cloud-amd64";
 
@@ -27,9 +28,9 @@ fn cache() -> PathBuf {
 
 /// The agent's own check (the same one that decides whether it advertises
 /// guests): a missing package fails the test, naming it.
-fn require_prerequisites() {
-    if let Err(why) = farm_agent::guest::available() {
-        panic!("install them with apt-get install -y qemu-system-x86 busybox-static: {why}");
+fn require_prerequisites(arch: GuestArch) {
+    if let Err(why) = farm_agent::guest::available(arch) {
+        panic!("{arch} guests: run scripts/test.sh, which installs them: {why}");
     }
 }
 
@@ -56,7 +57,7 @@ fn our_qemus() -> Vec<String> {
 #[test]
 fn debian_kernel_boots_with_two_numa_nodes_and_cycles_hotplug() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites();
+    require_prerequisites(GuestArch::X86_64);
     let cache = cache();
 
     let t = Instant::now();
@@ -115,7 +116,7 @@ fn debian_kernel_boots_with_two_numa_nodes_and_cycles_hotplug() {
 #[test]
 fn a_guest_that_never_powers_off_is_killed_at_the_timeout() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites();
+    require_prerequisites(GuestArch::X86_64);
     let cache = cache();
     let t = Instant::now();
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
@@ -170,21 +171,34 @@ fn workload_bin() -> PathBuf {
 #[test]
 fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites();
+    require_prerequisites(GuestArch::X86_64);
     let cache = cache();
     let bin = workload_bin();
-    let job = job::Job::new("cpu-hog", &[("threads", "2"), ("seconds", "1")]).unwrap();
+    let job = job::Job::built_in("cpu-hog", &[("threads", "2"), ("seconds", "2")]).unwrap();
 
     let t = Instant::now();
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
-    // Seed 000's state: cpu1 offline and online again before the run.
+    // Seed 000's state: cpu1 offline and online again before the run; and
+    // the workload in a cgroup of its own, on cpus 0-2.
     let state = job::GuestState {
         cycle: vec![1],
         autogroup: Some(false),
+        cgroup: true,
+        cpuset: vec![0, 1, 2],
         ..Default::default()
     };
-    let initrd = job::build_initramfs(&cache, Path::new(initramfs::BUSYBOX), &bin, &job, &state)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let initrd = job::build_initramfs(
+        &cache.join("images"),
+        &job::Image {
+            busybox: Path::new(initramfs::BUSYBOX),
+            busybox_native: true,
+            files: job::native_files(&bin).unwrap_or_else(|e| panic!("{e}")),
+            modules: Vec::new(),
+            job: &job,
+            state: &state,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
         "prepare (kernel downloaded: {}, initramfs built: {}): {:.1?}",
         kernel.downloaded,
@@ -194,35 +208,38 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
 
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
+    let mut spawned = None;
     let r = job::run(
         &qemu::Machine::default(),
         &kernel.vmlinuz,
         &initrd.path,
         dir.path(),
+        &mut |pid| spawned = Some(pid),
+        &|| false,
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    assert!(spawned.is_some());
     eprintln!(
-        "guest job: first metric line after {:.1?}, QEMU exit after {:.1?} (call: {:.1?}), wall_s {}",
-        r.first_metric_after,
+        "guest job: QEMU exit after {:.1?} (call: {:.1?}), wall_s {}",
         r.elapsed,
         t.elapsed(),
         r.wall_s
     );
-    eprintln!("{:#?}", r.metrics);
     assert_eq!(r.exit_code, 0, "console:\n{}", r.console_tail);
     assert_eq!(r.release, "6.1.0-57-cloud-amd64");
-    let hog: Vec<_> = r
-        .metrics
+    let metrics: Vec<_> = r
+        .stdout
+        .lines()
+        .filter_map(|l| farm_workload::output::parse_metric_line(l).unwrap())
+        .collect();
+    let hog: Vec<_> = metrics
         .iter()
         .filter(|m| m.name == "hog_ops_per_s")
         .collect();
-    assert_eq!(hog.len(), 1, "{:?}", r.metrics);
+    assert_eq!(hog.len(), 1, "{}", r.stdout);
     assert!(hog[0].value > 0.0, "{:?}", hog[0]);
-    assert_eq!(hog[0].unit, "ops/s");
-    assert!(r.wall_s >= 1.0, "{}", r.wall_s);
-    assert!(r.first_metric_after.is_some());
+    assert!(r.wall_s >= 2.0, "{}", r.wall_s);
     let begin = r.begin_after.expect("the runner's begin line was seen");
-    assert!(begin <= r.first_metric_after.unwrap(), "{begin:?}");
     eprintln!("QEMU start → workload start (begin): {begin:.1?}");
     // The state was applied (cpu1 back online) and the domains were read
     // before and after it, on every CPU.
@@ -234,15 +251,36 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
             "{domains:?}"
         );
     }
+    // The guest's telemetry: two busy threads for two seconds, confined to
+    // the cgroup's cpus 0-2 (node 0 has 0-1, node 1 has 2-3).
+    let (metrics, t) = telemetry::build(&r.observed, r.wall_s, &[0, 1, 2, 3], 100)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let get = |name: &str| {
+        metrics
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {metrics:?}"))
+            .value
+    };
+    eprintln!("{metrics:#?}");
+    let cpu_s = get("user_s") + get("sys_s");
+    assert!((3.0..6.0).contains(&cpu_s), "two threads for 2 s: {cpu_s} CPU-s");
+    assert!(get("context_switches") > 0.0);
+    assert!(get("rescheduling_ipis") > 0.0);
+    eprintln!("{:#?}", t.nodes);
+    assert_eq!(t.nodes.len(), 2, "{:?}", t.nodes);
+    let threads: f64 = t.nodes.iter().map(|n| n.avg_threads).sum();
+    assert!((1.5..=3.5).contains(&threads), "{:?}", t.nodes);
+    assert!(!t.series.is_empty());
     assert!(our_qemus().is_empty(), "{:?}", our_qemus());
 }
 
 #[test]
 fn a_job_with_shell_in_an_argument_is_refused() {
     for bad in ["x;reboot", "$(id)"] {
-        let e = job::Job::new("cpu-hog", &[("threads", bad)]).unwrap_err();
+        let e = job::Job::built_in("cpu-hog", &[("threads", bad)]).unwrap_err();
         assert!(e.to_string().contains(&format!("`threads={bad}`")), "{e}");
-        let e = job::Job::from_args(vec![bad.to_string()]).unwrap_err();
+        let e = job::Job::new("/usr/bin/stress-ng", vec![bad.to_string()]).unwrap_err();
         assert!(e.to_string().contains(&format!("`{bad}`")), "{e}");
     }
 }

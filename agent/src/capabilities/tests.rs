@@ -612,6 +612,7 @@ fn two_node_hybrid_kvm_guest_as_root() {
         state_kinds: vec![],
         guest_arches: vec![],
         guest_accelerators: vec![],
+        guest_kernels: vec![],
     };
     assert_eq!(got, want);
 }
@@ -672,6 +673,7 @@ fn s390x_kvm_guest_without_numa_nodes() {
         state_kinds: vec![],
         guest_arches: vec![],
         guest_accelerators: vec![],
+        guest_kernels: vec![],
     };
     assert_eq!(got, want);
 }

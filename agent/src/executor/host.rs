@@ -93,6 +93,12 @@ struct KillState {
 pub struct Killer(Arc<Mutex<KillState>>);
 
 impl Killer {
+    /// Whether [`Killer::cancel`] was called: a run that is not a process
+    /// of ours (a guest's QEMU) polls this.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).cancelled
+    }
+
     pub fn cancel(&self) {
         let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
         st.cancelled = true;

@@ -120,7 +120,17 @@ pub struct Initramfs {
 /// Builds (or reuses) the initramfs with `busybox` (a static busybox,
 /// normally [`BUSYBOX`]) and `init`, under `cache`.
 pub fn build(cache: &Path, busybox: &Path, init: Init) -> Result<Initramfs, Error> {
-    build_with(cache, busybox, init.script(), &[])
+    build_with(cache, busybox, Applets::Listed, init.script(), &[])
+}
+
+/// How busybox's applets (`mount`, `cat`, ...) get their links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Applets {
+    /// Listed by running busybox here: the archive carries every link.
+    Listed,
+    /// A busybox of another arch cannot run here: the archive carries
+    /// `/bin/sh` only, and `/init` runs `busybox --install -s` first.
+    InstalledAtBoot,
 }
 
 /// [`build`] with any `/init` script and `extra` members (added after the
@@ -128,6 +138,7 @@ pub fn build(cache: &Path, busybox: &Path, init: Init) -> Result<Initramfs, Erro
 pub(crate) fn build_with(
     cache: &Path,
     busybox: &Path,
+    applets: Applets,
     init: &str,
     extra: &[Entry<'_>],
 ) -> Result<Initramfs, Error> {
@@ -139,8 +150,14 @@ pub(crate) fn build_with(
     }
     let dir = cache.join("initramfs");
     fs::create_dir_all(&dir).map_err(io("create the cache directory"))?;
-    let applets = run_tool(busybox, &["--list-full"], None).map_err(step("busybox --list-full"))?;
-    let applets = String::from_utf8_lossy(&applets.stdout).into_owned();
+    let applets = match applets {
+        Applets::Listed => {
+            let out =
+                run_tool(busybox, &["--list-full"], None).map_err(step("busybox --list-full"))?;
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+        Applets::InstalledAtBoot => "bin/sh\n".to_string(),
+    };
     let busybox_bytes = fs::read(busybox).map_err(io("read busybox"))?;
     let mut members = entries(&busybox_bytes, &applets, init);
     members.extend(extra.iter().cloned());

@@ -1,38 +1,50 @@
-//! Running one catalogued built-in workload inside a guest.
+//! Running one catalogued workload inside a guest, with telemetry.
 //!
-//! The initramfs carries `/bin/farm-workload` with every shared library
-//! `ldd` names (and the dynamic loader) at their host paths, and `/job`:
-//! the argv, one argument per line. Every argument is checked here against
-//! `^[A-Za-z0-9_.=+-]+$` before it is written, and the runner never
-//! evaluates the job as shell code: it reads it line by line into its
-//! positional parameters and runs `/bin/farm-workload "$@"`.
+//! The initramfs carries the workload's program with every shared library it
+//! needs (the farm's own `farm-workload` on x86_64, gathered by `ldd`; Debian's
+//! builds of external tools on any arch, gathered from their packages), a
+//! static busybox, and three files the host writes: `/job`, the argv one
+//! argument a line, program first; `/state`, the machine state as words and
+//! numbers; `/modules`, the kernel modules to load for the channel. Every
+//! argument is checked here (no newline, no NUL, a small character set)
+//! before it is written, and the runner never evaluates the job as shell
+//! code: it reads it line by line into its positional parameters and runs
+//! `"$@"`.
 //!
-//! The job runner's lines on ttyS1: `farm-job 1`, `release <uname -r>`,
-//! `begin`, `out <line>` for each line of the workload's stdout, `end`,
-//! `exit <code>`, `wall_s <seconds>` (by /proc/uptime around the workload),
-//! `done`. The workload's stderr goes to the console.
+//! The runner's lines on the channel, in order: `farm-job 2`, `release
+//! <uname -r>`, `node <id> <cpulist>` per NUMA node, `domain before ...`,
+//! `online <cpulist>`, `domain after ...`, the `before` snapshot (`irq`,
+//! `ctxt`, `times` lines, see [`super::telemetry`]), `begin`, `session <sid>`,
+//! the sampler's sweeps (`sample`, `task`, `cpu` lines), the `after`
+//! snapshot, `end`, `out <line>` per line of the workload's stdout, `err
+//! <line>` per line of the tail of its stderr, `exit <code>`, `wall_s
+//! <seconds>` (by /proc/uptime around the workload), `done`.
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use farm_workload::output::{Metric, parse_metric_line};
-
 use super::initramfs::{self, BASE_DIRS, Entry, Initramfs};
 use super::qemu::{self, Machine};
+use super::telemetry::Observed;
 
 const LDD: &str = "/usr/bin/ldd";
 
-/// Where the workload binary lives in the guest.
+/// Where the farm's own workload binary lives in the guest.
 pub const GUEST_BINARY: &str = "/bin/farm-workload";
+
+/// Where the channel's kernel modules are put in the guest.
+const MODULE_DIR: &str = "lib/farm-modules";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("guest job: argument `{0}` refused: only A-Z a-z 0-9 _ . = + - are allowed")]
+    #[error(
+        "guest job: argument `{0}` refused: only A-Z a-z 0-9 and _ . = + - , : / @ % are allowed"
+    )]
     Argument(String),
-    #[error("guest job: the job has no arguments (the workload name comes first)")]
-    Empty,
+    #[error("guest job: program `{0}` refused: it must be an absolute path without `..`")]
+    Program(String),
     #[error("guest job: {binary}: {detail}")]
     Binary { binary: String, detail: String },
     #[error(transparent)]
@@ -50,11 +62,21 @@ pub struct GuestState {
     pub offline: Vec<u32>,
     /// `kernel.sched_autogroup_enabled`.
     pub autogroup: Option<bool>,
+    /// Run the workload in a cgroup (cgroup2, mounted by the runner) of its own.
+    pub cgroup: bool,
+    /// `cpu.weight` of that cgroup.
+    pub cpu_weight: Option<u32>,
+    /// `cpu.max` of that cgroup: quota and period in µs.
+    pub cpu_max: Option<(u64, u64)>,
+    /// `cpuset.cpus` of that cgroup.
+    pub cpuset: Vec<u32>,
 }
 
 impl GuestState {
-    /// The runner's `/state` file: numbers only, so nothing in it can be
-    /// more than a CPU number or 0/1 to the shell that reads it.
+    /// The runner's `/state` file: a word and numbers a line (a CPU list is
+    /// digits, commas and dashes), so nothing in it can be more than a
+    /// number to the shell that reads it. The cgroup line comes before its
+    /// limits, which the runner writes into the cgroup it made.
     pub fn file(&self) -> String {
         let mut out = String::new();
         for c in &self.cycle {
@@ -66,54 +88,88 @@ impl GuestState {
         if let Some(a) = self.autogroup {
             out.push_str(&format!("autogroup {}\n", u8::from(a)));
         }
+        if self.cgroup {
+            out.push_str("cgroup 1\n");
+            if let Some(w) = self.cpu_weight {
+                out.push_str(&format!("cpu_weight {w}\n"));
+            }
+            if let Some((q, p)) = self.cpu_max {
+                out.push_str(&format!("cpu_max {q} {p}\n"));
+            }
+            if !self.cpuset.is_empty() {
+                out.push_str(&format!(
+                    "cpuset {}\n",
+                    crate::telemetry::topology::format_cpu_list(&self.cpuset)
+                ));
+            }
+        }
         out
     }
 }
 
-/// A validated argv for `farm-workload` (without the program).
+/// A validated argv: an absolute program path in the guest, then arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
+    program: String,
     args: Vec<String>,
 }
 
 impl Job {
-    /// `<workload> --param k=v ...`.
-    pub fn new(workload: &str, params: &[(&str, &str)]) -> Result<Job, Error> {
+    /// `program` and its arguments, each checked ([`validate_arg`]).
+    pub fn new(program: &str, args: Vec<String>) -> Result<Job, Error> {
+        let ok = program.starts_with('/')
+            && validate_arg(program).is_ok()
+            && Path::new(program)
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if !ok {
+            return Err(Error::Program(program.to_string()));
+        }
+        for a in &args {
+            validate_arg(a)?;
+        }
+        Ok(Job {
+            program: program.to_string(),
+            args,
+        })
+    }
+
+    /// `farm-workload <workload> --param k=v ...`.
+    pub fn built_in(workload: &str, params: &[(&str, &str)]) -> Result<Job, Error> {
         let mut args = vec![workload.to_string()];
         for (k, v) in params {
             args.push("--param".into());
             args.push(format!("{k}={v}"));
         }
-        Job::from_args(args)
+        Job::new(GUEST_BINARY, args)
     }
 
-    /// Any argv, each argument checked by [`validate_arg`].
-    pub fn from_args(args: Vec<String>) -> Result<Job, Error> {
-        if args.is_empty() {
-            return Err(Error::Empty);
-        }
-        for a in &args {
-            validate_arg(a)?;
-        }
-        Ok(Job { args })
+    pub fn program(&self) -> &str {
+        &self.program
     }
 
     pub fn args(&self) -> &[String] {
         &self.args
     }
 
-    /// The text of `/job`: one argument a line.
+    /// The text of `/job`: the program, then one argument a line.
     pub fn file(&self) -> String {
-        self.args.iter().map(|a| format!("{a}\n")).collect()
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|a| format!("{a}\n"))
+            .collect()
     }
 }
 
-/// Refuses an argument that does not match `^[A-Za-z0-9_.=+-]+$`.
+/// Refuses an argument that does not match `^[A-Za-z0-9_.=+,:/@%-]+$`: the
+/// runner reads arguments a line each and never evaluates them, so only a
+/// newline could do harm; the narrow set keeps it that way if the runner
+/// ever changes.
 pub fn validate_arg(arg: &str) -> Result<(), Error> {
     let ok = !arg.is_empty()
         && arg
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.=+-".contains(&b));
+            .all(|b| b.is_ascii_alphanumeric() || b"_.=+-,:/@%".contains(&b));
     if ok {
         Ok(())
     } else {
@@ -121,15 +177,43 @@ pub fn validate_arg(arg: &str) -> Result<(), Error> {
     }
 }
 
+/// How often the runner's sampler sweeps the workload's threads. Coarser
+/// than the host's 100 ms: under TCG every sweep forks a few busybox
+/// processes, which would otherwise cost the workload a visible share.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
+
 /// The job runner (`/init`).
 pub const JOB_RUNNER: &str = r#"#!/bin/sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-mount -t proc proc /proc
+if [ -e /bin/mount ]; then
+  mount -t proc proc /proc
+else
+  # A foreign busybox (s390x) could not list its applets on the host.
+  /bin/busybox mount -t proc proc /proc
+  /bin/busybox --install -s
+fi
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-exec 3>/dev/ttyS1
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
+# The channel's modules (virtio-serial on s390x), dependencies first.
+if [ -f /modules ]; then
+  while IFS= read -r m || [ -n "$m" ]; do
+    insmod "$m" 2>/dev/console || echo "farm: insmod $m failed" > /dev/console
+  done < /modules
+fi
+ch=/dev/ttyS1
+i=0
+while [ $i -lt 50 ]; do
+  for p in /sys/class/virtio-ports/*; do
+    [ -f "$p/name" ] && [ "$(cat "$p/name")" = farm ] && ch=/dev/${p##*/}
+  done
+  [ -f /modules ] || break
+  [ "$ch" != /dev/ttyS1 ] && [ -e "$ch" ] && break
+  sleep 0.1
+  i=$((i + 1))
+done
+exec 3>"$ch"
+[ "$ch" = /dev/ttyS1 ] && stty -F /dev/ttyS1 raw -echo 2>/dev/null
 r() { printf '%s\n' "$*" >&3; }
 domains() {
   for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
@@ -138,16 +222,25 @@ domains() {
     r "domain $1 $c $l $(cat "$d/name")"
   done
 }
-r "farm-job 1"
+r "farm-job 2"
 r "release $(uname -r)"
+for n in /sys/devices/system/node/node[0-9]*; do
+  [ -f "$n/cpulist" ] && r "node ${n##*/node} $(cat "$n/cpulist")"
+done
 domains before
-# The machine state: lines `cycle N`, `offline N`, `autogroup 0|1`, checked
-# on the host (digits only); anything else stops the job.
-while IFS=' ' read -r what n || [ -n "$what" ]; do
+# The machine state: lines `cycle N`, `offline N`, `autogroup 0|1`, `cgroup 1`
+# then its limits `cpu_weight N`, `cpu_max Q P`, `cpuset LIST`; written by the
+# host (numbers only); anything else stops the job.
+cg=
+while IFS=' ' read -r what a b || [ -n "$what" ]; do
   case "$what" in
-    cycle) echo 0 > /sys/devices/system/cpu/cpu$n/online && echo 1 > /sys/devices/system/cpu/cpu$n/online || r "error state $what $n" ;;
-    offline) echo 0 > /sys/devices/system/cpu/cpu$n/online || r "error state $what $n" ;;
-    autogroup) echo $n > /proc/sys/kernel/sched_autogroup_enabled || r "error state $what $n" ;;
+    cycle) echo 0 > /sys/devices/system/cpu/cpu$a/online && echo 1 > /sys/devices/system/cpu/cpu$a/online || r "error state $what $a" ;;
+    offline) echo 0 > /sys/devices/system/cpu/cpu$a/online || r "error state $what $a" ;;
+    autogroup) echo $a > /proc/sys/kernel/sched_autogroup_enabled || r "error state $what $a" ;;
+    cgroup) mount -t cgroup2 none /sys/fs/cgroup && echo "+cpu +cpuset" > /sys/fs/cgroup/cgroup.subtree_control && mkdir /sys/fs/cgroup/farm && cg=/sys/fs/cgroup/farm || r "error state cgroup" ;;
+    cpu_weight) [ -n "$cg" ] && echo $a > $cg/cpu.weight || r "error state $what $a" ;;
+    cpu_max) [ -n "$cg" ] && echo "$a $b" > $cg/cpu.max || r "error state $what $a $b" ;;
+    cpuset) [ -n "$cg" ] && echo $a > $cg/cpuset.cpus || r "error state $what $a" ;;
     *) r "error state $what" ;;
   esac
 done < /state
@@ -157,13 +250,52 @@ set --
 while IFS= read -r a || [ -n "$a" ]; do
   set -- "$@" "$a"
 done < /job
-read t0 x < /proc/uptime
+sampler() {
+  while [ ! -e /tmp/stop ]; do
+    read up x < /proc/uptime
+    r "sample $up"
+    cat /proc/[0-9]*/task/*/stat 2>/dev/null | sed 's/^/task /' >&3
+    grep '^cpu' /proc/stat | sed 's/^/cpu /' >&3
+    sleep 0.5
+  done
+}
+# Counters right before and after the workload, kept in files so that the
+# sampler has stopped writing before they go to the channel; `times` is the
+# shell's builtin (children's user and sys), run without a fork.
+snap() {
+  cat /proc/interrupts > /tmp/irq.$1
+  grep '^ctxt ' /proc/stat > /tmp/ctxt.$1
+  times > /tmp/times.$1
+}
+send() {
+  sed "s/^/irq $1 /" /tmp/irq.$1 >&3
+  while read -r k v; do r "ctxt $1 $v"; done < /tmp/ctxt.$1
+  { read -r x; read -r u s; } < /tmp/times.$1
+  r "times $1 $u $s"
+}
+snap before
+send before
 r "begin"
-{ /bin/farm-workload "$@" 2>/dev/console; echo "$?" > /tmp/rc; } | while IFS= read -r l; do r "out $l"; done
+read t0 x < /proc/uptime
+if [ -n "$cg" ]; then
+  setsid sh -c 'echo $$ > /sys/fs/cgroup/farm/cgroup.procs && exec "$@"' farm-job "$@" > /tmp/out 2> /tmp/err &
+else
+  setsid "$@" > /tmp/out 2> /tmp/err &
+fi
+pid=$!
+r "session $pid"
+sampler &
+spid=$!
+wait $pid
+rc=$?
 read t1 x < /proc/uptime
-rc=255
-[ -f /tmp/rc ] && read rc < /tmp/rc
+snap after
+touch /tmp/stop
+wait $spid
+send after
 r "end"
+sed 's/^/out /' /tmp/out >&3
+tail -n 100 /tmp/err | sed 's/^/err /' >&3
 r "exit $rc"
 r "wall_s $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
 r "done"
@@ -240,15 +372,27 @@ pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, String> {
     Ok(libs)
 }
 
-/// Builds (or reuses) the initramfs that runs `job` with `workload_bin`
-/// (a farm-workload binary) and its shared libraries, under `cache`.
-pub fn build_initramfs(
-    cache: &Path,
-    busybox: &Path,
-    workload_bin: &Path,
-    job: &Job,
-    state: &GuestState,
-) -> Result<Initramfs, Error> {
+/// What goes into a job's initramfs besides the runner.
+#[derive(Debug, Clone)]
+pub struct Image<'a> {
+    /// A static busybox for the guest's arch.
+    pub busybox: &'a Path,
+    /// Whether that busybox runs on this host (it lists its applets here;
+    /// a foreign one installs them at boot).
+    pub busybox_native: bool,
+    /// Files to carry: (file on the host, absolute path in the guest): the
+    /// workload's program and its libraries.
+    pub files: Vec<(PathBuf, String)>,
+    /// Kernel modules to load, in order (their dependencies first).
+    pub modules: Vec<PathBuf>,
+    pub job: &'a Job,
+    pub state: &'a GuestState,
+}
+
+/// The files that run the farm's own `workload_bin` in a guest of the
+/// host's arch: itself at [`GUEST_BINARY`] and the libraries `ldd` names, at
+/// their host paths.
+pub fn native_files(workload_bin: &Path) -> Result<Vec<(PathBuf, String)>, Error> {
     let fail = |detail: String| Error::Binary {
         binary: workload_bin.display().to_string(),
         detail,
@@ -256,17 +400,48 @@ pub fn build_initramfs(
     if !workload_bin.is_file() {
         return Err(fail("not found".into()));
     }
-    let libs = shared_libraries(workload_bin)?;
-    let binary = fs::read(workload_bin).map_err(|e| fail(e.to_string()))?;
-    let mut contents = Vec::new();
-    for lib in &libs {
-        let bytes = fs::read(lib).map_err(|e| fail(format!("read {}: {e}", lib.display())))?;
-        contents.push((
-            lib.to_string_lossy().trim_start_matches('/').to_string(),
-            bytes,
-        ));
+    let mut files = vec![(workload_bin.to_path_buf(), GUEST_BINARY.to_string())];
+    for lib in shared_libraries(workload_bin)? {
+        let guest = lib.display().to_string();
+        files.push((lib, guest));
     }
-    let job_file = job.file();
+    Ok(files)
+}
+
+/// Builds (or reuses, by the hash of its contents) the initramfs of
+/// `image` under `cache`.
+pub fn build_initramfs(cache: &Path, image: &Image<'_>) -> Result<Initramfs, Error> {
+    let mut contents: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut modules_file = String::new();
+    for (host, guest) in &image.files {
+        let bytes = fs::read(host).map_err(|e| Error::Binary {
+            binary: host.display().to_string(),
+            detail: format!("read: {e}"),
+        })?;
+        let rel = guest.trim_start_matches('/');
+        if !guest.starts_with('/')
+            || rel.is_empty()
+            || Path::new(rel)
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return Err(Error::Binary {
+                binary: host.display().to_string(),
+                detail: format!("refusing the guest path `{guest}`"),
+            });
+        }
+        contents.push((rel.to_string(), bytes));
+    }
+    for (i, m) in image.modules.iter().enumerate() {
+        let bytes = fs::read(m).map_err(|e| Error::Binary {
+            binary: m.display().to_string(),
+            detail: format!("read: {e}"),
+        })?;
+        let name = m.file_name().unwrap_or_default().to_string_lossy();
+        let rel = format!("{MODULE_DIR}/{i:02}-{name}");
+        modules_file.push_str(&format!("/{rel}\n"));
+        contents.push((rel, bytes));
+    }
     let mut dirs: Vec<String> = Vec::new();
     for (path, _) in &contents {
         let mut prefix = String::new();
@@ -282,22 +457,36 @@ pub fn build_initramfs(
         }
     }
     let mut extra: Vec<Entry<'_>> = dirs.into_iter().map(Entry::Dir).collect();
-    extra.push(Entry::File(
-        GUEST_BINARY.trim_start_matches('/').into(),
-        0o755,
-        &binary,
-    ));
     for (path, bytes) in &contents {
         extra.push(Entry::File(path.clone(), 0o755, bytes));
     }
+    let job_file = image.job.file();
     extra.push(Entry::File("job".into(), 0o644, job_file.as_bytes()));
-    let state_file = state.file();
+    let state_file = image.state.file();
     extra.push(Entry::File("state".into(), 0o644, state_file.as_bytes()));
-    Ok(initramfs::build_with(cache, busybox, JOB_RUNNER, &extra)?)
+    if !image.modules.is_empty() {
+        extra.push(Entry::File(
+            "modules".into(),
+            0o644,
+            modules_file.as_bytes(),
+        ));
+    }
+    let applets = if image.busybox_native {
+        initramfs::Applets::Listed
+    } else {
+        initramfs::Applets::InstalledAtBoot
+    };
+    Ok(initramfs::build_with(
+        cache,
+        image.busybox,
+        applets,
+        JOB_RUNNER,
+        &extra,
+    )?)
 }
 
 /// What a job in a guest returned.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct GuestRun {
     pub release: String,
     /// Sched domain names per CPU, in level order, before and after the
@@ -309,15 +498,16 @@ pub struct GuestRun {
     pub exit_code: i32,
     /// The workload's wall time by the guest's /proc/uptime.
     pub wall_s: f64,
-    pub metrics: Vec<Metric>,
+    /// The workload's stdout, and the tail of its stderr.
+    pub stdout: String,
+    pub stderr: String,
+    /// Nodes, counters and sweeps, for [`super::telemetry::build`].
+    pub observed: Observed,
     pub console_tail: String,
     /// From starting QEMU to its exit.
     pub elapsed: Duration,
-    /// From starting QEMU to the first metric line seen on the channel (by
-    /// polling it every 50 ms).
-    pub first_metric_after: Option<Duration>,
     /// From starting QEMU to the runner's `begin` line, written just before
-    /// it starts the workload (polled likewise): boot plus state.
+    /// it starts the workload (polled every 50 ms): boot plus state.
     pub begin_after: Option<Duration>,
 }
 
@@ -329,25 +519,41 @@ pub fn run(
     vmlinuz: &Path,
     initrd: &Path,
     dir: &Path,
+    on_spawn: &mut dyn FnMut(u32),
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<GuestRun, Error> {
-    let mut first_metric_after = None;
     let mut begin_after = None;
     let channel = dir.join("channel.log");
-    let (elapsed, text) = qemu::run_to_poweroff(machine, vmlinuz, initrd, dir, &mut |t| {
-        if first_metric_after.is_some() {
-            return;
-        }
-        let Ok(bytes) = fs::read(&channel) else {
-            return;
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        if begin_after.is_none() && text.lines().any(|l| l.trim_end() == "begin") {
-            begin_after = Some(t);
-        }
-        if text.contains("\nout metric ") {
-            first_metric_after = Some(t);
-        }
-    })?;
+    let mut seen = 0usize;
+    let (elapsed, text) = qemu::run_to_poweroff(
+        machine,
+        vmlinuz,
+        initrd,
+        dir,
+        qemu::Watch {
+            on_spawn,
+            on_tick: &mut |t| {
+                if begin_after.is_some() {
+                    return;
+                }
+                // Only the start of the report matters here: read what is new.
+                let Ok(bytes) = fs::read(&channel) else {
+                    return;
+                };
+                if bytes.len() == seen {
+                    return;
+                }
+                seen = bytes.len();
+                if String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .any(|l| l.trim_end() == "begin")
+                {
+                    begin_after = Some(t);
+                }
+            },
+            cancelled,
+        },
+    )?;
     let console_tail = qemu::console_tail(dir);
     let mut r = parse_run(&text).map_err(|detail| qemu::Error::Report {
         detail,
@@ -355,22 +561,21 @@ pub fn run(
     })?;
     r.console_tail = console_tail;
     r.elapsed = elapsed;
-    r.first_metric_after = first_metric_after.or(r.metrics.first().map(|_| elapsed));
     r.begin_after = begin_after;
     tracing::info!(?elapsed, exit = r.exit_code, "guest job done");
     Ok(r)
 }
 
-/// Parses the job runner's lines (see [`JOB_RUNNER`]). Malformed metric
-/// lines, unknown lines and a missing `release`, `exit`, `wall_s` or
-/// `done` are errors naming the line.
+/// Parses the job runner's lines (see [`JOB_RUNNER`]). Unknown lines and a
+/// missing `release`, `exit`, `wall_s` or `done` are errors naming the line;
+/// the telemetry lines go to [`Observed`], which checks them.
 pub fn parse_run(text: &str) -> Result<GuestRun, String> {
     let mut lines = text
         .lines()
         .map(|l| l.trim_end_matches('\r'))
         .filter(|l| !l.trim().is_empty());
     match lines.next().map(str::trim) {
-        Some("farm-job 1") => {}
+        Some("farm-job 2") => {}
         Some(other) => return Err(format!("unexpected first line `{other}`")),
         None => return Err("the guest reported nothing".into()),
     }
@@ -381,7 +586,9 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
     let mut online = String::new();
     let mut exit_code = None;
     let mut wall_s = None;
-    let mut metrics = Vec::new();
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    let mut observed = Observed::default();
     let mut done = false;
     for line in lines {
         if done {
@@ -414,11 +621,12 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
             "online" => online = rest.trim().to_string(),
             "error" => return Err(format!("the guest could not {}", rest.trim())),
             "out" => {
-                if let Some(m) = parse_metric_line(rest)
-                    .map_err(|e| format!("malformed metric line `{line}`: {e}"))?
-                {
-                    metrics.push(m);
-                }
+                stdout.push_str(rest);
+                stdout.push('\n');
+            }
+            "err" => {
+                stderr.push_str(rest);
+                stderr.push('\n');
             }
             "exit" => {
                 exit_code = Some(
@@ -437,7 +645,11 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
                 wall_s = Some(v);
             }
             "done" => done = true,
-            _ => return Err(format!("unknown line `{line}`")),
+            _ => {
+                if !observed.line(kind, rest)? {
+                    return Err(format!("unknown line `{line}`"));
+                }
+            }
         }
     }
     if !done {
@@ -458,10 +670,11 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
         online,
         exit_code: exit_code.ok_or("the report has no exit code")?,
         wall_s: wall_s.ok_or("the report has no wall_s")?,
-        metrics,
+        stdout,
+        stderr,
+        observed,
         console_tail: String::new(),
         elapsed: Duration::ZERO,
-        first_metric_after: None,
         begin_after: None,
     })
 }
@@ -469,15 +682,14 @@ pub fn parse_run(text: &str) -> Result<GuestRun, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use farm_workload::catalogue::Direction;
 
-    const RECORDED: &str = "farm-job 1\r\nrelease 6.1.0-57-cloud-amd64\r\nbegin\r\n\
-out some chatter\r\nout metric hog_ops_per_s 123456.5 ops/s higher\r\nend\r\n\
-exit 0\r\nwall_s 1.02\r\ndone\r\n";
+    const RECORDED: &str = "farm-job 2\r\nrelease 6.1.0-57-cloud-amd64\r\nbegin\r\n\
+end\r\nout some chatter\r\nout metric hog_ops_per_s 123456.5 ops/s higher\r\n\
+err a warning\r\nexit 0\r\nwall_s 1.02\r\ndone\r\n";
 
     #[test]
     fn domains_before_and_after_the_state() {
-        let text = "farm-job 1\nrelease 6.1.0-57-cloud-amd64\n\
+        let text = "farm-job 2\nrelease 6.1.0-57-cloud-amd64\n\
             domain before 0 1 NUMA\ndomain before 0 0 MC\ndomain before 1 0 MC\n\
             online 0-3\ndomain after 0 0 MC\ndomain after 1 0 MC\n\
             begin\nend\nexit 0\nwall_s 1.00\ndone\n";
@@ -490,12 +702,12 @@ exit 0\r\nwall_s 1.02\r\ndone\r\n";
             "domain before x 0 MC",
             "domain before 0 0",
         ] {
-            let text = format!("farm-job 1\nrelease r\n{bad}\nexit 0\nwall_s 1\ndone\n");
+            let text = format!("farm-job 2\nrelease r\n{bad}\nexit 0\nwall_s 1\ndone\n");
             let e = parse_run(&text).unwrap_err();
             assert!(e.contains("malformed domain line"), "{bad}: {e}");
         }
         // A state the guest could not apply fails the run.
-        let e = parse_run("farm-job 1\nrelease r\nerror state cycle 1\n").unwrap_err();
+        let e = parse_run("farm-job 2\nrelease r\nerror state cycle 1\n").unwrap_err();
         assert!(e.contains("could not state cycle 1"), "{e}");
     }
 
@@ -505,8 +717,26 @@ exit 0\r\nwall_s 1.02\r\ndone\r\n";
             cycle: vec![1, 3],
             offline: vec![2],
             autogroup: Some(false),
+            ..GuestState::default()
         };
         assert_eq!(s.file(), "cycle 1\ncycle 3\noffline 2\nautogroup 0\n");
+        let s = GuestState {
+            cgroup: true,
+            cpu_weight: Some(50),
+            cpu_max: Some((50000, 100000)),
+            cpuset: vec![0, 1, 3],
+            ..GuestState::default()
+        };
+        assert_eq!(
+            s.file(),
+            "cgroup 1\ncpu_weight 50\ncpu_max 50000 100000\ncpuset 0-1,3\n"
+        );
+        // Limits without the cgroup are not written: the runner has nowhere to put them.
+        let s = GuestState {
+            cpu_weight: Some(50),
+            ..GuestState::default()
+        };
+        assert_eq!(s.file(), "");
         assert_eq!(GuestState::default().file(), "");
     }
 
@@ -516,29 +746,15 @@ exit 0\r\nwall_s 1.02\r\ndone\r\n";
         assert_eq!(r.release, "6.1.0-57-cloud-amd64");
         assert_eq!(r.exit_code, 0);
         assert_eq!(r.wall_s, 1.02);
-        assert_eq!(r.metrics.len(), 1);
-        let m = &r.metrics[0];
         assert_eq!(
-            (m.name.as_str(), m.value, m.unit.as_str(), m.direction),
-            (
-                "hog_ops_per_s",
-                123456.5,
-                "ops/s",
-                Direction::HigherIsBetter
-            )
+            r.stdout,
+            "some chatter\nmetric hog_ops_per_s 123456.5 ops/s higher\n"
         );
+        assert_eq!(r.stderr, "a warning\n");
     }
 
     #[test]
     fn malformed_or_truncated_runs_are_errors() {
-        let bad = RECORDED.replace("123456.5 ops/s higher", "x ops/s higher");
-        let e = parse_run(&bad).unwrap_err();
-        assert!(
-            e.contains("`out metric hog_ops_per_s x ops/s higher`"),
-            "{e}"
-        );
-        let e = parse_run(&RECORDED.replace(" higher", "")).unwrap_err();
-        assert!(e.contains("malformed metric line"), "{e}");
         let cut = &RECORDED[..RECORDED.find("done").unwrap()];
         assert!(parse_run(cut).unwrap_err().contains("no `done`"));
         assert!(
@@ -558,7 +774,7 @@ exit 0\r\nwall_s 1.02\r\ndone\r\n";
         );
         assert!(parse_run("").unwrap_err().contains("nothing"));
         assert!(
-            parse_run("farm-guest 1\n")
+            parse_run("farm-job 1\n")
                 .unwrap_err()
                 .contains("first line")
         );
@@ -572,31 +788,39 @@ exit 0\r\nwall_s 1.02\r\ndone\r\n";
 
     #[test]
     fn job_arguments_are_validated() {
-        let job = Job::new("cpu-hog", &[("threads", "2"), ("seconds", "1")]).unwrap();
+        let job = Job::built_in("cpu-hog", &[("threads", "2"), ("seconds", "1")]).unwrap();
         assert_eq!(
             job.file(),
-            "cpu-hog\n--param\nthreads=2\n--param\nseconds=1\n"
+            "/bin/farm-workload\ncpu-hog\n--param\nthreads=2\n--param\nseconds=1\n"
         );
         for bad in [
             "x;reboot", "$(id)", "`id`", "a b", "a\nb", "", "x|y", "x&", "'", "\"", "*", "~",
         ] {
-            let e = Job::from_args(vec!["cpu-hog".into(), bad.into()]).unwrap_err();
+            let e = Job::new("/usr/bin/stress-ng", vec![bad.into()]).unwrap_err();
             assert!(
                 matches!(e, Error::Argument(ref a) if a == bad),
                 "{bad:?}: {e}"
             );
             assert!(e.to_string().contains(&format!("`{bad}`")), "{e}");
         }
-        let e = Job::new("cpu-hog", &[("threads", "$(id)")]).unwrap_err();
+        let e = Job::built_in("cpu-hog", &[("threads", "$(id)")]).unwrap_err();
         assert!(e.to_string().contains("`threads=$(id)`"), "{e}");
-        assert!(matches!(Job::from_args(vec![]), Err(Error::Empty)));
-        assert!(Job::from_args(vec!["a-b_c.d=e+f".into(), "X9".into()]).is_ok());
+        for bad in ["stress-ng", "/usr/../bin/sh", "/usr/bin/a b", ""] {
+            let e = Job::new(bad, vec![]).unwrap_err();
+            assert!(matches!(e, Error::Program(_)), "{bad}: {e}");
+        }
+        let job = Job::new(
+            "/usr/bin/stress-ng",
+            vec!["--taskset".into(), "0,2-3".into(), "10s".into()],
+        )
+        .unwrap();
+        assert_eq!(job.file(), "/usr/bin/stress-ng\n--taskset\n0,2-3\n10s\n");
     }
 
     #[test]
     fn the_runner_does_not_evaluate_the_job() {
         assert!(JOB_RUNNER.contains("set -- \"$@\" \"$a\""));
-        assert!(JOB_RUNNER.contains("/bin/farm-workload \"$@\""));
+        assert!(JOB_RUNNER.contains("setsid \"$@\" >"));
         assert!(!JOB_RUNNER.contains("eval"));
         assert!(!JOB_RUNNER.contains(". /job"));
     }

@@ -12,6 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::arch::GuestArch;
 use super::{run_tool, sha256_file, unique_suffix};
 
 const APT_GET: &str = "/usr/bin/apt-get";
@@ -74,6 +75,12 @@ pub fn parse_name(name: &str) -> Result<&str, Error> {
 /// downloading it when the cache has no valid copy.
 pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
     let version = parse_name(name)?;
+    let arch = GuestArch::of_debian_version(version).ok_or_else(|| {
+        Error::Name(
+            name.to_string(),
+            "the version must end with a flavour naming its arch (-amd64, -s390x)".into(),
+        )
+    })?;
     let step = |step: &'static str| {
         move |detail: String| Error::Step {
             kernel: name.to_string(),
@@ -119,7 +126,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
     let tmp = dir.join(format!("{version}.{}", unique_suffix()));
     fs::create_dir_all(&tmp).map_err(io("create a download directory"))?;
     let built = (|| {
-        let package = download(version, &tmp).map_err(step("apt-get download"))?;
+        let package = download(version, arch, &tmp).map_err(step("apt-get download"))?;
         let deb = find_deb(&tmp).map_err(step("find the downloaded .deb"))?;
         let sha = sha256_file(&deb).map_err(step("sha256 of the .deb"))?;
         run_tool(
@@ -153,12 +160,14 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
 }
 
 /// `apt-get download` of the `-unsigned` package, or the plain one when
-/// there is no `-unsigned` package; returns the package name.
-fn download(version: &str, dir: &Path) -> Result<String, String> {
+/// there is no `-unsigned` package, of `arch` (a foreign arch must have
+/// been added with `dpkg --add-architecture`); returns the package name.
+fn download(version: &str, arch: GuestArch, dir: &Path) -> Result<String, String> {
     let mut errors = Vec::new();
+    let deb_arch = arch.deb_arch();
     for package in [
-        format!("linux-image-{version}-unsigned"),
-        format!("linux-image-{version}"),
+        format!("linux-image-{version}-unsigned:{deb_arch}"),
+        format!("linux-image-{version}:{deb_arch}"),
     ] {
         match run_tool(
             Path::new(APT_GET),
@@ -170,6 +179,25 @@ fn download(version: &str, dir: &Path) -> Result<String, String> {
         }
     }
     Err(errors.join("; "))
+}
+
+/// The kernels cached under `cache` (as [`resolve`] lays them out), as
+/// `debian:<version>` names, sorted; entries without a manifest (being
+/// built, or broken) are left out.
+pub fn cached(cache: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(cache.join("kernels")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("manifest").is_file())
+        .filter_map(|e| {
+            let name = format!("debian:{}", e.file_name().to_str()?);
+            parse_name(&name).is_ok().then_some(name)
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 fn find_deb(dir: &Path) -> Result<PathBuf, String> {

@@ -1,19 +1,28 @@
-//! Booting a guest under QEMU (x86_64, TCG) and reading its report.
+//! Booting a guest under QEMU (x86_64 or s390x, TCG or KVM) and reading
+//! its report.
 //!
-//! The console (guest ttyS0) goes to `console.log`, the report channel
-//! (guest ttyS1) to `channel.log`, QEMU's own stderr to `qemu.log`, all in
-//! the boot's directory. QEMU is killed and reaped when it outlives the
-//! timeout, and whenever its guard is dropped, so no process is left behind.
+//! The console goes to `console.log`, the report channel to `channel.log`,
+//! QEMU's own stderr to `qemu.log`, all in the boot's directory. The channel
+//! is a second serial port on x86_64 (guest ttyS1, built into Debian's
+//! kernels) and a virtio-serial port named `farm` on s390x (which has no
+//! second serial port; its modules travel in the initramfs). QEMU is killed
+//! and reaped when it outlives the timeout, when the run is cancelled, and
+//! whenever its guard is dropped, so no process is left behind.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::arch::{Accel, GuestArch};
 use crate::capabilities::parse_cpu_list;
 
 /// What the Debian package `qemu-system-x86` installs.
 pub const QEMU_X86_64: &str = "/usr/bin/qemu-system-x86_64";
+
+/// The virtio-serial port's name, which the guest looks for under
+/// `/sys/class/virtio-ports/*/name`.
+pub const PORT_NAME: &str = "farm";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -32,6 +41,8 @@ pub enum Error {
         stderr: String,
         console_tail: String,
     },
+    #[error("guest: cancelled; killed QEMU")]
+    Cancelled,
     #[error("guest: report: {detail}. Console tail:\n{console_tail}")]
     Report {
         detail: String,
@@ -40,9 +51,11 @@ pub enum Error {
 }
 
 /// A guest machine: `cpus` CPUs and `memory_mib` split evenly over `nodes`
-/// NUMA nodes (node i gets a contiguous range of CPUs).
+/// NUMA nodes (node i gets a contiguous range of CPUs; s390x has no NUMA).
 #[derive(Debug, Clone)]
 pub struct Machine {
+    pub arch: GuestArch,
+    pub accel: Accel,
     pub cpus: u32,
     pub memory_mib: u32,
     pub nodes: u32,
@@ -52,6 +65,8 @@ pub struct Machine {
 impl Default for Machine {
     fn default() -> Self {
         Machine {
+            arch: GuestArch::X86_64,
+            accel: Accel::Tcg,
             cpus: 4,
             memory_mib: 512,
             nodes: 2,
@@ -63,21 +78,21 @@ impl Default for Machine {
 /// QEMU's argv (without the program) for `machine`, booting `vmlinuz` and
 /// `initrd`, with the serial ports to files in `dir`.
 pub fn argv(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "-accel",
-        "tcg",
-        "-cpu",
-        "max",
-        "-m",
-        &machine.memory_mib.to_string(),
-        "-smp",
-        &machine.cpus.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut a: Vec<String> = vec!["-accel".into(), machine.accel.name().into()];
+    match (machine.arch, machine.accel) {
+        (GuestArch::X86_64, Accel::Kvm) => a.extend(["-cpu".into(), "host".into()]),
+        (GuestArch::X86_64, Accel::Tcg) => a.extend(["-cpu".into(), "max".into()]),
+        // QEMU's default s390x CPU model is what TCG emulates best.
+        (GuestArch::S390x, _) => {}
+    }
+    a.extend([
+        "-m".into(),
+        machine.memory_mib.to_string(),
+        "-smp".into(),
+        machine.cpus.to_string(),
+    ]);
     let nodes = machine.nodes.max(1);
-    if machine.nodes > 1 {
+    if machine.nodes > 1 && machine.arch.has_numa() {
         let per_cpu = machine.cpus / nodes;
         let per_mem = machine.memory_mib / nodes;
         for n in 0..nodes {
@@ -104,17 +119,40 @@ pub fn argv(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Vec
         "-initrd".to_string(),
         initrd.display().to_string(),
         "-append".to_string(),
-        "console=ttyS0 quiet panic=-1 sched_verbose".to_string(),
+        format!(
+            "console={} quiet panic=-1 sched_verbose",
+            machine.arch.console()
+        ),
         "-display".to_string(),
         "none".to_string(),
         "-no-reboot".to_string(),
         "-nodefaults".to_string(),
         "-serial".to_string(),
         format!("file:{}", dir.join("console.log").display()),
-        "-serial".to_string(),
-        format!("file:{}", dir.join("channel.log").display()),
     ]);
+    let channel = dir.join("channel.log");
+    match machine.arch {
+        GuestArch::X86_64 => a.extend(["-serial".into(), format!("file:{}", channel.display())]),
+        GuestArch::S390x => a.extend([
+            "-device".into(),
+            "virtio-serial-ccw,id=vser".into(),
+            "-chardev".into(),
+            format!("file,id=farmch,path={}", channel.display()),
+            "-device".into(),
+            format!("virtserialport,bus=vser.0,chardev=farmch,name={PORT_NAME}"),
+        ]),
+    }
     a
+}
+
+/// What a caller learns of a running guest, and how it stops one early.
+pub struct Watch<'a> {
+    /// Called once with QEMU's pid, right after it started (to journal it).
+    pub on_spawn: &'a mut dyn FnMut(u32),
+    /// Called about every 50 ms with the time since the start.
+    pub on_tick: &'a mut dyn FnMut(Duration),
+    /// Asked as often: true kills QEMU and fails with [`Error::Cancelled`].
+    pub cancelled: &'a dyn Fn() -> bool,
 }
 
 /// Kills and reaps QEMU when dropped, unless it has already been reaped.
@@ -150,7 +188,12 @@ pub struct Boot {
 /// receives the logs. Returns once QEMU has exited, or kills it at the
 /// timeout.
 pub fn boot(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Result<Boot, Error> {
-    let (elapsed, channel) = run_to_poweroff(machine, vmlinuz, initrd, dir, &mut |_| {})?;
+    let watch = Watch {
+        on_spawn: &mut |_| {},
+        on_tick: &mut |_| {},
+        cancelled: &|| false,
+    };
+    let (elapsed, channel) = run_to_poweroff(machine, vmlinuz, initrd, dir, watch)?;
     let report = parse_report(&channel).map_err(|detail| Error::Report {
         detail,
         console_tail: console_tail(dir),
@@ -169,22 +212,21 @@ pub(crate) fn console_tail(dir: &Path) -> String {
     super::tail(&String::from_utf8_lossy(&text), 30)
 }
 
-/// Runs QEMU until it exits (or kills it at the timeout), calling `on_tick`
-/// with the time since the start about every 50 ms while it runs; returns
-/// that time at its exit and the text of the report channel.
+/// Runs QEMU until it exits (or kills it at the timeout or when `watch`
+/// says the run was cancelled); returns the time from its start to its exit
+/// and the text of the report channel.
 pub(crate) fn run_to_poweroff(
     machine: &Machine,
     vmlinuz: &Path,
     initrd: &Path,
     dir: &Path,
-    on_tick: &mut dyn FnMut(Duration),
+    watch: Watch<'_>,
 ) -> Result<(Duration, String), Error> {
-    if !Path::new(QEMU_X86_64).is_file() {
+    let (qemu, package) = machine.arch.qemu();
+    if !Path::new(qemu).is_file() {
         return Err(Error::Step {
             step: "find QEMU",
-            detail: format!(
-                "{QEMU_X86_64} is missing (install the Debian package qemu-system-x86)"
-            ),
+            detail: format!("{qemu} is missing (install the Debian package {package})"),
         });
     }
     for f in ["console.log", "channel.log"] {
@@ -195,7 +237,7 @@ pub(crate) fn run_to_poweroff(
         detail: e.to_string(),
     })?;
     let started = Instant::now();
-    let child = Command::new(QEMU_X86_64)
+    let child = Command::new(qemu)
         .args(argv(machine, vmlinuz, initrd, dir))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -205,7 +247,8 @@ pub(crate) fn run_to_poweroff(
             step: "start QEMU",
             detail: e.to_string(),
         })?;
-    tracing::info!(pid = child.id(), kernel = %vmlinuz.display(), "guest started");
+    tracing::info!(pid = child.id(), arch = %machine.arch, accel = machine.accel.name(), kernel = %vmlinuz.display(), "guest started");
+    (watch.on_spawn)(child.id());
     let mut guard = Guard { child: Some(child) };
     let status = loop {
         let child = guard.child.as_mut().expect("not reaped yet");
@@ -230,7 +273,12 @@ pub(crate) fn run_to_poweroff(
                 console_tail: console_tail(dir),
             });
         }
-        on_tick(started.elapsed());
+        if (watch.cancelled)() {
+            guard.kill();
+            tracing::info!("guest cancelled, QEMU killed");
+            return Err(Error::Cancelled);
+        }
+        (watch.on_tick)(started.elapsed());
         std::thread::sleep(Duration::from_millis(50));
     };
     let elapsed = started.elapsed();
@@ -446,5 +494,33 @@ domain after 0 0 MC\r\ndomain after 0 1 NUMA\r\ndone\r\n";
             a.contains("-append console=ttyS0 quiet panic=-1 sched_verbose"),
             "{a}"
         );
+    }
+
+    #[test]
+    fn s390x_has_no_numa_and_a_virtio_serial_channel() {
+        let m = Machine {
+            arch: GuestArch::S390x,
+            cpus: 2,
+            nodes: 2,
+            ..Machine::default()
+        };
+        let a = argv(&m, Path::new("/k"), Path::new("/i"), Path::new("/d")).join(" ");
+        assert!(a.starts_with("-accel tcg -m 512 -smp 2 -kernel /k"), "{a}");
+        assert!(!a.contains("-numa"), "{a}");
+        assert!(a.contains("console=ttysclp0"), "{a}");
+        assert!(
+            a.ends_with(
+                "-serial file:/d/console.log -device virtio-serial-ccw,id=vser \
+                 -chardev file,id=farmch,path=/d/channel.log \
+                 -device virtserialport,bus=vser.0,chardev=farmch,name=farm"
+            ),
+            "{a}"
+        );
+        let kvm = Machine {
+            accel: Accel::Kvm,
+            ..Machine::default()
+        };
+        let a = argv(&kvm, Path::new("/k"), Path::new("/i"), Path::new("/d")).join(" ");
+        assert!(a.starts_with("-accel kvm -cpu host "), "{a}");
     }
 }

@@ -1,89 +1,173 @@
 //! A run whose kernel is `debian:<version>`: the workload runs inside a
-//! QEMU guest booted with that kernel (see [`crate::guest`]), under TCG.
+//! QEMU guest booted with that kernel (see [`crate::guest`]), x86_64 or
+//! s390x by the kernel's flavour, under KVM when the probe saw it boot a
+//! guest, else TCG.
 //!
-//! The guest applies the run's hotplug and autogroup before the workload
-//! and reports its sched domains before and after (booted with
-//! `sched_verbose`), which become the run's topology telemetry: seed 000's
-//! "a domain level missing after a hotplug cycle", on a 2-node guest.
+//! The guest applies the run's hotplug, autogroup and cgroup (cgroup2: one
+//! group for the workload, with the state's limits) before the workload, and
+//! reports its sched domains before and after (booted with `sched_verbose`),
+//! which become the run's topology telemetry: seed 000's "a domain level
+//! missing after a hotplug cycle", on a 2-node guest. Its runner samples the
+//! workload's threads and the CPUs' times every 500 ms and snapshots
+//! /proc/interrupts, context switches and the workload's CPU times around
+//! it; the host turns those into the same telemetry as a host run
+//! ([`crate::guest::telemetry`]).
 //!
-//! What a guest run does not do yet, and refuses rather than fakes: cgroup
-//! layouts and competing loads inside the guest, external workloads, the
-//! placement sampler and perf counters (a guest result carries `wall_s`,
-//! the workload's own figures and the topology), cancellation before the
-//! guest powers off, and KVM (nested KVM does not boot on the farm's hosts).
+//! Built-in workloads run in x86_64 guests only (the farm's binaries are
+//! built for x86_64); external tools (stress-ng, sysbench, rt-tests'
+//! hackbench) run on every arch from Debian's packages of the guest's arch.
+//! Competing loads inside guests are refused, as are client/server tools.
 
-use std::time::{Duration, SystemTime};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use farm_proto::{Direction, RunAssignment, RunResult};
 use farm_workload::catalogue;
 
 use super::launch::{self, Output};
-use super::{Context, metric, unix_ms};
-use crate::guest::{initramfs, job, kernels, qemu};
+use super::{Context, lock, metric, unix_ms};
+use crate::guest::arch::{Accel, GuestArch};
+use crate::guest::{initramfs, job, kernels, kvm, modules, qemu, sysroot, telemetry};
+use crate::state::journal::{self, Entry};
 
-/// The executor name guest results carry.
-pub const TCG: &str = "tcg";
-
-/// The arch of the guests this agent boots.
-pub const GUEST_ARCH: &str = "x86_64";
-
-/// The guest machine: 4 vCPUs on 2 NUMA nodes, the topology the host lacks.
-const CPUS: u32 = 4;
-const NODES: u32 = 2;
-const MEMORY_MIB: u32 = 512;
 /// Booting under TCG before the workload starts, beyond its own timeout.
 const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
 
-/// Executes `a` in a guest; the result says `tcg`, the guest's arch and the
-/// release the guest actually booted.
+/// The guest machine of an arch: x86_64 gets 4 vCPUs on 2 NUMA nodes, the
+/// topology the farm's hosts lack; s390x 2 vCPUs (no NUMA there).
+fn machine(arch: GuestArch, accel: Accel, timeout: Duration) -> qemu::Machine {
+    let (cpus, nodes) = match arch {
+        GuestArch::X86_64 => (4, 2),
+        GuestArch::S390x => (2, 1),
+    };
+    qemu::Machine {
+        arch,
+        accel,
+        cpus,
+        memory_mib: 512,
+        nodes,
+        timeout,
+    }
+}
+
+/// The Debian package that ships an external tool's program.
+fn package_of(program: &str) -> Option<&'static str> {
+    match program {
+        "stress-ng" => Some("stress-ng"),
+        "sysbench" => Some("sysbench"),
+        "hackbench" => Some("rt-tests"),
+        _ => None,
+    }
+}
+
+/// Executes `a` in a guest; the result says the accelerator (`tcg` or
+/// `kvm`), the guest's arch and the release the guest actually booted.
 pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     let mut result = RunResult {
         run: a.run.clone(),
-        executor: TCG.into(),
-        arch: GUEST_ARCH.into(),
         started_unix_ms: unix_ms(SystemTime::now()),
         ..Default::default()
     };
-    match run(a, ctx) {
-        Ok((g, prepared)) => {
-            result.kernel_release = g.release.clone();
-            result.log_tail = g.console_tail.clone();
-            result.telemetry = Some(topology(&g));
-            if let Some(begin) = g.begin_after {
-                // From the assignment to the workload's start: kernel and
-                // image (cached or not), boot, state.
-                result.metrics.push(metric(
-                    "guest_start_s",
-                    prepared.as_secs_f64() + begin.as_secs_f64(),
-                    "s",
-                    Direction::LowerIsBetter,
-                ));
-            }
-            result
-                .metrics
-                .push(metric("wall_s", g.wall_s, "s", Direction::LowerIsBetter));
-            result.metrics.extend(g.metrics.iter().map(|m| {
-                let direction = match m.direction {
-                    catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
-                    catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
-                };
-                metric(&m.name, m.value, &m.unit, direction)
-            }));
-            if g.exit_code != 0 {
-                result.error = format!("workload exited with status {} in the guest", g.exit_code);
-            }
-        }
+    let arch = kernels::parse_name(&a.kernel)
+        .ok()
+        .and_then(GuestArch::of_debian_version);
+    if let Some(arch) = arch {
+        result.arch = arch.uname().into();
+    }
+    let outcome = run(a, ctx, &mut result);
+    // The guest's QEMU was journalled: it is gone now (killed or exited),
+    // and the journal forgets it.
+    let restored = lock(ctx.journal).restore();
+    match outcome {
+        Ok(g) => report(&g, &mut result),
         Err(e) => result.error = e,
+    }
+    if let Err(e) = restored
+        && result.error.is_empty()
+    {
+        result.error = format!("restoring machine state: {e}");
     }
     result.finished_unix_ms = unix_ms(SystemTime::now());
     result.ok = result.error.is_empty();
     result
 }
 
-/// The assignment's machine state as the guest applies it: hotplug and
-/// autogroup; cgroups and competing loads are refused (the coordinator
-/// refuses such matrices up front).
-fn guest_state(a: &RunAssignment) -> Result<job::GuestState, String> {
+/// Fills `result` from what the guest reported.
+fn report(g: &Prepared, result: &mut RunResult) {
+    let run = &g.run;
+    result.kernel_release = run.release.clone();
+    result.log_tail = run.console_tail.clone();
+    if let Some(begin) = run.begin_after {
+        // From the assignment to the workload's start: kernel and image
+        // (cached or not), boot, state.
+        result.metrics.push(metric(
+            "guest_start_s",
+            g.prepared.as_secs_f64() + begin.as_secs_f64(),
+            "s",
+            Direction::LowerIsBetter,
+        ));
+    }
+    result
+        .metrics
+        .push(metric("wall_s", run.wall_s, "s", Direction::LowerIsBetter));
+    let online = crate::capabilities::parse_cpu_list(&run.online).unwrap_or_default();
+    match telemetry::build(
+        &run.observed,
+        run.wall_s,
+        &online,
+        crate::telemetry::procstat::user_hz(),
+    ) {
+        Ok((metrics, mut t)) => {
+            result.metrics.extend(metrics);
+            let topo = topology(run);
+            t.topology_source = topo.topology_source;
+            t.topology_before = topo.topology_before;
+            t.topology_after = topo.topology_after;
+            t.topology_changes = topo.topology_changes;
+            result.telemetry = Some(t);
+        }
+        Err(e) => {
+            result.error = format!("guest telemetry: {e}");
+            return;
+        }
+    }
+    if run.exit_code != 0 {
+        result.error = format!("workload exited with status {} in the guest", run.exit_code);
+        if !run.stderr.trim().is_empty() {
+            result.log_tail = format!("{}\n--- console ---\n{}", run.stderr, run.console_tail);
+        }
+        return;
+    }
+    let parsed = match g.output {
+        Output::MetricLines => run
+            .stdout
+            .lines()
+            .filter_map(|l| farm_workload::output::parse_metric_line(l).transpose())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string()),
+        Output::External(name) => {
+            crate::external::parse(name, &run.stdout, &run.stderr).map_err(|e| e.to_string())
+        }
+    };
+    match parsed {
+        Ok(ms) => result.metrics.extend(ms.into_iter().map(|m| {
+            let direction = match m.direction {
+                catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
+                catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
+            };
+            metric(&m.name, m.value, &m.unit, direction)
+        })),
+        Err(e) => {
+            result.error = format!("workload output: {e}");
+            result.log_tail = run.stdout.clone();
+        }
+    }
+}
+
+/// The assignment's machine state as the guest applies it: hotplug,
+/// autogroup and the workload's cgroup; competing loads are refused (the
+/// coordinator refuses such matrices up front).
+fn guest_state(a: &RunAssignment, cpus: u32) -> Result<job::GuestState, String> {
     if !a.loads.is_empty() {
         return Err("competing loads inside guests are not supported yet".into());
     }
@@ -92,18 +176,34 @@ fn guest_state(a: &RunAssignment) -> Result<job::GuestState, String> {
         return Ok(out);
     };
     if !s.cgroup.is_empty() {
-        return Err("cgroup layouts inside guests are not supported yet".into());
+        // Without loads, `shared` and `separate` both put the workload in a
+        // group of its own.
+        crate::state::cgroup::Shape::parse(&s.cgroup)?;
+        let limits = crate::state::cgroup::Limits::from_state(s)?;
+        out.cgroup = true;
+        out.cpu_weight = limits.weight;
+        out.cpu_max = limits.max;
+        if let Some(set) = &limits.cpuset {
+            out.cpuset = crate::capabilities::parse_cpu_list(set)
+                .map_err(|e| format!("cgroup cpuset `{set}`: {e}"))?;
+            if let Some(c) = out.cpuset.iter().find(|&&c| c >= cpus) {
+                return Err(format!(
+                    "cgroup cpuset `{set}`: the guest has cpus 0-{} (cpu{c} asked)",
+                    cpus - 1
+                ));
+            }
+        }
     }
     if !s.hotplug.is_empty() {
         let plan = crate::state::hotplug::parse(&s.hotplug)?;
         if plan.cpus.contains(&0) {
             return Err(format!("hotplug `{}`: cpu0 stays online", s.hotplug));
         }
-        if let Some(c) = plan.cpus.iter().find(|&&c| c >= CPUS) {
+        if let Some(c) = plan.cpus.iter().find(|&&c| c >= cpus) {
             return Err(format!(
                 "hotplug `{}`: the guest has cpus 0-{} (cpu{c} asked)",
                 s.hotplug,
-                CPUS - 1
+                cpus - 1
             ));
         }
         match plan.mode {
@@ -146,7 +246,11 @@ fn topology(g: &job::GuestRun) -> farm_proto::Telemetry {
     };
     let (before, after) = (snapshot(&g.domains_before), snapshot(&g.domains_after));
     farm_proto::Telemetry {
-        topology_source: "guest debugfs sched/domains (sched_verbose)".into(),
+        topology_source: if g.domains_before.is_empty() {
+            String::new()
+        } else {
+            "guest debugfs sched/domains (sched_verbose)".into()
+        },
         topology_before: lines(&g.domains_before),
         topology_after: lines(&g.domains_after),
         topology_changes: topo::diff(&before, &after)
@@ -157,43 +261,129 @@ fn topology(g: &job::GuestRun) -> farm_proto::Telemetry {
     }
 }
 
-/// The guest's run, and how long preparing it took (kernel, image).
-fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<(job::GuestRun, Duration), String> {
-    let t0 = std::time::Instant::now();
+/// A guest's run, and what the host needs to read it.
+struct Prepared {
+    run: job::GuestRun,
+    /// How long preparing it took (kernel, tools, image).
+    prepared: Duration,
+    output: Output,
+}
+
+/// The program and files of the workload for a guest of `arch`.
+struct Workload {
+    job: job::Job,
+    files: Vec<(PathBuf, String)>,
+    output: Output,
+}
+
+fn workload(
+    a: &RunAssignment,
+    ctx: &Context<'_>,
+    arch: GuestArch,
+    cache: &Path,
+) -> Result<Workload, String> {
+    let w = a
+        .workload
+        .as_ref()
+        .ok_or("the assignment has no workload")?;
+    let spec = catalogue::lookup(&w.name).map_err(|e| e.to_string())?;
+    match spec.origin {
+        catalogue::Origin::BuiltIn => {
+            if !arch.runs_built_ins() {
+                return Err(format!(
+                    "`{}` is built into the farm, whose binaries exist for x86_64 only; \
+                     {arch} guests run external tools (stress-ng, sysbench-cpu, \
+                     sysbench-threads, rt-hackbench)",
+                    w.name
+                ));
+            }
+            let l = launch::launch(w, ctx.workload)?;
+            // A guest boots faster with the small farm-workload binary than
+            // with farmctl (which embeds it behind `workload`): use it when
+            // it is beside.
+            let sibling = ctx.workload.program.with_file_name("farm-workload");
+            let skip = ctx.workload.leading_args.len();
+            let (binary, args) = if skip > 0 && sibling.is_file() {
+                (sibling, l.program.args[skip..].to_vec())
+            } else {
+                (ctx.workload.program.clone(), l.program.args)
+            };
+            Ok(Workload {
+                job: job::Job::new(job::GUEST_BINARY, args).map_err(|e| e.to_string())?,
+                files: job::native_files(&binary).map_err(|e| e.to_string())?,
+                output: Output::MetricLines,
+            })
+        }
+        catalogue::Origin::External { program } => {
+            let package = package_of(program).ok_or_else(|| {
+                format!(
+                    "`{}` cannot run in a guest: only stress-ng, sysbench and rt-tests' \
+                     hackbench are carried into guests",
+                    w.name
+                )
+            })?;
+            let guest_program = format!("/usr/bin/{program}");
+            let l = launch::launch_external_at(w, Path::new(&guest_program))?;
+            if l.server.is_some() {
+                return Err(format!(
+                    "`{}` needs a server, which guests do not run",
+                    w.name
+                ));
+            }
+            let root =
+                sysroot::fetch(cache, arch.deb_arch(), &[package]).map_err(|e| e.to_string())?;
+            let files = sysroot::closure(&root.root, guest_program.trim_start_matches('/'))
+                .map_err(|e| e.to_string())?;
+            Ok(Workload {
+                job: job::Job::new(&guest_program, l.program.args).map_err(|e| e.to_string())?,
+                files,
+                output: l.output,
+            })
+        }
+    }
+}
+
+fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, String> {
+    let t0 = Instant::now();
     let cache = ctx
         .workload
         .guest_cache
         .as_ref()
         .ok_or("this agent boots no guests")?;
-    let state = guest_state(a)?;
-    let w = a
-        .workload
-        .as_ref()
-        .ok_or("the assignment has no workload")?;
-    let l = launch::launch(w, ctx.workload)?;
-    if !matches!(l.output, Output::MetricLines) {
-        return Err(format!(
-            "`{}` is an external workload; guests run built-in ones only, for now",
-            w.name
-        ));
-    }
-    // A guest boots faster with the small farm-workload binary than with
-    // farmctl (which embeds it behind `workload`): use it when it is beside.
-    let sibling = ctx.workload.program.with_file_name("farm-workload");
-    let skip = ctx.workload.leading_args.len();
-    let (binary, args) = if skip > 0 && sibling.is_file() {
-        (sibling, l.program.args[skip..].to_vec())
-    } else {
-        (ctx.workload.program.clone(), l.program.args)
+    let arch = kernels::parse_name(&a.kernel)
+        .ok()
+        .and_then(GuestArch::of_debian_version)
+        .ok_or_else(|| format!("kernel `{}`: no guest arch this agent knows", a.kernel))?;
+    let timeout = Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE;
+    // Checked before any download: a state or workload the guest cannot
+    // have fails at once.
+    let state = guest_state(a, machine(arch, Accel::Tcg, timeout).cpus)?;
+    let w = workload(a, ctx, arch, cache)?;
+    let kernel = kernels::resolve(&a.kernel, cache).map_err(|e| e.to_string())?;
+    // After the kernel: the KVM probe boots a cached one.
+    let accel = kvm::accel_for(arch, cache);
+    result.executor = accel.name().into();
+    let machine = machine(arch, accel, timeout);
+    let (busybox, busybox_native, modules) = match arch {
+        GuestArch::X86_64 => (PathBuf::from(initramfs::BUSYBOX), true, Vec::new()),
+        GuestArch::S390x => {
+            let root = sysroot::fetch(cache, arch.deb_arch(), &["busybox-static"])
+                .map_err(|e| e.to_string())?;
+            let mods = modules::load_order(&kernel.modules, "virtio_console")
+                .map_err(|e| e.to_string())?;
+            (root.root.join("bin/busybox"), false, mods)
+        }
     };
-    let job = job::Job::from_args(args).map_err(|e| e.to_string())?;
-    let kernel = kernels::resolve(&a.kernel, &cache.join("kernels")).map_err(|e| e.to_string())?;
     let image = job::build_initramfs(
         &cache.join("images"),
-        std::path::Path::new(initramfs::BUSYBOX),
-        &binary,
-        &job,
-        &state,
+        &job::Image {
+            busybox: &busybox,
+            busybox_native,
+            files: w.files,
+            modules,
+            job: &w.job,
+            state: &state,
+        },
     )
     .map_err(|e| e.to_string())?;
     let dir = tempfile::Builder::new()
@@ -205,15 +395,37 @@ fn run(a: &RunAssignment, ctx: &Context<'_>) -> Result<(job::GuestRun, Duration)
                 cache.display()
             )
         })?;
-    let machine = qemu::Machine {
-        cpus: CPUS,
-        memory_mib: MEMORY_MIB,
-        nodes: NODES,
-        timeout: Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE,
-    };
-    tracing::info!(kernel = %kernel.version, downloaded = kernel.downloaded, image_built = image.built, "booting the run's guest");
+    tracing::info!(kernel = %kernel.version, %arch, accel = accel.name(), downloaded = kernel.downloaded, image_built = image.built, "booting the run's guest");
     let prepared = t0.elapsed();
-    let g =
-        job::run(&machine, &kernel.vmlinuz, &image.path, dir.path()).map_err(|e| e.to_string())?;
-    Ok((g, prepared))
+    let mut journal_error = None;
+    let mut on_spawn = |pid: u32| {
+        // So that a crashed agent's restart kills a guest it left running.
+        let mut j = lock(ctx.journal);
+        let pid = pid as i32;
+        let start_time = journal::process_start_time(j.root(), pid).unwrap_or(0);
+        if let Err(e) = j.record(&Entry::Process { pid, start_time }) {
+            journal_error = Some(e.to_string());
+        }
+    };
+    let cancelled = || ctx.killer.is_cancelled();
+    let run = job::run(
+        &machine,
+        &kernel.vmlinuz,
+        &image.path,
+        dir.path(),
+        &mut on_spawn,
+        &cancelled,
+    );
+    if let Some(e) = journal_error {
+        return Err(format!("journal the guest's QEMU: {e}"));
+    }
+    let run = run.map_err(|e| match e {
+        job::Error::Guest(qemu::Error::Cancelled) => "cancelled by the coordinator".to_string(),
+        e => e.to_string(),
+    })?;
+    Ok(Prepared {
+        run,
+        prepared,
+        output: w.output,
+    })
 }

@@ -118,22 +118,7 @@ impl Output {
 /// found for an external one. Parameters not given take their defaults, so
 /// that the command line describes the run completely.
 pub(super) fn launch(w: &Workload, cmd: &WorkloadCommand) -> Result<Launch, String> {
-    let mut given = Vec::with_capacity(w.params.len());
-    for p in &w.params {
-        let v = match &p.value {
-            Some(param::Value::Int(v)) => Value::Int(*v),
-            Some(param::Value::Float(v)) => Value::Float(*v),
-            Some(param::Value::Text(_)) | Some(param::Value::Flag(_)) | None => {
-                return Err(format!(
-                    "parameter `{}` of `{}` must be a number",
-                    p.name, w.name
-                ));
-            }
-        };
-        given.push((p.name.clone(), v));
-    }
-    let spec = catalogue::lookup(&w.name).map_err(|e| e.to_string())?;
-    let resolved = catalogue::resolve(spec.name, &given).map_err(|e| e.to_string())?;
+    let (spec, resolved) = resolve(w)?;
     match spec.origin {
         Origin::BuiltIn => {
             let mut args = cmd.leading_args.clone();
@@ -165,6 +150,38 @@ pub(super) fn launch(w: &Workload, cmd: &WorkloadCommand) -> Result<Launch, Stri
             external_launch(spec.name, path, &resolved)
         }
     }
+}
+
+/// An external workload `w` started as `program` (a guest's path to the tool).
+pub(super) fn launch_external_at(w: &Workload, program: &Path) -> Result<Launch, String> {
+    let (spec, resolved) = resolve(w)?;
+    if !matches!(spec.origin, Origin::External { .. }) {
+        return Err(format!("`{}` is not an external workload", spec.name));
+    }
+    external_launch(spec.name, program, &resolved)
+}
+
+type Resolved = (&'static catalogue::WorkloadSpec, Vec<(&'static str, Value)>);
+
+/// `w` checked against the catalogue, every parameter resolved.
+fn resolve(w: &Workload) -> Result<Resolved, String> {
+    let mut given = Vec::with_capacity(w.params.len());
+    for p in &w.params {
+        let v = match &p.value {
+            Some(param::Value::Int(v)) => Value::Int(*v),
+            Some(param::Value::Float(v)) => Value::Float(*v),
+            Some(param::Value::Text(_)) | Some(param::Value::Flag(_)) | None => {
+                return Err(format!(
+                    "parameter `{}` of `{}` must be a number",
+                    p.name, w.name
+                ));
+            }
+        };
+        given.push((p.name.clone(), v));
+    }
+    let spec = catalogue::lookup(&w.name).map_err(|e| e.to_string())?;
+    let resolved = catalogue::resolve(spec.name, &given).map_err(|e| e.to_string())?;
+    Ok((spec, resolved))
 }
 
 fn external_launch(

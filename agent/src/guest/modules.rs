@@ -1,0 +1,355 @@
+//! Kernel modules a guest must `insmod` itself: busybox has no modprobe
+//! that knows the kernel's module tree, so the runner loads the files in
+//! order, dependencies first.
+//!
+//! The order comes from `lib/modules/<version>/modules.dep` when it is
+//! there. Debian's linux-image packages do not ship it (their postinst runs
+//! depmod), so for an unpacked package it comes from what depmod reads: the
+//! `depends=` entry of each module's `.modinfo` section (by `readelf -p`).
+//! A module listed in `modules.builtin` is built in: nothing to load. On
+//! Debian's 6.1 s390x kernel `virtio_console` needs nothing else (virtio,
+//! virtio_ring and the virtio_ccw transport are built in); on the amd64
+//! ones it needs `virtio_ring` then `virtio` (and `virtio_pci` for the
+//! transport).
+//!
+//! Seen working on s390x (no second serial port there): QEMU with
+//! `-device virtio-serial-ccw -chardev file,id=farm,path=channel.log
+//! -device virtserialport,chardev=farm,name=farm`; in the guest, after
+//! `insmod virtio_console.ko`, the port is `/dev/vport0p1` at once (its
+//! name is in `/sys/class/virtio-ports/vport0p1/name`; there is no udev
+//! for `/dev/virtio-ports/farm`), and what is written to it is in
+//! `channel.log` after `poweroff -f`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::run_tool;
+
+const READELF: &str = "/usr/bin/readelf";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kernel modules in {dir}: module `{module}`: {step}: {detail}")]
+    Step {
+        dir: String,
+        module: String,
+        step: &'static str,
+        detail: String,
+    },
+}
+
+/// The module files (absolute) to insmod, in order, for `module` (a name
+/// such as `virtio_console`) of the kernel whose `lib/modules/<version>`
+/// is `modules_dir`; empty when it is built in.
+pub fn load_order(modules_dir: &Path, module: &str) -> Result<Vec<PathBuf>, Error> {
+    let fail = |step: &'static str| {
+        move |detail: String| Error::Step {
+            dir: modules_dir.display().to_string(),
+            module: module.to_string(),
+            step,
+            detail,
+        }
+    };
+    let builtin = fs::read_to_string(modules_dir.join("modules.builtin")).unwrap_or_default();
+    if builtin
+        .lines()
+        .any(|l| module_name(l).is_some_and(|n| n == canonical(module)))
+    {
+        return Ok(Vec::new());
+    }
+    let dep_file = modules_dir.join("modules.dep");
+    let order = if dep_file.is_file() {
+        let text =
+            fs::read_to_string(&dep_file).map_err(|e| fail("read modules.dep")(e.to_string()))?;
+        order_from_modules_dep(&text, module).map_err(fail("modules.dep"))?
+    } else {
+        order_from_modinfo(modules_dir, module).map_err(fail("read .modinfo"))?
+    };
+    for rel in &order {
+        if !rel.ends_with(".ko") {
+            // busybox's insmod loads plain ELF objects only.
+            return Err(fail("check the module files")(format!(
+                "{rel} is compressed; only uncompressed .ko files can be loaded"
+            )));
+        }
+    }
+    Ok(order.iter().map(|rel| modules_dir.join(rel)).collect())
+}
+
+/// The name of a module file (`kernel/drivers/char/virtio_console.ko`, or
+/// `.ko.xz`, `.ko.zst`, `.ko.gz`), with `-` as `_` as the kernel does.
+fn module_name(path: &str) -> Option<String> {
+    let file = path.trim().rsplit('/').next()?;
+    let stem = [".ko", ".ko.xz", ".ko.zst", ".ko.gz"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext))?;
+    Some(canonical(stem))
+}
+
+fn canonical(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+/// `modules.dep` as module file → the files it depends on.
+fn parse_modules_dep(text: &str) -> BTreeMap<String, Vec<String>> {
+    text.lines()
+        .filter_map(|line| {
+            let (module, deps) = line.split_once(':')?;
+            Some((
+                module.trim().to_string(),
+                deps.split_whitespace().map(str::to_string).collect(),
+            ))
+        })
+        .collect()
+}
+
+/// From `modules.dep` text: the module files (relative to the modules
+/// directory) to insmod for `module`, its dependencies first.
+pub fn order_from_modules_dep(modules_dep: &str, module: &str) -> Result<Vec<String>, String> {
+    let deps = parse_modules_dep(modules_dep);
+    let by_name: BTreeMap<String, String> = deps
+        .keys()
+        .filter_map(|path| Some((module_name(path)?, path.clone())))
+        .collect();
+    let start = by_name
+        .get(&canonical(module))
+        .ok_or_else(|| format!("`{module}` is not in modules.dep"))?;
+    topological(start, &|path: &str| {
+        deps.get(path)
+            .cloned()
+            .ok_or_else(|| format!("`{path}` is needed but has no line in modules.dep"))
+    })
+}
+
+/// The same order from the modules' own `depends=` lists, for a module
+/// tree without `modules.dep`.
+fn order_from_modinfo(modules_dir: &Path, module: &str) -> Result<Vec<String>, String> {
+    let mut files = Vec::new();
+    walk(modules_dir, modules_dir, &mut files)?;
+    let by_name: BTreeMap<String, String> = files
+        .into_iter()
+        .filter_map(|rel| Some((module_name(&rel)?, rel)))
+        .collect();
+    let start = by_name
+        .get(&canonical(module))
+        .ok_or_else(|| format!("no module file for `{module}`, and it is not built in"))?;
+    topological(start, &|path: &str| {
+        let out = run_tool(
+            Path::new(READELF),
+            &[
+                std::ffi::OsStr::new("-p"),
+                std::ffi::OsStr::new(".modinfo"),
+                modules_dir.join(path).as_os_str(),
+            ],
+            None,
+        )?;
+        modinfo_depends(&String::from_utf8_lossy(&out.stdout))
+            .iter()
+            .map(|name| {
+                by_name
+                    .get(&canonical(name))
+                    .cloned()
+                    .ok_or_else(|| format!("`{path}` depends on `{name}`, which has no file"))
+            })
+            .collect()
+    })
+}
+
+/// The `depends=` list of `readelf -p .modinfo` output.
+fn modinfo_depends(text: &str) -> Vec<String> {
+    text.lines()
+        .find_map(|line| {
+            let (_, rest) = line.split_once(']')?;
+            rest.trim_start().strip_prefix("depends=")
+        })
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Depth-first post-order from `start`: every module after the modules it
+/// depends on. modules.dep lists dependencies in the reverse of modprobe's
+/// load order, so they are visited last to first.
+fn topological(
+    start: &str,
+    deps_of: &dyn Fn(&str) -> Result<Vec<String>, String>,
+) -> Result<Vec<String>, String> {
+    fn visit(
+        path: &str,
+        deps_of: &dyn Fn(&str) -> Result<Vec<String>, String>,
+        visiting: &mut BTreeSet<String>,
+        out: &mut Vec<String>,
+    ) -> Result<(), String> {
+        if out.iter().any(|p| p == path) {
+            return Ok(());
+        }
+        if !visiting.insert(path.to_string()) {
+            return Err(format!("dependency cycle through `{path}`"));
+        }
+        for dep in deps_of(path)?.iter().rev() {
+            visit(dep, deps_of, visiting, out)?;
+        }
+        visiting.remove(path);
+        out.push(path.to_string());
+        Ok(())
+    }
+    let mut out = Vec::new();
+    visit(start, deps_of, &mut BTreeSet::new(), &mut out)?;
+    Ok(out)
+}
+
+/// Module files under `dir`, relative to `base`.
+fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        let path = entry.path();
+        if kind.is_dir() {
+            walk(base, &path, out)?;
+        } else if kind.is_file()
+            && module_name(&entry.file_name().to_string_lossy()).is_some()
+            && let Ok(rel) = path.strip_prefix(base)
+        {
+            out.push(rel.to_string_lossy().to_string());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of `depmod -b <root> 6.1.0-57-cloud-amd64` (Debian's package
+    /// ships no modules.dep) for the unpacked linux-image-6.1.0-57-cloud-amd64.
+    const AMD64_CLOUD: &str = "\
+kernel/drivers/virtio/virtio.ko: kernel/drivers/virtio/virtio_ring.ko
+kernel/drivers/virtio/virtio_ring.ko:
+kernel/drivers/virtio/virtio_pci_modern_dev.ko:
+kernel/drivers/virtio/virtio_pci_legacy_dev.ko:
+kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_pci_legacy_dev.ko kernel/drivers/virtio/virtio_pci_modern_dev.ko kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
+kernel/drivers/char/virtio_console.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
+";
+
+    /// The same for linux-image-6.1.0-50-s390x: virtio and virtio_ring are
+    /// built in there.
+    const S390X: &str = "\
+kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_pci_legacy_dev.ko kernel/drivers/virtio/virtio_pci_modern_dev.ko
+kernel/drivers/char/virtio_console.ko:
+kernel/drivers/vhost/vhost_net.ko: kernel/drivers/net/tun.ko kernel/drivers/vhost/vhost.ko kernel/drivers/vhost/vhost_iotlb.ko kernel/drivers/net/tap.ko
+kernel/drivers/vhost/vhost.ko: kernel/drivers/vhost/vhost_iotlb.ko
+kernel/drivers/vhost/vhost_iotlb.ko:
+kernel/drivers/net/tun.ko:
+kernel/drivers/net/tap.ko:
+kernel/drivers/virtio/virtio_pci_modern_dev.ko:
+kernel/drivers/virtio/virtio_pci_legacy_dev.ko:
+";
+
+    #[test]
+    fn dependencies_come_first() {
+        assert_eq!(
+            order_from_modules_dep(AMD64_CLOUD, "virtio_console").unwrap(),
+            [
+                "kernel/drivers/virtio/virtio_ring.ko",
+                "kernel/drivers/virtio/virtio.ko",
+                "kernel/drivers/char/virtio_console.ko",
+            ]
+        );
+        assert_eq!(
+            order_from_modules_dep(AMD64_CLOUD, "virtio-pci").unwrap(),
+            [
+                "kernel/drivers/virtio/virtio_ring.ko",
+                "kernel/drivers/virtio/virtio.ko",
+                "kernel/drivers/virtio/virtio_pci_modern_dev.ko",
+                "kernel/drivers/virtio/virtio_pci_legacy_dev.ko",
+                "kernel/drivers/virtio/virtio_pci.ko",
+            ]
+        );
+    }
+
+    #[test]
+    fn s390x_needs_virtio_console_alone() {
+        assert_eq!(
+            order_from_modules_dep(S390X, "virtio_console").unwrap(),
+            ["kernel/drivers/char/virtio_console.ko"]
+        );
+        // vhost before vhost_net even though modules.dep lists it first.
+        let order = order_from_modules_dep(S390X, "vhost_net").unwrap();
+        let at = |m: &str| order.iter().position(|p| p.ends_with(m)).unwrap();
+        assert!(at("/vhost_iotlb.ko") < at("/vhost.ko"));
+        assert!(at("/vhost.ko") < at("/vhost_net.ko"));
+        assert_eq!(order.len(), 5);
+        assert_eq!(order.last().unwrap(), "kernel/drivers/vhost/vhost_net.ko");
+    }
+
+    #[test]
+    fn unknown_modules_and_cycles_are_errors() {
+        let err = order_from_modules_dep(S390X, "virtio_blk").unwrap_err();
+        assert!(err.contains("virtio_blk"), "{err}");
+        let err = order_from_modules_dep("a.ko: b.ko\nb.ko: a.ko\n", "a").unwrap_err();
+        assert!(err.contains("cycle"), "{err}");
+        let err = order_from_modules_dep("a.ko: c.ko\n", "a").unwrap_err();
+        assert!(err.contains("c.ko"), "{err}");
+    }
+
+    #[test]
+    fn module_names() {
+        assert_eq!(
+            module_name("kernel/drivers/char/virtio_console.ko").as_deref(),
+            Some("virtio_console")
+        );
+        assert_eq!(
+            module_name("kernel/x/snd-hda.ko.xz").as_deref(),
+            Some("snd_hda")
+        );
+        assert_eq!(module_name("modules.dep"), None);
+    }
+
+    #[test]
+    fn modinfo_depends_lists() {
+        // `readelf -p .modinfo virtio_console.ko` of 6.1.0-50-s390x.
+        let s390x = "
+String dump of section '.modinfo':
+  [     0]  license=GPL
+  [     c]  description=Virtio console driver
+  [    2e]  alias=virtio:d00000003v*
+  [    47]  depends=
+  [    50]  intree=Y
+  [    59]  name=virtio_console
+  [    6d]  vermagic=6.1.0-50-s390x SMP mod_unload modversions 
+";
+        assert!(modinfo_depends(s390x).is_empty());
+        let amd64 = "  [    47]  depends=virtio,virtio_ring\n  [    77]  name=virtio_console\n";
+        assert_eq!(modinfo_depends(amd64), ["virtio", "virtio_ring"]);
+    }
+
+    #[test]
+    fn a_tree_without_modules_dep_uses_modinfo_and_builtins() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("modules.builtin"),
+            "kernel/drivers/virtio/virtio.ko\nkernel/drivers/virtio/virtio_ring.ko\n",
+        )
+        .unwrap();
+        assert!(load_order(dir.path(), "virtio_ring").unwrap().is_empty());
+        let err = load_order(dir.path(), "virtio_console")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("virtio_console") && err.contains("no module file"),
+            "{err}"
+        );
+        fs::write(dir.path().join("modules.dep"), S390X).unwrap();
+        assert_eq!(
+            load_order(dir.path(), "virtio_console").unwrap(),
+            [dir.path().join("kernel/drivers/char/virtio_console.ko")]
+        );
+    }
+}

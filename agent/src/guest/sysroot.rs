@@ -1,0 +1,1213 @@
+//! Debian binaries of any architecture for guest initramfs images.
+//!
+//! s390x guests cannot run our own Rust binaries (only the x86_64 Rust
+//! target exists here), so they run Debian's builds of the external
+//! workloads (stress-ng, sysbench, rt-tests' hackbench) with busybox-static.
+//! [`fetch`] gathers such packages of one Debian architecture, with the
+//! library packages they depend on, into one unpacked tree (a "sysroot");
+//! [`closure`] names the files a guest needs from it to run one binary.
+//!
+//! Layout of the cache: `<cache>/sysroots/<arch>/<key>/` holds `debs/`
+//! (the downloaded packages), their unpacked union in `root/`, and
+//! `manifest` (`arch`, `request` and one `package <name> <version> <deb>
+//! <sha256>` line per package). The key is the sorted requested names
+//! joined by commas. An entry is reused when its manifest matches the
+//! request and every `.deb` still has its sha256; otherwise it is rebuilt
+//! from a fresh download in a temporary sibling that is renamed into
+//! place, under a lock file per entry (as [`super::kernels`] does).
+//!
+//! Which dependencies are fetched: `apt-cache depends --recurse` (Depends
+//! and PreDepends only) gives the whole graph, then it is walked from the
+//! requested packages through *library packages of the architecture* only
+//! (`Multi-Arch: same` or Section `libs`): a guest needs the shared
+//! libraries, not what a maintainer script or a helper script needs
+//! (rt-tests depends on python3, which pulls perl, dpkg and tar; the
+//! `-common` data packages are `Architecture: all`).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use super::{run_tool, sha256_file, unique_suffix};
+
+const APT_CACHE: &str = "/usr/bin/apt-cache";
+const APT_GET: &str = "/usr/bin/apt-get";
+const DPKG: &str = "/usr/bin/dpkg";
+const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
+const READELF: &str = "/usr/bin/readelf";
+
+/// More symlinks than this while resolving one path is a loop.
+const MAX_SYMLINKS: usize = 40;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("sysroot {arch} [{packages}]: {step}: {detail}")]
+    Fetch {
+        arch: String,
+        packages: String,
+        step: &'static str,
+        detail: String,
+    },
+    #[error("closure of {binary} in {root}: {step}: {detail}")]
+    Closure {
+        binary: String,
+        root: String,
+        step: &'static str,
+        detail: String,
+    },
+}
+
+/// One unpacked package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Package {
+    pub name: String,
+    pub version: String,
+    /// File name of the `.deb` in the entry's `debs/`.
+    pub deb: String,
+    pub sha256: String,
+}
+
+/// Unpacked Debian packages of one arch, with the library packages they
+/// depend on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sysroot {
+    /// The unpacked tree: `usr/bin/stress-ng`, `lib/<triplet>/libc.so.6`, ...
+    pub root: PathBuf,
+    /// The Debian architecture (`s390x`, `amd64`).
+    pub arch: String,
+    /// The requested package names, sorted.
+    pub requested: Vec<String>,
+    /// Every package unpacked into `root`, sorted by name.
+    pub packages: Vec<Package>,
+    /// Whether this call downloaded it (false: reused from the cache).
+    pub downloaded: bool,
+}
+
+/// Downloads `packages` (names without arch qualifier) for the Debian arch
+/// `arch` together with the library packages they depend on, and unpacks
+/// them into one root under `cache`; reuses a valid cached copy.
+pub fn fetch(cache: &Path, arch: &str, packages: &[&str]) -> Result<Sysroot, Error> {
+    let mut requested: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
+    requested.sort();
+    requested.dedup();
+    let fail = |step: &'static str| {
+        let (arch, packages) = (arch.to_string(), requested.join(" "));
+        move |detail: String| Error::Fetch {
+            arch: arch.clone(),
+            packages: packages.clone(),
+            step,
+            detail,
+        }
+    };
+    let io = |step: &'static str| {
+        let f = fail(step);
+        move |e: std::io::Error| f(e.to_string())
+    };
+    let key = cache_key(arch, &requested).map_err(fail("check the request"))?;
+
+    let dir = cache.join("sysroots").join(arch);
+    fs::create_dir_all(&dir).map_err(io("create the cache directory"))?;
+    let lock = fs::File::create(dir.join(format!("{key}.lock"))).map_err(io("lock"))?;
+    lock.lock().map_err(io("lock"))?;
+    let entry = dir.join(&key);
+
+    if entry.join("manifest").is_file() {
+        match check_entry(&entry, arch, &requested) {
+            Ok(sysroot) => {
+                tracing::debug!(arch, key, "sysroot reused from the cache");
+                return Ok(sysroot);
+            }
+            Err(why) => {
+                tracing::warn!(arch, key, %why, "cached sysroot invalid, downloading again")
+            }
+        }
+    }
+    if entry.exists() {
+        fs::remove_dir_all(&entry).map_err(io("remove the invalid cache entry"))?;
+    }
+
+    for tool in [APT_CACHE, APT_GET, DPKG, DPKG_DEB] {
+        if !Path::new(tool).is_file() {
+            return Err(fail("find tools")(format!(
+                "{tool} is missing (install the Debian packages apt and dpkg)"
+            )));
+        }
+    }
+    let native = check_arch(arch).map_err(fail("check the dpkg architectures"))?;
+    let wanted = resolve(arch, &native, &requested).map_err(fail("resolve dependencies"))?;
+    tracing::info!(arch, packages = %wanted.join(" "), "downloading a sysroot");
+
+    let tmp = dir.join(format!("{key}.{}", unique_suffix()));
+    let debs = tmp.join("debs");
+    fs::create_dir_all(&debs).map_err(io("create a download directory"))?;
+    let built = (|| {
+        let args: Vec<String> = std::iter::once("download".to_string())
+            .chain(wanted.iter().map(|p| format!("{p}:{arch}")))
+            .collect();
+        run_tool(Path::new(APT_GET), &args, Some(&debs)).map_err(fail("apt-get download"))?;
+        let packages = downloaded_packages(&debs, &wanted).map_err(fail("check the downloads"))?;
+        let root = tmp.join("root");
+        for p in &packages {
+            let deb = debs.join(&p.deb);
+            run_tool(
+                Path::new(DPKG_DEB),
+                &[OsStr::new("-x"), deb.as_os_str(), root.as_os_str()],
+                None,
+            )
+            .map_err(|e| fail("dpkg-deb -x")(format!("{}: {e}", p.deb)))?;
+        }
+        fs::write(tmp.join("manifest"), manifest(arch, &requested, &packages))
+            .map_err(io("write the manifest"))
+    })();
+    if let Err(e) = built {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    fs::rename(&tmp, &entry).map_err(io("move into the cache"))?;
+    let mut sysroot =
+        check_entry(&entry, arch, &requested).map_err(fail("check the unpacked sysroot"))?;
+    sysroot.downloaded = true;
+    tracing::info!(
+        arch,
+        key,
+        packages = sysroot.packages.len(),
+        "sysroot downloaded"
+    );
+    Ok(sysroot)
+}
+
+/// The cache key of a sorted request; names and arch are validated so that
+/// each can only ever be one path component and one apt argument.
+fn cache_key(arch: &str, requested: &[String]) -> Result<String, String> {
+    if arch.is_empty()
+        || !arch
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        return Err(format!("bad architecture `{arch}` (a-z 0-9 only)"));
+    }
+    if requested.is_empty() {
+        return Err("no packages requested".into());
+    }
+    for name in requested {
+        validate_package_name(name)?;
+    }
+    let key = requested.join(",");
+    if key.len() > 200 {
+        return Err(format!(
+            "{} package names are too long for a cache key",
+            requested.len()
+        ));
+    }
+    Ok(key)
+}
+
+/// Debian policy 5.6.1: lower case letters, digits, `+ - .`, at least two
+/// characters, starting with a letter or digit.
+fn validate_package_name(name: &str) -> Result<(), String> {
+    let ok = name.len() >= 2
+        && name.len() <= 100
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("bad package name `{name}` (a-z 0-9 + - . only)"))
+    }
+}
+
+/// The native architecture; fails unless dpkg knows `arch`: apt cannot
+/// download a foreign architecture's packages before it has been added and
+/// its lists fetched.
+fn check_arch(arch: &str) -> Result<String, String> {
+    let native = run_tool(Path::new(DPKG), &["--print-architecture"], None)?;
+    let foreign = run_tool(Path::new(DPKG), &["--print-foreign-architectures"], None)?;
+    let native = String::from_utf8_lossy(&native.stdout).trim().to_string();
+    arch_enabled(&native, &String::from_utf8_lossy(&foreign.stdout), arch)?;
+    Ok(native)
+}
+
+fn arch_enabled(native: &str, foreign: &str, arch: &str) -> Result<(), String> {
+    if native.trim() == arch || foreign.split_whitespace().any(|a| a == arch) {
+        return Ok(());
+    }
+    Err(format!(
+        "dpkg does not know the architecture {arch} (native {}, foreign: {}); \
+         run `dpkg --add-architecture {arch} && apt-get update` as root",
+        native.trim(),
+        foreign.split_whitespace().collect::<Vec<_>>().join(" "),
+    ))
+}
+
+/// The packages to download: the requested ones and the library packages
+/// they depend on, recursively, sorted.
+fn resolve(arch: &str, native: &str, requested: &[String]) -> Result<Vec<String>, String> {
+    let mut args: Vec<String> = [
+        "depends",
+        "--recurse",
+        "--no-recommends",
+        "--no-suggests",
+        "--no-conflicts",
+        "--no-breaks",
+        "--no-replaces",
+        "--no-enhances",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(requested.iter().map(|p| format!("{p}:{arch}")));
+    let out = run_tool(Path::new(APT_CACHE), &args, None).map_err(|e| {
+        format!("{e} (is the package known for {arch}? `apt-get update` may be needed)")
+    })?;
+    let graph = parse_depends(&String::from_utf8_lossy(&out.stdout));
+
+    // What apt-cache printed for the native arch is unqualified; ask
+    // `apt-cache show` about every real package of our arch in the graph.
+    let ours: BTreeSet<String> = graph
+        .keys()
+        .filter_map(|n| own_name(n, arch, native))
+        .collect();
+    let mut args = vec!["show".to_string(), "--no-all-versions".to_string()];
+    args.extend(ours.iter().map(|p| format!("{p}:{arch}")));
+    let out = run_tool(Path::new(APT_CACHE), &args, None)?;
+    let libraries = parse_show(&String::from_utf8_lossy(&out.stdout), arch);
+    select(&graph, &libraries, requested, arch, native)
+}
+
+/// One dependency: any one of the alternatives satisfies it. A virtual
+/// package (`<name>` in apt-cache's output) stands for its providers.
+type Group = Vec<String>;
+
+/// `apt-cache depends --recurse` output: each package as printed (`name`
+/// for the native arch, `name:arch` otherwise, `<name>` when virtual) with
+/// its dependency groups.
+fn parse_depends(text: &str) -> BTreeMap<String, Vec<Group>> {
+    let mut graph: BTreeMap<String, Vec<Group>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    // The previous dependency line ended its group with `|`: the next one
+    // is an alternative of the same group.
+    let mut continues = false;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            let name = line.trim().to_string();
+            graph.entry(name.clone()).or_default();
+            current = Some(name);
+            continues = false;
+            continue;
+        }
+        let Some(pkg) = &current else { continue };
+        let groups = graph.entry(pkg.clone()).or_default();
+        if line.starts_with("    ") {
+            // A provider of the virtual package on the line above.
+            if let Some(group) = groups.last_mut() {
+                group.push(line.trim().to_string());
+            }
+            continue;
+        }
+        let trimmed = line.trim_start();
+        let (alternative, rest) = match trimmed.strip_prefix('|') {
+            Some(rest) => (true, rest),
+            None => (false, trimmed),
+        };
+        let Some((kind, target)) = rest.split_once(": ") else {
+            continue;
+        };
+        if kind != "Depends" && kind != "PreDepends" {
+            continue;
+        }
+        let target = target.trim().to_string();
+        match groups.last_mut() {
+            Some(group) if continues => group.push(target),
+            _ => groups.push(vec![target]),
+        }
+        continues = alternative;
+    }
+    graph
+}
+
+/// The package name of a real package of `arch` as apt-cache prints it, or
+/// None (virtual, or another architecture).
+fn own_name(printed: &str, arch: &str, native: &str) -> Option<String> {
+    if printed.starts_with('<') {
+        return None;
+    }
+    match printed.split_once(':') {
+        Some((name, qualifier)) => (qualifier == arch).then(|| name.to_string()),
+        None => (arch == native).then(|| printed.to_string()),
+    }
+}
+
+/// The names of library packages of `arch` in `apt-cache show` output:
+/// `Multi-Arch: same` (the marker of a co-installable shared library) or
+/// Section `libs` (libjudydebian1, which stress-ng needs, has no Multi-Arch).
+fn parse_show(text: &str, arch: &str) -> BTreeSet<String> {
+    let mut libraries = BTreeSet::new();
+    for stanza in text.split("\n\n") {
+        let field = |key: &str| {
+            stanza
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        let (Some(name), Some(a)) = (field("Package"), field("Architecture")) else {
+            continue;
+        };
+        let section = field("Section").unwrap_or("");
+        let section = section.rsplit('/').next().unwrap_or(section);
+        let library = field("Multi-Arch") == Some("same") || section == "libs";
+        if a == arch && library {
+            libraries.insert(name.to_string());
+        }
+    }
+    libraries
+}
+
+/// Walks the graph from `requested` through library packages: of each
+/// dependency group, the first alternative (or provider) that is a library
+/// package of `arch`; a group with none is not a library dependency.
+fn select(
+    graph: &BTreeMap<String, Vec<Group>>,
+    libraries: &BTreeSet<String>,
+    requested: &[String],
+    arch: &str,
+    native: &str,
+) -> Result<Vec<String>, String> {
+    let printed = |name: &str| {
+        if arch == native {
+            name.to_string()
+        } else {
+            format!("{name}:{arch}")
+        }
+    };
+    let mut chosen = BTreeSet::new();
+    let mut queue = VecDeque::new();
+    for name in requested {
+        if !graph.contains_key(&printed(name)) {
+            return Err(format!("apt-cache does not know {name}:{arch}"));
+        }
+        chosen.insert(name.clone());
+        queue.push_back(name.clone());
+    }
+    while let Some(name) = queue.pop_front() {
+        for group in graph.get(&printed(&name)).into_iter().flatten() {
+            // A virtual package's entry is followed by its providers in
+            // the same group; own_name skips the `<virtual>` entry itself.
+            let pick = group
+                .iter()
+                .filter_map(|alt| own_name(alt, arch, native))
+                .find(|n| libraries.contains(n));
+            if let Some(pick) = pick
+                && chosen.insert(pick.clone())
+            {
+                queue.push_back(pick);
+            }
+        }
+    }
+    Ok(chosen.into_iter().collect())
+}
+
+/// The `.deb` files apt-get left in `dir`, one per wanted package.
+fn downloaded_packages(dir: &Path, wanted: &[String]) -> Result<Vec<Package>, String> {
+    let mut found = BTreeMap::new();
+    for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let file = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        if !file.ends_with(".deb") {
+            continue;
+        }
+        let (name, version, _) =
+            parse_deb_file_name(&file).ok_or_else(|| format!("unexpected file {file}"))?;
+        let sha256 = sha256_file(&path)?;
+        found.insert(
+            name.clone(),
+            Package {
+                name,
+                version,
+                deb: file,
+                sha256,
+            },
+        );
+    }
+    let names: Vec<&String> = found.keys().collect();
+    let wanted_names: Vec<&String> = wanted.iter().collect();
+    if names != wanted_names {
+        return Err(format!(
+            "downloaded [{}], wanted [{}]",
+            found.keys().cloned().collect::<Vec<_>>().join(" "),
+            wanted.join(" ")
+        ));
+    }
+    Ok(found.into_values().collect())
+}
+
+/// `name_version_arch.deb` as apt names its downloads (an epoch's `:` is
+/// written `%3a`).
+fn parse_deb_file_name(file: &str) -> Option<(String, String, String)> {
+    let stem = file.strip_suffix(".deb")?;
+    let mut parts = stem.split('_');
+    let (name, version, arch) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || name.is_empty() || version.is_empty() || arch.is_empty() {
+        return None;
+    }
+    Some((
+        name.to_string(),
+        version.replace("%3a", ":").replace("%3A", ":"),
+        arch.to_string(),
+    ))
+}
+
+fn manifest(arch: &str, requested: &[String], packages: &[Package]) -> String {
+    let mut out = format!("arch {arch}\nrequest {}\n", requested.join(","));
+    for p in packages {
+        out.push_str(&format!(
+            "package {} {} {} {}\n",
+            p.name, p.version, p.deb, p.sha256
+        ));
+    }
+    out
+}
+
+fn parse_manifest(text: &str) -> Result<(String, Vec<String>, Vec<Package>), String> {
+    let (mut arch, mut request, mut packages) = (None, None, Vec::new());
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        match fields.as_slice() {
+            ["arch", a] => arch = Some(a.to_string()),
+            ["request", r] => request = Some(r.split(',').map(str::to_string).collect()),
+            ["package", name, version, deb, sha256] => {
+                if deb.contains('/') || !deb.ends_with(".deb") {
+                    return Err(format!("manifest names a bad .deb `{deb}`"));
+                }
+                packages.push(Package {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    deb: deb.to_string(),
+                    sha256: sha256.to_string(),
+                });
+            }
+            _ => return Err(format!("unexpected manifest line `{line}`")),
+        }
+    }
+    match (arch, request) {
+        (Some(a), Some(r)) if !packages.is_empty() => Ok((a, r, packages)),
+        _ => Err("manifest lacks arch, request or packages".into()),
+    }
+}
+
+fn check_entry(entry: &Path, arch: &str, requested: &[String]) -> Result<Sysroot, String> {
+    let text = fs::read_to_string(entry.join("manifest")).map_err(|e| format!("manifest: {e}"))?;
+    let (a, request, packages) = parse_manifest(&text)?;
+    if a != arch || request != requested {
+        return Err(format!(
+            "manifest is for {a} [{}], not {arch} [{}]",
+            request.join(" "),
+            requested.join(" ")
+        ));
+    }
+    for p in &packages {
+        let actual = sha256_file(&entry.join("debs").join(&p.deb))?;
+        if actual != p.sha256 {
+            return Err(format!(
+                "{} has sha256 {actual}, the manifest says {}",
+                p.deb, p.sha256
+            ));
+        }
+    }
+    let root = entry.join("root");
+    if !root.is_dir() {
+        return Err(format!("{} is missing", root.display()));
+    }
+    Ok(Sysroot {
+        root,
+        arch: arch.to_string(),
+        requested: requested.to_vec(),
+        packages,
+        downloaded: false,
+    })
+}
+
+/// What the dynamic linker needs to know of one ELF file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ElfDeps {
+    /// PT_INTERP: the loader's absolute path.
+    pub interp: Option<String>,
+    /// DT_NEEDED, in order.
+    pub needed: Vec<String>,
+    /// DT_SONAME.
+    pub soname: Option<String>,
+    /// DT_RUNPATH, else DT_RPATH, split at `:`.
+    pub runpath: Vec<String>,
+}
+
+/// Parses `readelf -W -l -d` output. A static binary has neither
+/// interpreter nor needed libraries.
+pub fn parse_readelf(text: &str) -> ElfDeps {
+    let mut deps = ElfDeps::default();
+    let mut rpath = Vec::new();
+    // The value between the brackets after `marker`.
+    let bracketed = |line: &str, marker: &str| {
+        let rest = &line[line.find(marker)? + marker.len()..];
+        let rest = rest.trim_start().strip_prefix('[')?;
+        rest.rfind(']').map(|end| rest[..end].to_string())
+    };
+    for line in text.lines() {
+        if let Some(rest) = line.trim().strip_prefix("[Requesting program interpreter:") {
+            deps.interp = rest.strip_suffix(']').map(|v| v.trim().to_string());
+        } else if line.contains("(NEEDED)") {
+            deps.needed.extend(bracketed(line, "Shared library:"));
+        } else if line.contains("(SONAME)") {
+            deps.soname = bracketed(line, "Library soname:");
+        } else if line.contains("(RUNPATH)") {
+            if let Some(v) = bracketed(line, "Library runpath:") {
+                deps.runpath = v.split(':').map(str::to_string).collect();
+            }
+        } else if line.contains("(RPATH)")
+            && let Some(v) = bracketed(line, "Library rpath:")
+        {
+            rpath = v.split(':').map(str::to_string).collect();
+        }
+    }
+    // The loader ignores DT_RPATH when DT_RUNPATH is there.
+    if deps.runpath.is_empty() {
+        deps.runpath = rpath;
+    }
+    deps
+}
+
+/// What a guest needs to run `binary` (a path inside `root` such as
+/// `usr/bin/stress-ng`): the binary, its ELF interpreter and every
+/// DT_NEEDED library transitively, as (real file in `root`, absolute path
+/// in the guest) pairs, the binary first. Symlinks are followed inside
+/// `root` to the real file, which the guest gets at the path the loader
+/// looks for.
+pub fn closure(root: &Path, binary: &str) -> Result<Vec<(PathBuf, String)>, Error> {
+    let fail = |step: &'static str| {
+        move |detail: String| Error::Closure {
+            binary: binary.to_string(),
+            root: root.display().to_string(),
+            step,
+            detail,
+        }
+    };
+    if !Path::new(READELF).is_file() {
+        return Err(fail("find tools")(format!(
+            "{READELF} is missing (install the Debian package binutils)"
+        )));
+    }
+    let dirs = library_dirs(root).map_err(fail("list library directories"))?;
+    let binary_rel = guest_relative(binary).map_err(fail("check the path"))?;
+
+    let read = |real: &Path, guest: &str| {
+        run_tool(
+            Path::new(READELF),
+            &[
+                OsStr::new("-W"),
+                OsStr::new("-l"),
+                OsStr::new("-d"),
+                real.as_os_str(),
+            ],
+            None,
+        )
+        .map(|out| parse_readelf(&String::from_utf8_lossy(&out.stdout)))
+        .map_err(|e| fail("readelf")(format!("{guest}: {e}")))
+    };
+
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    // Guest paths already in `out`; sonames the loader will not search for
+    // again: those found already, and the loader's own (libc.so.6 needs
+    // `ld64.so.1`, which the loader satisfies with itself).
+    let mut installed = BTreeSet::new();
+    let mut provided = BTreeSet::new();
+    let mut queue = VecDeque::new();
+    let real = resolve_in_root(root, &binary_rel).map_err(fail("resolve the binary"))?;
+    installed.insert(format!("/{binary_rel}"));
+    out.push((real.clone(), format!("/{binary_rel}")));
+    queue.push_back((real, format!("/{binary_rel}")));
+
+    while let Some((real, guest)) = queue.pop_front() {
+        let deps = read(&real, &guest)?;
+        if let Some(interp) = &deps.interp
+            && installed.insert(interp.clone())
+        {
+            let rel = guest_relative(interp).map_err(fail("check the interpreter"))?;
+            let real = resolve_in_root(root, &rel)
+                .map_err(|e| fail("find the interpreter")(format!("{interp} of {guest}: {e}")))?;
+            provided.extend(read(&real, interp)?.soname);
+            out.push((real.clone(), interp.clone()));
+            queue.push_back((real, interp.clone()));
+        }
+        let origin = Path::new(&guest)
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        for name in &deps.needed {
+            if provided.contains(name) {
+                continue;
+            }
+            // DT_RUNPATH/DT_RPATH first (absolute or $ORIGIN-relative),
+            // then the default directories.
+            let mut search: Vec<String> = deps
+                .runpath
+                .iter()
+                .map(|d| d.replace("${ORIGIN}", &origin).replace("$ORIGIN", &origin))
+                .filter(|d| d.starts_with('/'))
+                .filter_map(|d| guest_relative(&d).ok())
+                .collect();
+            search.extend(dirs.iter().cloned());
+            let found = search.iter().find_map(|dir| {
+                let rel = format!("{dir}/{name}");
+                resolve_in_root(root, &rel)
+                    .ok()
+                    .map(|real| (real, format!("/{rel}")))
+            });
+            let Some((real, lib_guest)) = found else {
+                return Err(fail("find a needed library")(format!(
+                    "`{name}` (needed by {guest}) is in none of {}",
+                    search.join(", ")
+                )));
+            };
+            provided.insert(name.clone());
+            if installed.insert(lib_guest.clone()) {
+                out.push((real.clone(), lib_guest.clone()));
+                queue.push_back((real, lib_guest));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The directories the loader searches, relative to `root`: the multiarch
+/// ones (`lib/<triplet>`, `usr/lib/<triplet>`, with the triplet read from
+/// what exists) first, then `lib`, `usr/lib`, `lib64`, `usr/lib64`.
+fn library_dirs(root: &Path) -> Result<Vec<String>, String> {
+    let mut triplets = BTreeSet::new();
+    for base in ["lib", "usr/lib"] {
+        let Ok(entries) = fs::read_dir(root.join(base)) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| e.to_string())?;
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.contains("-linux-") && entry.path().is_dir() {
+                triplets.insert(name);
+            }
+        }
+    }
+    let mut dirs = Vec::new();
+    for t in &triplets {
+        dirs.push(format!("lib/{t}"));
+        dirs.push(format!("usr/lib/{t}"));
+    }
+    dirs.extend(["lib", "usr/lib", "lib64", "usr/lib64"].map(String::from));
+    Ok(dirs.into_iter().filter(|d| root.join(d).is_dir()).collect())
+}
+
+/// `path` (absolute or not) as a path relative to the guest's `/`, with no
+/// `..`, `.` or empty components.
+fn guest_relative(path: &str) -> Result<String, String> {
+    let rel = path.trim_start_matches('/');
+    let ok = !rel.is_empty()
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        && !rel
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..");
+    if ok {
+        Ok(rel.to_string())
+    } else {
+        Err(format!("bad path `{path}`"))
+    }
+}
+
+/// The real (non-symlink) file `rel` names inside `root`, following
+/// symlinks as the guest would see them: an absolute target is relative
+/// to `root`, and `..` never leaves it.
+fn resolve_in_root(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    let mut done: Vec<String> = Vec::new();
+    let mut todo: VecDeque<String> = rel.split('/').map(str::to_string).collect();
+    let mut links = 0;
+    while let Some(c) = todo.pop_front() {
+        match c.as_str() {
+            "" | "." => continue,
+            ".." => {
+                done.pop();
+                continue;
+            }
+            _ => {}
+        }
+        done.push(c);
+        let here = root.join(done.join("/"));
+        let meta = fs::symlink_metadata(&here).map_err(|e| format!("{}: {e}", here.display()))?;
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        links += 1;
+        if links > MAX_SYMLINKS {
+            return Err(format!("{rel}: too many symlinks"));
+        }
+        let target = fs::read_link(&here).map_err(|e| format!("{}: {e}", here.display()))?;
+        let target = target.to_string_lossy().to_string();
+        done.pop();
+        if target.starts_with('/') {
+            done.clear();
+        }
+        for (i, part) in target.split('/').enumerate() {
+            todo.insert(i, part.to_string());
+        }
+    }
+    let real = root.join(done.join("/"));
+    if real.is_file() {
+        Ok(real)
+    } else {
+        Err(format!("{rel}: {} is not a file", real.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `readelf -W -l -d usr/bin/stress-ng` of stress-ng 0.15.06-2 s390x,
+    /// shortened.
+    const STRESS_NG_S390X: &str = "
+Elf file type is DYN (Position-Independent Executable file)
+Entry point 0x545e8
+There are 10 program headers, starting at offset 64
+
+Program Headers:
+  Type           Offset   VirtAddr           PhysAddr           FileSiz  MemSiz   Flg Align
+  PHDR           0x000040 0x0000000000000040 0x0000000000000040 0x000230 0x000230 R   0x8
+  INTERP         0x000270 0x0000000000000270 0x0000000000000270 0x00000f 0x00000f R   0x1
+      [Requesting program interpreter: /lib/ld64.so.1]
+  LOAD           0x000000 0x0000000000000000 0x0000000000000000 0x1b5d30 0x1b5d30 R E 0x1000
+
+ Section to Segment mapping:
+  Segment Sections...
+   00     
+   01     .interp 
+   05     .dynamic 
+
+Dynamic section at offset 0x259880 contains 40 entries:
+  Tag        Type                         Name/Value
+ 0x0000000000000001 (NEEDED)             Shared library: [libm.so.6]
+ 0x0000000000000001 (NEEDED)             Shared library: [libEGL.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [libGLESv2.so.2]
+ 0x0000000000000001 (NEEDED)             Shared library: [libJudy.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [libapparmor.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [libbsd.so.0]
+ 0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]
+ 0x0000000000000001 (NEEDED)             Shared library: [libcrypt.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [libgbm.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [libjpeg.so.62]
+ 0x0000000000000001 (NEEDED)             Shared library: [libkmod.so.2]
+ 0x0000000000000001 (NEEDED)             Shared library: [libsctp.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [libxxhash.so.0]
+ 0x0000000000000001 (NEEDED)             Shared library: [libz.so.1]
+ 0x000000000000000c (INIT)               0x46250
+ 0x000000000000001e (FLAGS)              BIND_NOW
+ 0x000000006ffffffb (FLAGS_1)            Flags: NOW PIE
+ 0x0000000000000000 (NULL)               0x0
+";
+
+    /// libc6 2.36 s390x `lib/s390x-linux-gnu/libc.so.6`, the lines that matter.
+    const LIBC_S390X: &str = "
+Elf file type is DYN (Shared object file)
+  INTERP         0x1b6a20 0x00000000001b6a20 0x00000000001b6a20 0x00000f 0x00000f R   0x10
+      [Requesting program interpreter: /lib/ld64.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [ld64.so.1]
+ 0x000000000000000e (SONAME)             Library soname: [libc.so.6]
+";
+
+    /// `readelf -W -l -d /bin/ls` on Debian 12 x86_64, shortened.
+    const LS_X86_64: &str = "
+Elf file type is DYN (Position-Independent Executable file)
+Entry point 0x61d0
+There are 13 program headers, starting at offset 64
+
+Program Headers:
+  Type           Offset   VirtAddr           PhysAddr           FileSiz  MemSiz   Flg Align
+  PHDR           0x000040 0x0000000000000040 0x0000000000000040 0x0002d8 0x0002d8 R   0x8
+  INTERP         0x000318 0x0000000000000318 0x0000000000000318 0x00001c 0x00001c R   0x1
+      [Requesting program interpreter: /lib64/ld-linux-x86-64.so.2]
+Dynamic section at offset 0x23d98 contains 27 entries:
+  Tag        Type                         Name/Value
+ 0x0000000000000001 (NEEDED)             Shared library: [libselinux.so.1]
+ 0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]
+ 0x000000000000000c (INIT)               0x4000
+ 0x000000006ffffffb (FLAGS_1)            Flags: PIE
+";
+
+    /// `readelf -W -l -d /bin/busybox` (busybox-static, x86_64), shortened.
+    const STATIC: &str = "
+Elf file type is EXEC (Executable file)
+Entry point 0x401a30
+There are 10 program headers, starting at offset 64
+
+There is no dynamic section in this file.
+";
+
+    #[test]
+    fn readelf_of_an_s390x_executable() {
+        let d = parse_readelf(STRESS_NG_S390X);
+        assert_eq!(d.interp.as_deref(), Some("/lib/ld64.so.1"));
+        assert_eq!(d.needed.len(), 14);
+        assert_eq!(d.needed[0], "libm.so.6");
+        assert_eq!(d.needed[3], "libJudy.so.1");
+        assert_eq!(d.needed[13], "libz.so.1");
+        assert_eq!(d.soname, None);
+        assert!(d.runpath.is_empty());
+    }
+
+    #[test]
+    fn readelf_of_libc_names_its_soname_and_the_loader() {
+        let d = parse_readelf(LIBC_S390X);
+        assert_eq!(d.interp.as_deref(), Some("/lib/ld64.so.1"));
+        assert_eq!(d.needed, ["ld64.so.1"]);
+        assert_eq!(d.soname.as_deref(), Some("libc.so.6"));
+    }
+
+    #[test]
+    fn readelf_of_an_x86_64_executable_and_a_static_one() {
+        let d = parse_readelf(LS_X86_64);
+        assert_eq!(d.interp.as_deref(), Some("/lib64/ld-linux-x86-64.so.2"));
+        assert_eq!(d.needed, ["libselinux.so.1", "libc.so.6"]);
+        assert_eq!(parse_readelf(STATIC), ElfDeps::default());
+    }
+
+    #[test]
+    fn runpath_wins_over_rpath() {
+        let text = " 0x000000000000000f (RPATH)              Library rpath: [/opt/a]
+ 0x000000000000001d (RUNPATH)            Library runpath: [$ORIGIN/../lib:/opt/b]
+";
+        assert_eq!(parse_readelf(text).runpath, ["$ORIGIN/../lib", "/opt/b"]);
+        let text = " 0x000000000000000f (RPATH)              Library rpath: [/opt/a]\n";
+        assert_eq!(parse_readelf(text).runpath, ["/opt/a"]);
+    }
+
+    /// From `apt-cache depends --recurse --no-recommends ... sysbench:s390x
+    /// rt-tests:s390x`, shortened.
+    const DEPENDS_S390X: &str = "sysbench:s390x
+  Depends: libaio1:s390x
+  Depends: libc6:s390x
+ |Depends: libluajit2-5.1-2:s390x
+  Depends: libluajit-5.1-2:s390x
+  Depends: libmariadb3:s390x
+rt-tests:s390x
+  Depends: libc6:s390x
+  Depends: libnuma1:s390x
+  Depends: python3:s390x
+libaio1:s390x
+libc6:s390x
+  Depends: libgcc-s1:s390x
+libluajit2-5.1-2:s390x
+  Depends: <libluajit2-5.1-common:s390x>
+    libluajit2-5.1-common
+  Depends: libc6:s390x
+libluajit-5.1-2:s390x
+  Depends: libluajit2-5.1-2:s390x
+libmariadb3:s390x
+  Depends: <mariadb-common:s390x>
+    mariadb-common
+  Depends: libc6:s390x
+  Depends: zlib1g:s390x
+libnuma1:s390x
+  Depends: libc6:s390x
+python3:s390x
+  PreDepends: python3-minimal:s390x
+  Depends: libpython3-stdlib:s390x
+python3-minimal:s390x
+  Depends: dpkg
+libpython3-stdlib:s390x
+  Depends: libc6:s390x
+libgcc-s1:s390x
+  Depends: gcc-12-base:s390x
+  Depends: libc6:s390x
+zlib1g:s390x
+  Depends: libc6:s390x
+gcc-12-base:s390x
+<libluajit2-5.1-common:s390x>
+libluajit2-5.1-common
+<mariadb-common:s390x>
+mariadb-common
+  Depends: mysql-common
+mysql-common
+dpkg
+  PreDepends: tar
+tar
+";
+
+    /// `apt-cache show` fields of the same packages (only the ones read).
+    const SHOW_S390X: &str = "Package: sysbench
+Architecture: s390x
+Section: misc
+
+Package: rt-tests
+Architecture: s390x
+Section: misc
+
+Package: libaio1
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+
+Package: libc6
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+
+Package: libluajit2-5.1-2
+Architecture: s390x
+Multi-Arch: same
+Section: interpreters
+
+Package: libluajit-5.1-2
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+
+Package: libmariadb3
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+
+Package: libnuma1
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+
+Package: python3
+Architecture: s390x
+Multi-Arch: allowed
+Section: python
+
+Package: python3-minimal
+Architecture: s390x
+Multi-Arch: allowed
+Section: python
+
+Package: libpython3-stdlib
+Architecture: s390x
+Multi-Arch: same
+Section: python
+
+Package: libgcc-s1
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+
+Package: zlib1g
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+
+Package: gcc-12-base
+Architecture: s390x
+Multi-Arch: same
+Section: libs
+";
+
+    #[test]
+    fn depends_output_keeps_alternatives_together() {
+        let g = parse_depends(DEPENDS_S390X);
+        assert_eq!(
+            g["sysbench:s390x"],
+            [
+                vec!["libaio1:s390x".to_string()],
+                vec!["libc6:s390x".into()],
+                vec![
+                    "libluajit2-5.1-2:s390x".into(),
+                    "libluajit-5.1-2:s390x".into()
+                ],
+                vec!["libmariadb3:s390x".into()],
+            ]
+        );
+        assert_eq!(
+            g["libmariadb3:s390x"][0],
+            ["<mariadb-common:s390x>", "mariadb-common"]
+        );
+        assert_eq!(g["python3:s390x"].len(), 2, "PreDepends count");
+        assert!(g["gcc-12-base:s390x"].is_empty());
+    }
+
+    #[test]
+    fn only_library_packages_of_the_arch_are_walked() {
+        let g = parse_depends(DEPENDS_S390X);
+        let libs = parse_show(SHOW_S390X, "s390x");
+        assert!(libs.contains("libluajit2-5.1-2"), "Multi-Arch: same counts");
+        assert!(!libs.contains("python3") && !libs.contains("sysbench"));
+        let picked = select(
+            &g,
+            &libs,
+            &["rt-tests".into(), "sysbench".into()],
+            "s390x",
+            "amd64",
+        )
+        .unwrap();
+        assert_eq!(
+            picked,
+            [
+                "gcc-12-base",
+                "libaio1",
+                "libc6",
+                "libgcc-s1",
+                "libluajit2-5.1-2",
+                "libmariadb3",
+                "libnuma1",
+                "rt-tests",
+                "sysbench",
+                "zlib1g"
+            ],
+            "no python, no -common data packages, the first alternative only"
+        );
+        let err = select(&g, &libs, &["stress-ng".into()], "s390x", "amd64").unwrap_err();
+        assert!(err.contains("stress-ng:s390x"), "{err}");
+    }
+
+    #[test]
+    fn the_native_arch_is_printed_unqualified() {
+        let g = parse_depends(
+            "stress-ng\n  Depends: libc6\n  Depends: libdrm-common\nlibc6\nlibdrm-common\n",
+        );
+        let libs = parse_show(
+            "Package: libc6\nArchitecture: amd64\nMulti-Arch: same\nSection: libs\n\n\
+             Package: libdrm-common\nArchitecture: all\nMulti-Arch: foreign\nSection: libs\n",
+            "amd64",
+        );
+        assert_eq!(
+            select(&g, &libs, &["stress-ng".into()], "amd64", "amd64").unwrap(),
+            ["libc6", "stress-ng"]
+        );
+        assert_eq!(
+            own_name("libc6", "amd64", "amd64").as_deref(),
+            Some("libc6")
+        );
+        assert_eq!(own_name("libc6", "s390x", "amd64"), None);
+        assert_eq!(own_name("libc6:i386", "amd64", "amd64"), None);
+        assert_eq!(own_name("<x:s390x>", "s390x", "amd64"), None);
+    }
+
+    #[test]
+    fn a_foreign_arch_must_be_added_first() {
+        assert!(arch_enabled("amd64\n", "s390x\n", "s390x").is_ok());
+        assert!(arch_enabled("amd64\n", "", "amd64").is_ok());
+        let err = arch_enabled("amd64\n", "i386\n", "s390x").unwrap_err();
+        assert!(
+            err.contains("dpkg --add-architecture s390x && apt-get update"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn requests_are_validated() {
+        let r = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            cache_key("s390x", &r(&["busybox-static", "stress-ng"])).unwrap(),
+            "busybox-static,stress-ng"
+        );
+        assert!(cache_key("s390x", &[]).is_err());
+        for bad in ["../x", "-o", "a b", "X11", "a/b", "p;rm", "x"] {
+            let err = cache_key("amd64", &r(&[bad])).unwrap_err();
+            assert!(err.contains(bad), "{err}");
+        }
+        assert!(cache_key("../s390x", &r(&["ok"])).is_err());
+    }
+
+    #[test]
+    fn deb_file_names() {
+        assert_eq!(
+            parse_deb_file_name("busybox-static_1%3a1.35.0-4+deb12u1+b1_s390x.deb"),
+            Some((
+                "busybox-static".into(),
+                "1:1.35.0-4+deb12u1+b1".into(),
+                "s390x".into()
+            ))
+        );
+        assert_eq!(parse_deb_file_name("x_1.deb"), None);
+        assert_eq!(parse_deb_file_name("x_1_s390x.txt"), None);
+    }
+
+    #[test]
+    fn manifests_round_trip_and_corruption_is_refused() {
+        let p = Package {
+            name: "libc6".into(),
+            version: "2.36-9+deb12u14".into(),
+            deb: "libc6_2.36-9+deb12u14_s390x.deb".into(),
+            sha256: "00".repeat(32),
+        };
+        let text = manifest("s390x", &["stress-ng".into()], std::slice::from_ref(&p));
+        let (arch, request, packages) = parse_manifest(&text).unwrap();
+        assert_eq!(
+            (arch.as_str(), request),
+            ("s390x", vec!["stress-ng".to_string()])
+        );
+        assert_eq!(packages, [p]);
+        assert!(parse_manifest("arch s390x\nrequest a\npackage a 1 ../x.deb 00\n").is_err());
+
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("debs")).unwrap();
+        fs::create_dir_all(dir.path().join("root")).unwrap();
+        fs::write(dir.path().join("debs").join(&packages[0].deb), b"changed").unwrap();
+        fs::write(dir.path().join("manifest"), &text).unwrap();
+        let err = check_entry(dir.path(), "s390x", &["stress-ng".into()]).unwrap_err();
+        assert!(err.contains("the manifest says"), "{err}");
+        let err = check_entry(dir.path(), "amd64", &["stress-ng".into()]).unwrap_err();
+        assert!(err.contains("not amd64"), "{err}");
+    }
+
+    #[test]
+    fn symlinks_resolve_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("lib/s390x-linux-gnu")).unwrap();
+        fs::create_dir_all(root.join("usr/lib")).unwrap();
+        fs::write(root.join("lib/s390x-linux-gnu/ld64.so.1"), b"ld").unwrap();
+        fs::write(root.join("lib/s390x-linux-gnu/libz.so.1.2.13"), b"z").unwrap();
+        // Relative, absolute (to the guest's /, not the host's) and a loop.
+        std::os::unix::fs::symlink("s390x-linux-gnu/ld64.so.1", root.join("lib/ld64.so.1"))
+            .unwrap();
+        std::os::unix::fs::symlink("libz.so.1.2.13", root.join("lib/s390x-linux-gnu/libz.so.1"))
+            .unwrap();
+        std::os::unix::fs::symlink(
+            "/lib/s390x-linux-gnu/libz.so.1",
+            root.join("usr/lib/libz.so"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("../../../../../../etc/passwd", root.join("usr/lib/esc"))
+            .unwrap();
+        std::os::unix::fs::symlink("loop", root.join("usr/lib/loop")).unwrap();
+        assert_eq!(
+            resolve_in_root(root, "lib/ld64.so.1").unwrap(),
+            root.join("lib/s390x-linux-gnu/ld64.so.1")
+        );
+        assert_eq!(
+            resolve_in_root(root, "usr/lib/libz.so").unwrap(),
+            root.join("lib/s390x-linux-gnu/libz.so.1.2.13")
+        );
+        assert!(
+            resolve_in_root(root, "usr/lib/esc").is_err(),
+            "stays in the root"
+        );
+        assert!(
+            resolve_in_root(root, "usr/lib/loop")
+                .unwrap_err()
+                .contains("symlinks")
+        );
+        assert_eq!(
+            library_dirs(root).unwrap(),
+            ["lib/s390x-linux-gnu", "lib", "usr/lib"]
+        );
+        assert!(guest_relative("/usr/bin/../../etc").is_err());
+        assert_eq!(guest_relative("/usr/bin/x").unwrap(), "usr/bin/x");
+    }
+}
