@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use farm_agent::guest::arch::GuestArch;
-use farm_agent::guest::{initramfs, job, kernels, qemu, telemetry};
+use farm_agent::guest::{initramfs, job, kernels, modules, qemu, sysroot, telemetry};
 
 const KERNEL: &str = "debian:6.1.0-57-cloud-amd64";
 
@@ -264,7 +264,10 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     };
     eprintln!("{metrics:#?}");
     let cpu_s = get("user_s") + get("sys_s");
-    assert!((3.0..6.0).contains(&cpu_s), "two threads for 2 s: {cpu_s} CPU-s");
+    assert!(
+        (3.0..6.0).contains(&cpu_s),
+        "two threads for 2 s: {cpu_s} CPU-s"
+    );
     assert!(get("context_switches") > 0.0);
     assert!(get("rescheduling_ipis") > 0.0);
     eprintln!("{:#?}", t.nodes);
@@ -283,4 +286,87 @@ fn a_job_with_shell_in_an_argument_is_refused() {
         let e = job::Job::new("/usr/bin/stress-ng", vec![bad.to_string()]).unwrap_err();
         assert!(e.to_string().contains(&format!("`{bad}`")), "{e}");
     }
+}
+
+#[test]
+fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    require_prerequisites(GuestArch::S390x);
+    let cache = cache();
+    let t = Instant::now();
+    let kernel =
+        kernels::resolve("debian:6.1.0-50-s390x", &cache).unwrap_or_else(|e| panic!("{e}"));
+    let tools = sysroot::fetch(&cache, "s390x", &["stress-ng"]).unwrap_or_else(|e| panic!("{e}"));
+    let busybox =
+        sysroot::fetch(&cache, "s390x", &["busybox-static"]).unwrap_or_else(|e| panic!("{e}"));
+    let files =
+        sysroot::closure(&tools.root, "usr/bin/stress-ng").unwrap_or_else(|e| panic!("{e}"));
+    let modules =
+        modules::load_order(&kernel.modules, "virtio_console").unwrap_or_else(|e| panic!("{e}"));
+    let job = job::Job::new(
+        "/usr/bin/stress-ng",
+        ["--cpu", "2", "--timeout", "2s", "--metrics-brief"]
+            .map(String::from)
+            .to_vec(),
+    )
+    .unwrap();
+    let state = job::GuestState {
+        cycle: vec![1],
+        ..Default::default()
+    };
+    let initrd = job::build_initramfs(
+        &cache.join("images"),
+        &job::Image {
+            busybox: &busybox.root.join("bin/busybox"),
+            busybox_native: false,
+            files,
+            modules,
+            job: &job,
+            state: &state,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "prepare (kernel downloaded: {}, tools downloaded: {}, image built: {}): {:.1?}",
+        kernel.downloaded,
+        tools.downloaded,
+        initrd.built,
+        t.elapsed()
+    );
+    let machine = qemu::Machine {
+        arch: GuestArch::S390x,
+        cpus: 2,
+        nodes: 1,
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let r = job::run(
+        &machine,
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "s390x guest: QEMU exit after {:.1?}, begin after {:?}, wall_s {}\nstdout:\n{}\nstderr:\n{}",
+        r.elapsed, r.begin_after, r.wall_s, r.stdout, r.stderr
+    );
+    assert_eq!(r.exit_code, 0, "console:\n{}", r.console_tail);
+    assert_eq!(r.release, "6.1.0-50-s390x");
+    assert_eq!(r.online, "0-1");
+    let (metrics, t) =
+        telemetry::build(&r.observed, r.wall_s, &[0, 1], 100).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{metrics:#?}\n{:#?}", t.nodes);
+    let cpu_s: f64 = metrics
+        .iter()
+        .filter(|m| m.name == "user_s" || m.name == "sys_s")
+        .map(|m| m.value)
+        .sum();
+    assert!(cpu_s > 2.0, "two workers for 2 s: {cpu_s} CPU-s");
+    // One node: s390x has no NUMA in sysfs.
+    assert_eq!(t.nodes.len(), 1, "{:?}", t.nodes);
+    assert!(!t.irqs.is_empty(), "no interrupt deltas");
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
 }
