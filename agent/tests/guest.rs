@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use farm_agent::guest::arch::GuestArch;
-use farm_agent::guest::{initramfs, job, kernels, modules, qemu, sysroot, telemetry};
+use farm_agent::guest::{initramfs, job, kernels, kvm, modules, qemu, sysroot, telemetry};
 
 const KERNEL: &str = "debian:6.1.0-57-cloud-amd64";
 
@@ -369,4 +369,39 @@ fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
     assert_eq!(t.nodes.len(), 1, "{:?}", t.nodes);
     assert!(!t.irqs.is_empty(), "no interrupt deltas");
     assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+}
+
+/// The KVM probe boots a cached kernel once under KVM and keeps what it saw.
+/// On the farm's hosts nested KVM aborts or hangs, so the verdict there is
+/// "fails"; either way it comes within the probe's timeout, leaves no QEMU
+/// behind, and a second call reads the kept verdict without booting.
+#[test]
+fn the_kvm_probe_decides_within_its_timeout_and_keeps_its_verdict() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    require_prerequisites(GuestArch::X86_64);
+    let cache = cache();
+    kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
+    // A cache of its own, sharing the kernels, so that no kept verdict from
+    // an earlier run answers for the probe.
+    let fresh = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(cache.join("kernels"), fresh.path().join("kernels")).unwrap();
+    assert_eq!(kvm::kept_verdict(fresh.path()), None);
+    let t = Instant::now();
+    let v = kvm::verdict(fresh.path()).expect("a kernel is cached, so the probe runs");
+    let took = t.elapsed();
+    eprintln!("KVM probe: {v:?} after {took:.1?}");
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+    if !Path::new("/dev/kvm").exists() {
+        assert!(matches!(v, kvm::Verdict::Fails(_)), "{v:?}");
+    }
+    assert_eq!(kvm::kept_verdict(fresh.path()), Some(v.clone()));
+    let t = Instant::now();
+    assert_eq!(kvm::verdict(fresh.path()), Some(v));
+    assert!(t.elapsed() < Duration::from_secs(2));
+    // The accelerator follows the verdict; s390x is never this host's arch.
+    assert_eq!(
+        kvm::accel_for(GuestArch::S390x, fresh.path()),
+        farm_agent::guest::arch::Accel::Tcg
+    );
 }

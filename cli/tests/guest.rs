@@ -1,21 +1,25 @@
 //! The kernel axis end to end: a real coordinator and agent, a matrix with
-//! the running kernel and a Debian kernel; the Debian cells run in a QEMU
-//! guest under TCG and say so in every result.
+//! the running kernel, a Debian x86_64 kernel and a Debian s390x kernel; the
+//! Debian cells run in QEMU guests under TCG and say so in every result.
 //!
-//! Needs qemu-system-x86 and busybox-static (scripts/test.sh installs them)
-//! and Debian's package archive; it fails, never skips, without them.
+//! Needs qemu-system-x86, qemu-system-misc, busybox-static, binutils and s390x
+//! as a dpkg foreign architecture (scripts/test.sh sets them up) and Debian's
+//! package archive; it fails, never skips, without them.
 
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{Farm, serial, wait_for};
+use farm_agent::guest::arch::GuestArch;
 
 /// A coordinator and one agent whose guests share the tests' kernel cache.
 fn guest_farm() -> Farm {
-    if let Err(why) = farm_agent::guest::available() {
-        panic!("guests need Debian packages qemu-system-x86 and busybox-static: {why}");
+    for arch in GuestArch::ALL {
+        if let Err(why) = farm_agent::guest::available(arch) {
+            panic!("{arch} guests: run scripts/test.sh, which sets them up: {why}");
+        }
     }
     let mut farm = Farm::start(&[]);
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache");
@@ -25,8 +29,26 @@ fn guest_farm() -> Farm {
     farm
 }
 
+/// QEMU processes on this machine (the agent's guests are its children,
+/// not ours).
+fn qemus() -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(comm) = std::fs::read_to_string(entry.path().join("comm"))
+            && comm.starts_with("qemu-system")
+        {
+            found.push(format!(
+                "{} {}",
+                entry.file_name().to_string_lossy(),
+                comm.trim()
+            ));
+        }
+    }
+    found
+}
+
 #[test]
-fn a_debian_kernel_cell_runs_in_a_tcg_guest_beside_the_host_cell() {
+fn x86_64_and_s390x_guests_run_beside_the_host_and_are_not_compared_across() {
     let _g = serial();
     let farm = guest_farm();
     let file = farm.write(
@@ -35,37 +57,99 @@ fn a_debian_kernel_cell_runs_in_a_tcg_guest_beside_the_host_cell() {
 name = "kernels"
 repetitions = 2
 timeout_s = 120
-kernels = ["running", "debian:6.1.0-57-cloud-amd64"]
+kernels = ["running", "debian:6.1.0-57-cloud-amd64", "debian:6.1.0-50-s390x"]
 
 [[workloads]]
-name = "cpu-hog"
-params = { threads = 2, seconds = 1 }
+name = "rt-hackbench"
+params = { groups = 2, fds = 5, loops = 20 }
+
+[[states]]
+name = "autogroup-off"
+autogroup = 0
+
+[baseline]
+kernel = "debian:6.1.0-57-cloud-amd64"
 "#,
     );
     let id = farm.submit(&file);
-    wait_for(Duration::from_secs(300), "the matrix to finish", || {
+    wait_for(Duration::from_secs(600), "the matrix to finish", || {
         farm.results(&id)["state"] == "done"
     });
     let v = farm.results(&id);
     let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), 4, "{v}");
+    assert_eq!(results.len(), 6, "{v}");
     for r in results {
         assert_eq!(r["ok"], true, "{r}");
-        assert!(r["metrics"]["hog_ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["metrics"]["wall_s"].as_f64().unwrap() >= 1.0, "{r}");
-        assert_eq!(r["arch"], "x86_64", "{r}");
-        let guest = r["cell"] == 1;
-        if guest {
-            assert_eq!(r["executor"], "tcg", "{r}");
-            assert_eq!(r["kernel_release"], "6.1.0-57-cloud-amd64", "{r}");
-            // From the assignment to the workload's start, cached or not.
-            let start = r["metrics"]["guest_start_s"].as_f64().unwrap();
-            assert!(start > 0.5 && start < 60.0, "{r}");
-            eprintln!("guest_start_s {start:.2}");
-        } else {
-            assert_eq!(r["executor"], "host", "{r}");
-        }
+        assert!(
+            r["metrics"]["hackbench_time_s"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+        let (arch, executor, release) = match r["cell"].as_u64().unwrap() {
+            0 => ("x86_64", "host", None),
+            1 => ("x86_64", "tcg", Some("6.1.0-57-cloud-amd64")),
+            _ => ("s390x", "tcg", Some("6.1.0-50-s390x")),
+        };
+        assert_eq!(r["arch"], arch, "{r}");
+        assert_eq!(r["executor"], executor, "{r}");
+        let Some(release) = release else { continue };
+        // The release the guest booted, by `uname -r` inside it.
+        assert_eq!(r["kernel_release"], release, "{r}");
+        let start = r["metrics"]["guest_start_s"].as_f64().unwrap();
+        assert!(start > 0.5 && start < 120.0, "{r}");
+        eprintln!("{arch} guest_start_s {start:.2}");
+        // The guest's own telemetry: CPU times, IPIs, thread placement.
+        let m = &r["metrics"];
+        assert!(
+            m["user_s"].as_f64().unwrap() + m["sys_s"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+        assert!(m["context_switches"].as_f64().unwrap() > 0.0, "{r}");
+        let t = &r["telemetry"];
+        let nodes = t["nodes"].as_array().expect("placement nodes");
+        assert_eq!(nodes.len(), if arch == "s390x" { 1 } else { 2 }, "{t}");
     }
+    // Side by side, but another arch is never compared.
+    let cells = v["cells"].as_array().unwrap();
+    let notes = cells[2]["notes"].to_string();
+    assert!(
+        notes.contains("not compared: s390x runs against x86_64 runs"),
+        "{notes}"
+    );
+    let notes = cells[0]["notes"].to_string();
+    assert!(notes.contains("not compared: emulated (tcg)"), "{notes}");
+}
+
+/// A guest run cancelled by the coordinator stops at once, its QEMU killed.
+#[test]
+fn a_cancelled_guest_run_stops_and_leaves_no_qemu() {
+    let _g = serial();
+    let farm = guest_farm();
+    let file = farm.write(
+        "long.toml",
+        r#"
+name = "long-guest"
+timeout_s = 600
+kernels = ["debian:6.1.0-57-cloud-amd64"]
+
+[[workloads]]
+name = "cpu-hog"
+params = { threads = 1, seconds = 300 }
+"#,
+    );
+    let id = farm.submit(&file);
+    wait_for(Duration::from_secs(120), "the guest to start", || {
+        !qemus().is_empty()
+    });
+    let t = Instant::now();
+    let out = farm.farmctl(&["cancel", &id]);
+    assert!(out.status.success(), "{out:?}");
+    wait_for(Duration::from_secs(30), "the QEMU to be gone", || {
+        qemus().is_empty()
+    });
+    eprintln!("cancel → QEMU gone: {:.1?}", t.elapsed());
+    wait_for(Duration::from_secs(30), "the matrix to end", || {
+        farm.results(&id)["state"] != "running"
+    });
 }
 
 /// Seed 000 in a guest: cpu1 taken offline and brought back before the run

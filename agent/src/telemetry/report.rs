@@ -111,26 +111,19 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
         }
     }
     let totals = interrupts::ipi_totals(i.irqs);
-    metrics.push(metric(
-        "rescheduling_ipis",
-        totals.rescheduling as f64,
-        "IPIs",
-        Down,
-    ));
-    metrics.push(metric(
-        "function_call_ipis",
-        totals.function_call as f64,
-        "IPIs",
-        Down,
-    ));
-    metrics.push(metric(
-        "tlb_shootdowns",
-        totals.tlb_shootdown as f64,
-        "IPIs",
-        Down,
-    ));
-    if totals.mixed > 0 {
-        metrics.push(metric("mixed_ipis", totals.mixed as f64, "IPIs", Down));
+    // A kind is reported only where /proc/interrupts has a line for it:
+    // s390x counts every IPI on one `mixed` line, and a zero there would
+    // read as "no rescheduling IPIs" rather than "not counted".
+    let counted = |k: IpiKind| i.irqs.iter().any(|d| d.ipi == Some(k));
+    for (kind, name, value) in [
+        (IpiKind::Rescheduling, "rescheduling_ipis", totals.rescheduling),
+        (IpiKind::FunctionCall, "function_call_ipis", totals.function_call),
+        (IpiKind::TlbShootdown, "tlb_shootdowns", totals.tlb_shootdown),
+        (IpiKind::Mixed, "mixed_ipis", totals.mixed),
+    ] {
+        if counted(kind) {
+            metrics.push(metric(name, value as f64, "IPIs", Down));
+        }
     }
 
     let placed = placement::summarize(&i.collected.samples, i.map);
