@@ -75,7 +75,11 @@ pub fn verdict(cache: &Path) -> Option<Verdict> {
         return Some(v);
     }
     let vmlinuz = cached_kernel(cache)?;
-    let v = probe(cache, &vmlinuz);
+    // One line, as the record keeps it.
+    let v = match probe(cache, &vmlinuz) {
+        Verdict::Fails(why) => Verdict::Fails(why.replace('\n', " ")),
+        works => works,
+    };
     match &v {
         Verdict::Works => tracing::info!("KVM boots guests here: guests of this arch use it"),
         Verdict::Fails(why) => tracing::warn!(%why, "KVM does not boot guests here: TCG only"),
