@@ -98,6 +98,11 @@ fn report(g: &Prepared, result: &mut RunResult) {
     result.kernel_release = run.release.clone();
     result.log_tail = run.console_tail.clone();
     if let Some(begin) = run.begin_after {
+        tracing::info!(
+            prepare_ms = g.prepared.as_millis() as u64,
+            boot_and_state_ms = begin.as_millis() as u64,
+            "guest workload started"
+        );
         // From the assignment to the workload's start: kernel and image
         // (cached or not), boot, state.
         result.metrics.push(metric(
