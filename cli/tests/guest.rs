@@ -153,8 +153,9 @@ params = { threads = 1, seconds = 300 }
 }
 
 /// Seed 000 in a guest: cpu1 taken offline and brought back before the run
-/// on a 2-node guest; the result carries the sched domains before and after
-/// (debugfs, `sched_verbose`) and their difference.
+/// on a guest of 4 nodes × 2 vCPUs (the matrix's `[guest]`); the result
+/// carries the sched domains before and after (debugfs, `sched_verbose`),
+/// their difference, and threads placed on the 4 nodes.
 #[test]
 fn a_hotplug_cycle_inside_a_guest_reports_the_domains_before_and_after() {
     let _g = serial();
@@ -174,6 +175,11 @@ params = { threads = 4, seconds = 1 }
 name = "cycled"
 hotplug = "cycle:1"
 autogroup = 0
+
+[guest]
+cpus = 8
+numa_nodes = 4
+memory_mib = 1024
 "#,
     );
     let id = farm.submit(&file);
@@ -188,8 +194,13 @@ autogroup = 0
     assert!(t["source"].as_str().unwrap().contains("debugfs"), "{t}");
     let before = t["before"].as_array().unwrap();
     let after = t["after"].as_array().unwrap();
-    assert_eq!(before.len(), 4, "{t}");
-    assert_eq!(after.len(), 4, "{t}");
+    assert_eq!(before.len(), 8, "{t}");
+    assert_eq!(after.len(), 8, "{t}");
+    let nodes = r["telemetry"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 4, "{r}");
+    for n in nodes {
+        assert_eq!(n["cpus"], 2, "{r}");
+    }
     for line in before.iter().chain(after) {
         assert!(line.as_str().unwrap().contains("NUMA"), "{t}");
     }

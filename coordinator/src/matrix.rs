@@ -68,6 +68,12 @@
 //!                           # repetitions..=1000 (= repetitions: never add runs)
 //! min_effect_pct_by_metric = { cpu_migrations = 10 }  # per metric, 0..=100
 //! mix_executors = false     # compare TCG-emulated runs with KVM or bare-metal ones
+//!
+//! [guest]                   # optional: the machine `debian:` kernels boot in; default
+//!                           # x86_64: 4 vCPUs on 2 NUMA nodes, 512 MiB; s390x: 2 vCPUs
+//! cpus = 8                  # vCPUs, 1..=64
+//! numa_nodes = 4            # 1..=16, dividing cpus; >1 only with x86_64 kernels
+//! memory_mib = 1024         # 256..=65536, at least 128 a node
 //! ```
 //!
 //! Unknown keys are refused everywhere, as are empty axes (`kernels = []`,
@@ -158,7 +164,8 @@ use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 
 use farm_proto::{
-    Cell, HostSelector, MachineState, Param, VerdictPolicy, Workload, param::Value as ParamValue,
+    Cell, GuestShape, HostSelector, MachineState, Param, VerdictPolicy, Workload,
+    param::Value as ParamValue,
 };
 use farm_workload::catalogue::{self, ParamError, ParamSpec, Value, WorkloadSpec};
 use toml::Spanned;
@@ -381,6 +388,7 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         }
     };
     let policy = verdict_policy(raw.verdict.as_ref(), repetitions)?;
+    let guest = guest_shape(raw, &kernels)?;
     let mut cells = cells(
         &kernels,
         &variants,
@@ -391,6 +399,12 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     );
     for cell in &mut cells {
         cell.verdict = Some(policy.clone());
+        if !matches!(
+            kernel_kind(&cell.kernel),
+            KernelKind::Running | KernelKind::Release
+        ) {
+            cell.guest = guest;
+        }
     }
     Ok(Matrix {
         name,
@@ -400,8 +414,78 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     })
 }
 
+/// vCPUs of a guest: TCG runs one host thread per vCPU.
+const GUEST_CPUS: RangeInclusive<i64> = 1..=64;
+const GUEST_NODES: RangeInclusive<i64> = 1..=16;
+/// At least what a Debian kernel and the image need to boot.
+const GUEST_MEMORY_MIB: RangeInclusive<i64> = 256..=65_536;
+
+/// The `[guest]` table: the machine guest kernels boot in. `None` when the
+/// matrix leaves it to the agents' defaults (x86_64: 4 vCPUs on 2 nodes,
+/// 512 MiB; s390x: 2 vCPUs, 512 MiB).
+fn guest_shape(raw: &RawMatrix, kernels: &[String]) -> Checked<Option<GuestShape>> {
+    let Some(table) = &raw.guest else {
+        return Ok(None);
+    };
+    let g = table.get_ref();
+    let cpus: u32 = bounded(g.cpus.as_ref(), "guest.cpus", GUEST_CPUS, 4)?;
+    let nodes: u32 = bounded(g.numa_nodes.as_ref(), "guest.numa_nodes", GUEST_NODES, 1)?;
+    let memory_mib: u32 = bounded(
+        g.memory_mib.as_ref(),
+        "guest.memory_mib",
+        GUEST_MEMORY_MIB,
+        512,
+    )?;
+    let nodes_span = g.numa_nodes.as_ref().map_or(table.span(), Spanned::span);
+    if !cpus.is_multiple_of(nodes) {
+        return Err(Issue::new(
+            nodes_span,
+            "guest.numa_nodes",
+            format!("{cpus} vCPUs do not split evenly over {nodes} nodes"),
+        ));
+    }
+    if memory_mib / nodes < 128 {
+        return Err(Issue::new(
+            nodes_span,
+            "guest.numa_nodes",
+            format!("{memory_mib} MiB over {nodes} nodes leaves less than 128 MiB a node"),
+        ));
+    }
+    if nodes > 1
+        && let Some(k) = kernels
+            .iter()
+            .find(|k| matches!(kernel_kind(k), KernelKind::Debian { arch } if arch != "x86_64"))
+    {
+        return Err(Issue::new(
+            nodes_span,
+            "guest.numa_nodes",
+            format!("`{k}` boots a guest without NUMA nodes (only x86_64 guests have them)"),
+        ));
+    }
+    if !kernels
+        .iter()
+        .any(|k| !matches!(kernel_kind(k), KernelKind::Running | KernelKind::Release))
+    {
+        return Err(Issue::new(
+            table.span(),
+            "guest",
+            "no kernel of the matrix boots in a guest (`debian:<version>`)",
+        ));
+    }
+    Ok(Some(GuestShape {
+        cpus,
+        numa_nodes: nodes,
+        memory_mib,
+    }))
+}
+
 /// External tools that guests carry (Debian's builds, of the guest's arch).
-const GUEST_TOOLS: &[&str] = &["stress-ng", "sysbench-cpu", "sysbench-threads", "rt-hackbench"];
+const GUEST_TOOLS: &[&str] = &[
+    "stress-ng",
+    "sysbench-cpu",
+    "sysbench-threads",
+    "rt-hackbench",
+];
 
 /// What guests cannot do yet, refused up front rather than run by run:
 /// competing loads (guests run the workload alone), external tools other
@@ -668,6 +752,7 @@ fn cells(
                         baseline: target.map(|t| t as u32),
                         loads: loads.to_vec(),
                         verdict: None,
+                        guest: None,
                     });
                 }
             }

@@ -938,6 +938,7 @@ impl Scheduler {
                     .unwrap_or_default(),
                 timeout_s: m.rec.timeout_s,
                 loads: cell.loads.clone(),
+                guest: cell.guest,
             })),
         };
         m.dirty = true;
@@ -1261,11 +1262,19 @@ fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
     state.name.clear();
     let mut host = cell.host.clone().unwrap_or_default();
     host.name.clear();
+    // A guest kernel's arch and machine are part of what a point measures:
+    // an s390x figure does not continue an x86_64 trend.
+    let guest_arch = match crate::matrix::kernel_kind(&cell.kernel) {
+        crate::matrix::KernelKind::Debian { arch } => arch.as_bytes().to_vec(),
+        _ => Vec::new(),
+    };
     let mut key = Vec::new();
     for part in [
         cell.workload.clone().unwrap_or_default().encode_to_vec(),
         state.encode_to_vec(),
         host.encode_to_vec(),
+        guest_arch,
+        cell.guest.unwrap_or_default().encode_to_vec(),
         cell.loads
             .iter()
             .flat_map(|l| l.encode_length_delimited_to_vec())

@@ -33,21 +33,42 @@ use crate::state::journal::{self, Entry};
 /// Booting under TCG before the workload starts, beyond its own timeout.
 const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
 
-/// The guest machine of an arch: x86_64 gets 4 vCPUs on 2 NUMA nodes, the
-/// topology the farm's hosts lack; s390x 2 vCPUs (no NUMA there).
-fn machine(arch: GuestArch, accel: Accel, timeout: Duration) -> qemu::Machine {
-    let (cpus, nodes) = match arch {
-        GuestArch::X86_64 => (4, 2),
-        GuestArch::S390x => (2, 1),
+/// The guest machine the assignment asks for (the matrix's `[guest]`), else
+/// the arch's default: x86_64 gets 4 vCPUs on 2 NUMA nodes, the topology
+/// the farm's hosts lack; s390x 2 vCPUs (no NUMA there). The shape is
+/// checked again here: an agent trusts nothing it receives.
+fn machine(
+    a: &RunAssignment,
+    arch: GuestArch,
+    accel: Accel,
+    timeout: Duration,
+) -> Result<qemu::Machine, String> {
+    let (cpus, nodes, memory_mib) = match (a.guest, arch) {
+        (Some(g), _) => (g.cpus, g.numa_nodes, g.memory_mib),
+        (None, GuestArch::X86_64) => (4, 2, 512),
+        (None, GuestArch::S390x) => (2, 1, 512),
     };
-    qemu::Machine {
+    let ok = (1..=64).contains(&cpus)
+        && (1..=16).contains(&nodes)
+        && cpus.is_multiple_of(nodes)
+        && (256..=65_536).contains(&memory_mib)
+        && memory_mib / nodes >= 128
+        && (nodes == 1 || arch.has_numa());
+    if !ok {
+        return Err(format!(
+            "guest of {cpus} vCPUs on {nodes} nodes with {memory_mib} MiB refused \
+             (1-64 vCPUs split evenly over 1-16 nodes, 256-65536 MiB, 128 MiB a node, \
+             NUMA on x86_64 only)"
+        ));
+    }
+    Ok(qemu::Machine {
         arch,
         accel,
         cpus,
-        memory_mib: 512,
+        memory_mib,
         nodes,
         timeout,
-    }
+    })
 }
 
 /// The Debian package that ships an external tool's program.
@@ -362,13 +383,13 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
     let timeout = Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE;
     // Checked before any download: a state or workload the guest cannot
     // have fails at once.
-    let state = guest_state(a, machine(arch, Accel::Tcg, timeout).cpus)?;
+    let state = guest_state(a, machine(a, arch, Accel::Tcg, timeout)?.cpus)?;
     let w = workload(a, ctx, arch, cache)?;
     let kernel = kernels::resolve(&a.kernel, cache).map_err(|e| e.to_string())?;
     // After the kernel: the KVM probe boots a cached one.
     let accel = kvm::accel_for(arch, cache);
     result.executor = accel.name().into();
-    let machine = machine(arch, accel, timeout);
+    let machine = machine(a, arch, accel, timeout)?;
     let (busybox, busybox_native, modules) = match arch {
         GuestArch::X86_64 => (PathBuf::from(initramfs::BUSYBOX), true, Vec::new()),
         GuestArch::S390x => {

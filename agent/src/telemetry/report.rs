@@ -116,9 +116,21 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
     // read as "no rescheduling IPIs" rather than "not counted".
     let counted = |k: IpiKind| i.irqs.iter().any(|d| d.ipi == Some(k));
     for (kind, name, value) in [
-        (IpiKind::Rescheduling, "rescheduling_ipis", totals.rescheduling),
-        (IpiKind::FunctionCall, "function_call_ipis", totals.function_call),
-        (IpiKind::TlbShootdown, "tlb_shootdowns", totals.tlb_shootdown),
+        (
+            IpiKind::Rescheduling,
+            "rescheduling_ipis",
+            totals.rescheduling,
+        ),
+        (
+            IpiKind::FunctionCall,
+            "function_call_ipis",
+            totals.function_call,
+        ),
+        (
+            IpiKind::TlbShootdown,
+            "tlb_shootdowns",
+            totals.tlb_shootdown,
+        ),
         (IpiKind::Mixed, "mixed_ipis", totals.mixed),
     ] {
         if counted(kind) {

@@ -26,6 +26,15 @@ pub(super) struct RawMatrix {
     pub hosts: Option<Spanned<Vec<Spanned<RawHost>>>>,
     pub baseline: Option<Spanned<BTreeMap<Spanned<String>, Spanned<Scalar>>>>,
     pub verdict: Option<Spanned<RawVerdict>>,
+    pub guest: Option<Spanned<RawGuest>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(super) struct RawGuest {
+    pub cpus: Option<Spanned<Int>>,
+    pub numa_nodes: Option<Spanned<Int>>,
+    pub memory_mib: Option<Spanned<Int>>,
 }
 
 #[derive(Deserialize)]

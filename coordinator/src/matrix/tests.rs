@@ -1000,7 +1000,7 @@ fn display() {
     assert_eq!(
         err.to_string(),
         "dir/m.toml:2:1: foo: unknown field `foo`, expected one of `name`, `repetitions`, \
-         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`"
+         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`, `guest`"
     );
     let err = parse("m.toml", "name = \"m\n").unwrap_err();
     assert!(
@@ -1867,11 +1867,11 @@ fn bad_verdict_policies() {
 
 #[test]
 fn kernel_names() {
-    let m = ok(&format!(
+    let m = ok(
         "kernels = [\"running\", \"6.1.0-47-amd64\", \"debian:6.1.0-57-cloud-amd64\", \
          \"debian:6.12.107+deb12-cloud-amd64\", \"debian:6.1.0-50-s390x\"]\n\
-         name = \"m\"\n[[workloads]]\nname = \"stress-ng\"\n"
-    ));
+         name = \"m\"\n[[workloads]]\nname = \"stress-ng\"\n",
+    );
     let kinds: Vec<KernelKind> = m.cells.iter().map(|c| kernel_kind(&c.kernel)).collect();
     assert_eq!(
         kinds,
@@ -1934,9 +1934,11 @@ fn what_guests_cannot_run_is_refused() {
         "kernels[0]",
         "`iperf3` is not carried into guests",
     );
-    ok("kernels = [\"debian:6.1.0-50-s390x\", \"debian:6.1.0-57-amd64\"]\nname = \"m\"\n\
+    ok(
+        "kernels = [\"debian:6.1.0-50-s390x\", \"debian:6.1.0-57-amd64\"]\nname = \"m\"\n\
         [[workloads]]\nname = \"sysbench-threads\"\n\
-        [[workloads]]\nname = \"rt-hackbench\"\n");
+        [[workloads]]\nname = \"rt-hackbench\"\n",
+    );
     // Cgroup layouts, hotplug and autogroup are applied inside guests.
     ok(&format!(
         "kernels = [\"running\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
@@ -1947,4 +1949,67 @@ fn what_guests_cannot_run_is_refused() {
         "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}[[states]]\nname = \"cycled\"\n\
          hotplug = \"cycle:1\"\nautogroup = 0\n"
     ));
+}
+
+#[test]
+fn the_guest_table_shapes_guest_machines_only() {
+    let m = ok(&format!(
+        "kernels = [\"running\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
+         [guest]\ncpus = 8\nnuma_nodes = 4\nmemory_mib = 1024\n"
+    ));
+    assert_eq!(m.cells[0].guest, None, "the host cell");
+    assert_eq!(
+        m.cells[1].guest,
+        Some(GuestShape {
+            cpus: 8,
+            numa_nodes: 4,
+            memory_mib: 1024
+        })
+    );
+    let guest = |table: &str| {
+        format!("kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}[guest]\n{table}")
+    };
+    check_err(
+        &guest("cpus = 6\nnuma_nodes = 4\n"),
+        7,
+        14,
+        "guest.numa_nodes",
+        "6 vCPUs do not split evenly over 4 nodes",
+    );
+    check_err(
+        &guest("cpus = 0\n"),
+        6,
+        8,
+        "guest.cpus",
+        "0 is out of range 1..=64",
+    );
+    check_err(
+        &guest("cpus = 16\nnuma_nodes = 4\nmemory_mib = 256\n"),
+        7,
+        14,
+        "guest.numa_nodes",
+        "less than 128 MiB a node",
+    );
+    check_err(
+        &guest("vcpus = 2\n"),
+        6,
+        1,
+        "guest.vcpus",
+        "unknown field `vcpus`",
+    );
+    check_err(
+        "kernels = [\"debian:6.1.0-50-s390x\"]\nname = \"m\"\n[[workloads]]\n\
+         name = \"stress-ng\"\n[guest]\nnuma_nodes = 2\ncpus = 2\n",
+        6,
+        14,
+        "guest.numa_nodes",
+        "without NUMA nodes",
+    );
+    check_err(
+        &format!("{HEAD}[guest]\ncpus = 2\n"),
+        4,
+        1,
+        "guest",
+        "no kernel of the matrix boots in a guest",
+    );
 }
