@@ -104,6 +104,7 @@ pub fn default_cache() -> Option<std::path::PathBuf> {
 }
 
 pub mod arch;
+pub mod cache;
 pub mod initramfs;
 pub mod job;
 pub mod kernels;

@@ -119,6 +119,9 @@ impl Options {
                     capabilities.executors.push(a.name().to_owned());
                 }
                 capabilities.guest_kernels = guest::kernels::cached(cache);
+                capabilities
+                    .guest_kernels
+                    .extend(guest::kernels::file_kernels(&self.workload.kernel_dirs));
             }
         }
         if !self.workload.program.is_file() {

@@ -50,6 +50,15 @@ struct Args {
     /// ~/.cache/farm/guests). Guests need qemu-system-x86 and busybox-static.
     #[arg(long, env = "FARM_GUEST_CACHE", value_name = "DIR")]
     guest_cache: Option<PathBuf>,
+    /// Directories of kernel images (x86 bzImage or s390x) that matrices may
+    /// name as `file:<path>`; an image's modules, if any, in `<image>.modules/`.
+    #[arg(
+        long = "kernel-dir",
+        value_name = "DIR",
+        env = "FARM_KERNEL_DIRS",
+        value_delimiter = ':'
+    )]
+    kernel_dirs: Vec<PathBuf>,
     /// Boot no guests, even when QEMU is installed.
     #[arg(long)]
     no_guests: bool,
@@ -87,6 +96,7 @@ fn main() -> anyhow::Result<()> {
     workload.externals = farm_agent::external::discover_installed(&args.tools_dirs);
     if !args.no_guests {
         workload.guest_cache = args.guest_cache.or_else(farm_agent::guest::default_cache);
+        workload.kernel_dirs = args.kernel_dirs;
     }
     let agent = farm_agent::Options {
         coordinator: args.coordinator,

@@ -74,6 +74,9 @@ pub struct WorkloadCommand {
     /// `debian:<version>` kernel boot a guest ([`guest`]); `None`, or a
     /// machine without QEMU and busybox-static, boots none.
     pub guest_cache: Option<PathBuf>,
+    /// Directories of kernel images this agent boots as `file:<path>`
+    /// kernels (nothing outside them is ever read for a matrix).
+    pub kernel_dirs: Vec<PathBuf>,
 }
 
 impl WorkloadCommand {
@@ -84,6 +87,7 @@ impl WorkloadCommand {
             leading_args: Vec::new(),
             externals: Vec::new(),
             guest_cache: None,
+            kernel_dirs: Vec::new(),
         }
     }
 
@@ -98,7 +102,7 @@ impl WorkloadCommand {
 
 /// Whether this agent can execute the assignment as asked.
 pub fn check(a: &RunAssignment, caps: &Capabilities) -> Result<(), String> {
-    if a.kernel.starts_with("debian:") {
+    if a.kernel.starts_with("debian:") || a.kernel.starts_with("file:") {
         // Booted in a guest: this agent must boot guests at all; the guest
         // path checks the rest.
         if caps.guest_arches.is_empty() {
@@ -172,7 +176,7 @@ fn lock(j: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
 /// competing loads (and a tool's server), run the workload, stop what runs
 /// beside it, restore the state. Blocking; call it from a thread of its own.
 pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
-    if a.kernel.starts_with("debian:") {
+    if a.kernel.starts_with("debian:") || a.kernel.starts_with("file:") {
         if let Err(e) = check(a, ctx.caps) {
             return RunResult {
                 run: a.run.clone(),

@@ -54,6 +54,10 @@ pub async fn run(
         leading_args: vec!["workload".into()],
         externals: farm_agent::external::discover_installed(&[]),
         guest_cache: farm_agent::guest::default_cache(),
+        // As `farm-agent --kernel-dir`: where `file:` kernels may come from.
+        kernel_dirs: std::env::var_os("FARM_KERNEL_DIRS")
+            .map(|v| std::env::split_paths(&v).collect())
+            .unwrap_or_default(),
     };
     let agent = farm_agent::Options {
         coordinator: url.clone(),

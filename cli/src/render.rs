@@ -95,6 +95,7 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
         "name": status.name,
         "state": state_name(status.state),
         "counts": counts_json(&status.counts.unwrap_or_default()),
+        "waiting": waiting(&status),
         "cells": r.cells.iter().map(|c| json!({
             "index": c.cell_index,
             "name": c.cell_name,

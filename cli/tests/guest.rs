@@ -16,6 +16,10 @@ use farm_agent::guest::arch::GuestArch;
 
 /// A coordinator and one agent whose guests share the tests' kernel cache.
 fn guest_farm() -> Farm {
+    guest_farm_with(&[])
+}
+
+fn guest_farm_with(env: &[(&str, String)]) -> Farm {
     for arch in GuestArch::ALL {
         if let Err(why) = farm_agent::guest::available(arch) {
             panic!("{arch} guests: run scripts/test.sh, which sets them up: {why}");
@@ -24,7 +28,9 @@ fn guest_farm() -> Farm {
     let mut farm = Farm::start(&[]);
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache");
     let state = farm.dir.path().join("agent-state");
-    farm.start_agent_with(&state, &[("FARM_GUEST_CACHE", cache.display().to_string())]);
+    let mut env = env.to_vec();
+    env.push(("FARM_GUEST_CACHE", cache.display().to_string()));
+    farm.start_agent_with(&state, &env);
     farm.wait_agents(1);
     farm
 }
@@ -206,4 +212,64 @@ memory_mib = 1024
     }
     // Debian's 6.1 rebuilds the NUMA level after the cycle: nothing changed.
     assert_eq!(t["changes"], serde_json::json!([]), "{t}");
+}
+
+/// A kernel image of the agent's own (`file:`, from its --kernel-dir) boots
+/// like a Debian one; one outside that directory is never read.
+#[test]
+fn a_file_kernel_from_the_agents_kernel_dir_boots_in_a_guest() {
+    let _g = serial();
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache");
+    let debian = farm_agent::guest::kernels::resolve("debian:6.1.0-57-cloud-amd64", &cache)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("vmlinuz-mine");
+    std::fs::copy(&debian.vmlinuz, &image).unwrap();
+    let farm = guest_farm_with(&[("FARM_KERNEL_DIRS", dir.path().display().to_string())]);
+    let file = farm.write(
+        "file.toml",
+        &format!(
+            r#"
+name = "file-kernel"
+timeout_s = 120
+kernels = ["file:{}"]
+
+[[workloads]]
+name = "cpu-hog"
+params = {{ threads = 1, seconds = 1 }}
+"#,
+            image.display()
+        ),
+    );
+    let id = farm.submit(&file);
+    wait_for(Duration::from_secs(300), "the matrix to finish", || {
+        farm.results(&id)["state"] == "done"
+    });
+    let v = farm.results(&id);
+    let r = &v["results"][0];
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["executor"], "tcg", "{r}");
+    assert_eq!(r["arch"], "x86_64", "{r}");
+    assert_eq!(r["kernel_release"], "6.1.0-57-cloud-amd64", "{r}");
+    assert!(r["metrics"]["hog_ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+
+    // Another path: no agent lists it, so the cell waits and says why.
+    let file = farm.write(
+        "elsewhere.toml",
+        r#"
+name = "elsewhere"
+kernels = ["file:/etc/vmlinuz-not-here"]
+
+[[workloads]]
+name = "cpu-hog"
+"#,
+    );
+    let id = farm.submit(&file);
+    let waiting = farm.results(&id)["waiting"].to_string();
+    assert!(
+        waiting.contains("an agent with that image in its --kernel-dir"),
+        "{waiting}"
+    );
+    let out = farm.farmctl(&["cancel", &id]);
+    assert!(out.status.success(), "{out:?}");
 }

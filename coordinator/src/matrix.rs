@@ -16,8 +16,9 @@
 //!                           # a release (`6.1.0-57-amd64`) must equal the agent's
 //!                           # `uname -r`; `debian:<version>` (debian:6.1.0-57-cloud-amd64,
 //!                           # debian:6.1.0-50-s390x) is booted in a guest by an agent
-//!                           # that advertises guests of its arch (`file:/abs/vmlinuz`:
-//!                           # recognised, refused until agents boot such images)
+//!                           # that advertises guests of its arch; `file:/abs/vmlinuz`:
+//!                           # an image of an agent's --kernel-dir, booted by the
+//!                           # agents that list it
 //!
 //! [[workloads]]             # at least one
 //! name = "lu"               # a workload of the catalogue (farm_workload::catalogue)
@@ -499,9 +500,11 @@ fn guest_limits(
     loads: &[Workload],
 ) -> Checked<()> {
     for (i, kernel) in kernels.iter().enumerate() {
+        // A `file:` image's arch is known only to the agent that has it,
+        // which refuses a built-in workload for a non-x86_64 image itself.
         let arch = match kernel_kind(kernel) {
             KernelKind::Debian { arch } => arch,
-            KernelKind::File => "",
+            KernelKind::File => "x86_64",
             KernelKind::Running | KernelKind::Release => continue,
         };
         let why = if !loads.is_empty() {
@@ -876,7 +879,7 @@ fn check_kernel_name(name: &str) -> Result<(), String> {
             .all(|c| c.is_ascii_alphanumeric() || ".+~-".contains(c));
         if v.is_empty() || !ok_chars || !v.starts_with(|c: char| c.is_ascii_alphanumeric()) {
             return Err(format!(
-                "`{name}`: a Debian kernel version is letters, digits and . + ~ -                  (e.g. debian:6.1.0-57-cloud-amd64)"
+                "`{name}`: a Debian kernel version is letters, digits and . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)"
             ));
         }
         if !DEBIAN_FLAVOURS.iter().any(|(s, _)| v.ends_with(s)) {
@@ -892,11 +895,17 @@ fn check_kernel_name(name: &str) -> Result<(), String> {
                 "`{name}`: a kernel image is an absolute path without `..`"
             ));
         }
-        // Refused here rather than failing on every agent it would reach.
-        return Err(format!(
-            "`{name}`: agents do not boot kernel images of their own yet; use \
-             debian:<version>"
-        ));
+        // It reaches no command line: the agent boots it only if it lies in
+        // one of its kernel directories, and placement sends it only to
+        // agents that list it.
+        let ok_chars = p
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._+-~".contains(c));
+        if !ok_chars {
+            return Err(format!(
+                "`{name}`: a kernel image's path is letters, digits and / . _ + - ~"
+            ));
+        }
     } else if name.contains(':') {
         return Err(format!(
             "`{name}`: a kernel is `running`, a release, `debian:<version>` or `file:<path>`"

@@ -39,6 +39,12 @@ impl fmt::Display for Requirement {
             Requirement::MinNumaNodes(n) => write!(f, "numa_nodes>={n}"),
             Requirement::Executor(e) => write!(f, "executor={e}"),
             Requirement::Kernel(k) => write!(f, "kernel={k}"),
+            Requirement::GuestKernel { kernel, .. } if kernel.starts_with("file:") => {
+                write!(
+                    f,
+                    "kernel={kernel} (an agent with that image in its --kernel-dir)"
+                )
+            }
             Requirement::GuestKernel { kernel, arch } => {
                 write!(f, "kernel={kernel} (an agent that boots {arch} guests)")
             }
@@ -61,6 +67,10 @@ impl Requirement {
             Requirement::MinNumaNodes(n) => (caps.numa_nodes.len().max(1) as u32) >= *n,
             Requirement::Executor(e) => caps.executors.iter().any(|x| x == e),
             Requirement::Kernel(k) => k == RUNNING_KERNEL || caps.kernel_release == *k,
+            // A `file:` image only where the agent lists it (its own files).
+            Requirement::GuestKernel { kernel, .. } if kernel.starts_with("file:") => {
+                caps.guest_kernels.iter().any(|k| k == kernel)
+            }
             Requirement::GuestKernel { arch, .. } => caps.guest_arches.iter().any(|a| a == arch),
             Requirement::Workload(w) => caps.workloads.iter().any(|x| x == w),
             Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s),

@@ -200,6 +200,103 @@ pub fn cached(cache: &Path) -> Vec<String> {
     out
 }
 
+/// What a kernel image is for, by its magic: an x86 bzImage has `HdrS` at
+/// 0x202, an s390x image `S390EP` at 0x10008 (what `file` reads too).
+pub fn image_arch(head: &[u8]) -> Option<GuestArch> {
+    if head.get(0x202..0x206) == Some(b"HdrS") {
+        Some(GuestArch::X86_64)
+    } else if head.get(0x10008..0x1000e) == Some(b"S390EP") {
+        Some(GuestArch::S390x)
+    } else {
+        None
+    }
+}
+
+/// A `file:<path>` kernel: an image of the agent's operator, booted as is.
+/// It must lie (after resolving links) inside one of `dirs`, the
+/// directories the agent was told to boot kernels from: a matrix names a
+/// file, and the agent must not read any file a submitter names. Modules,
+/// when the image has some, sit beside it in `<image>.modules/` (a
+/// `lib/modules/<release>` tree).
+pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch), Error> {
+    let bad = |why: String| Error::Name(name.to_string(), why);
+    let path = name
+        .strip_prefix("file:")
+        .filter(|p| p.starts_with('/'))
+        .ok_or_else(|| bad("must be file:<absolute path>".into()))?;
+    let real = fs::canonicalize(path).map_err(|e| bad(format!("{path}: {e}")))?;
+    let allowed = dirs
+        .iter()
+        .filter_map(|d| fs::canonicalize(d).ok())
+        .any(|d| real.starts_with(&d) && real != d);
+    if !allowed {
+        return Err(bad(format!(
+            "{} is not inside a kernel directory of this agent (--kernel-dir)",
+            real.display()
+        )));
+    }
+    let mut head = vec![0u8; 0x10010];
+    let n = {
+        use std::io::Read;
+        let mut f = fs::File::open(&real).map_err(|e| bad(format!("{}: {e}", real.display())))?;
+        let mut n = 0;
+        loop {
+            match f.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) => return Err(bad(format!("{}: {e}", real.display()))),
+            }
+            if n == head.len() {
+                break;
+            }
+        }
+        n
+    };
+    let arch = image_arch(&head[..n]).ok_or_else(|| {
+        bad(format!(
+            "{} is neither an x86 bzImage nor an s390x kernel image",
+            real.display()
+        ))
+    })?;
+    let sha = sha256_file(&real).map_err(bad)?;
+    let modules = PathBuf::from(format!("{}.modules", real.display()));
+    let version = real
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok((
+        Kernel {
+            name: name.to_string(),
+            version,
+            package: String::new(),
+            deb_sha256: sha,
+            vmlinuz: real,
+            modules,
+            downloaded: false,
+        },
+        arch,
+    ))
+}
+
+/// The kernel images in `dirs` (not recursing), as `file:<path>` names.
+pub fn file_kernels(dirs: &[PathBuf]) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let name = format!("file:{}", path.display());
+            if path.is_file() && resolve_file(&name, dirs).is_ok() {
+                out.push(name);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 fn find_deb(dir: &Path) -> Result<PathBuf, String> {
     let mut debs = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| e.to_string())? {
@@ -281,6 +378,70 @@ mod tests {
             let err = parse_name(bad).unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn file_kernels_stay_inside_the_agents_kernel_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernels = dir.path().join("kernels");
+        fs::create_dir(&kernels).unwrap();
+        let mut bz = vec![0u8; 0x400];
+        bz[0x202..0x206].copy_from_slice(b"HdrS");
+        fs::write(kernels.join("vmlinuz-test"), &bz).unwrap();
+        let mut s390 = vec![0u8; 0x10100];
+        s390[0x10008..0x1000e].copy_from_slice(b"S390EP");
+        fs::write(kernels.join("image-s390"), &s390).unwrap();
+        fs::write(kernels.join("notes.txt"), b"not a kernel").unwrap();
+        fs::write(dir.path().join("outside"), &bz).unwrap();
+        let dirs = vec![kernels.clone()];
+
+        let name = format!("file:{}", kernels.join("vmlinuz-test").display());
+        let (k, arch) = resolve_file(&name, &dirs).unwrap();
+        assert_eq!(arch, GuestArch::X86_64);
+        assert_eq!(k.version, "vmlinuz-test");
+        assert_eq!(k.deb_sha256.len(), 64);
+        let (_, arch) = resolve_file(
+            &format!("file:{}", kernels.join("image-s390").display()),
+            &dirs,
+        )
+        .unwrap();
+        assert_eq!(arch, GuestArch::S390x);
+        for (bad, why) in [
+            (
+                format!("file:{}", dir.path().join("outside").display()),
+                "not inside",
+            ),
+            (
+                format!("file:{}/../outside", kernels.display()),
+                "not inside",
+            ),
+            (
+                format!("file:{}", kernels.join("notes.txt").display()),
+                "neither",
+            ),
+            (format!("file:{}", kernels.display()), "not inside"),
+            ("file:relative".to_string(), "absolute"),
+            (
+                format!("file:{}", kernels.join("missing").display()),
+                "No such file",
+            ),
+        ] {
+            let e = resolve_file(&bad, &dirs).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // A link out of the directory is followed, and refused.
+        std::os::unix::fs::symlink(dir.path().join("outside"), kernels.join("link")).unwrap();
+        let e = resolve_file(&format!("file:{}", kernels.join("link").display()), &dirs)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not inside"), "{e}");
+        assert_eq!(
+            file_kernels(&dirs),
+            [
+                format!("file:{}", kernels.join("image-s390").display()),
+                format!("file:{}", kernels.join("vmlinuz-test").display()),
+            ]
+        );
     }
 
     #[test]

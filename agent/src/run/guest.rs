@@ -89,12 +89,6 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
         started_unix_ms: unix_ms(SystemTime::now()),
         ..Default::default()
     };
-    let arch = kernels::parse_name(&a.kernel)
-        .ok()
-        .and_then(GuestArch::of_debian_version);
-    if let Some(arch) = arch {
-        result.arch = arch.uname().into();
-    }
     let outcome = run(a, ctx, &mut result);
     // The guest's QEMU was journalled: it is gone now (killed or exited),
     // and the journal forgets it.
@@ -369,6 +363,25 @@ fn workload(
     }
 }
 
+/// The assignment's kernel: a `file:` image (found and checked now), or
+/// the arch a Debian version's flavour names (fetched later, once the run
+/// is known to be possible).
+fn kernel_arch(
+    a: &RunAssignment,
+    ctx: &Context<'_>,
+) -> Result<(Option<kernels::Kernel>, GuestArch), String> {
+    if a.kernel.starts_with("file:") {
+        return kernels::resolve_file(&a.kernel, &ctx.workload.kernel_dirs)
+            .map(|(k, arch)| (Some(k), arch))
+            .map_err(|e| e.to_string());
+    }
+    let arch = kernels::parse_name(&a.kernel)
+        .ok()
+        .and_then(GuestArch::of_debian_version)
+        .ok_or_else(|| format!("kernel `{}`: no guest arch this agent knows", a.kernel))?;
+    Ok((None, arch))
+}
+
 fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, String> {
     let t0 = Instant::now();
     let cache = ctx
@@ -376,16 +389,17 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         .guest_cache
         .as_ref()
         .ok_or("this agent boots no guests")?;
-    let arch = kernels::parse_name(&a.kernel)
-        .ok()
-        .and_then(GuestArch::of_debian_version)
-        .ok_or_else(|| format!("kernel `{}`: no guest arch this agent knows", a.kernel))?;
+    let (file_kernel, arch) = kernel_arch(a, ctx)?;
+    result.arch = arch.uname().into();
     let timeout = Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE;
     // Checked before any download: a state or workload the guest cannot
     // have fails at once.
     let state = guest_state(a, machine(a, arch, Accel::Tcg, timeout)?.cpus)?;
     let w = workload(a, ctx, arch, cache)?;
-    let kernel = kernels::resolve(&a.kernel, cache).map_err(|e| e.to_string())?;
+    let kernel = match file_kernel {
+        Some(k) => k,
+        None => kernels::resolve(&a.kernel, cache).map_err(|e| e.to_string())?,
+    };
     // After the kernel: the KVM probe boots a cached one.
     let accel = kvm::accel_for(arch, cache);
     result.executor = accel.name().into();

@@ -65,6 +65,7 @@ fn command() -> WorkloadCommand {
             ("npb-lu.C", "/opt/npb/lu.C.x".into()),
         ],
         guest_cache: None,
+        kernel_dirs: Vec::new(),
     }
 }
 

@@ -1890,10 +1890,8 @@ fn kernel_names() {
         ("debian:", "letters, digits"),
         ("file:vmlinuz", "absolute path"),
         ("file:/srv/../etc/shadow", "absolute path"),
-        (
-            "file:/srv/kernels/vmlinuz-test",
-            "not boot kernel images of their own yet",
-        ),
+        ("file:/srv/kernels/vmlinuz;test", "letters, digits and /"),
+        ("file:/srv/kernels/$(reboot)", "letters, digits and /"),
         ("http://example.com/vmlinuz", "`running`, a release"),
     ] {
         check_err(

@@ -166,4 +166,19 @@ fn guest_kernels_go_to_agents_that_boot_guests_of_their_arch() {
         "{reqs:?}"
     );
     assert!(satisfies(&reqs, &tcg));
+    // A `file:` image goes only where the agent lists it.
+    let image = requirements(&cell("", 0, 0, "file:/srv/kernels/vmlinuz-rc1", ""));
+    assert!(!satisfies(&image, &tcg));
+    let has_it = Capabilities {
+        guest_kernels: vec!["file:/srv/kernels/vmlinuz-rc1".into()],
+        ..tcg.clone()
+    };
+    assert!(satisfies(&image, &has_it));
+    assert_eq!(
+        waiting_reason(&image, [&tcg]).as_deref(),
+        Some(
+            "no agent with kernel=file:/srv/kernels/vmlinuz-rc1 (an agent with that image in \
+             its --kernel-dir)"
+        )
+    );
 }
