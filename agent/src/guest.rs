@@ -18,10 +18,12 @@
 //!   samples it, and the booted guest's [`job::GuestRun`].
 //! - [`telemetry`]: the guest's raw /proc lines turned into a run's telemetry.
 //! - [`kvm`]: whether KVM really boots guests here (probed once, kept).
+//! - [`cache`]: the cache's entries touched when used, and the least
+//!   recently used evicted beyond a budget after each guest run.
 //!
-//! Still missing: competing loads and client/server tools inside guests,
-//! `file:` kernels, guest shapes other than the per-arch default, and
-//! eviction of the cache.
+//! `file:<path>` kernels are images in the agent's `--kernel-dir`s
+//! ([`kernels::resolve_file`]). Still missing: competing loads and
+//! client/server tools inside guests.
 
 /// Why this machine cannot boot guests of `arch`, if it cannot: the
 /// programs guests need (QEMU, a static busybox, apt and dpkg for kernels

@@ -59,6 +59,15 @@ struct Args {
         value_delimiter = ':'
     )]
     kernel_dirs: Vec<PathBuf>,
+    /// The most the guest cache keeps, in GiB (kernels, tool packages,
+    /// images); the least recently used entries go after each guest run.
+    #[arg(
+        long,
+        env = "FARM_GUEST_CACHE_MAX_GIB",
+        value_name = "GIB",
+        default_value_t = 10
+    )]
+    guest_cache_max_gib: u64,
     /// Boot no guests, even when QEMU is installed.
     #[arg(long)]
     no_guests: bool,
@@ -97,6 +106,7 @@ fn main() -> anyhow::Result<()> {
     if !args.no_guests {
         workload.guest_cache = args.guest_cache.or_else(farm_agent::guest::default_cache);
         workload.kernel_dirs = args.kernel_dirs;
+        workload.guest_cache_max_bytes = args.guest_cache_max_gib.saturating_mul(1 << 30);
     }
     let agent = farm_agent::Options {
         coordinator: args.coordinator,

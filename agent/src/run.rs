@@ -77,7 +77,13 @@ pub struct WorkloadCommand {
     /// Directories of kernel images this agent boots as `file:<path>`
     /// kernels (nothing outside them is ever read for a matrix).
     pub kernel_dirs: Vec<PathBuf>,
+    /// The most bytes of kernels, tool packages and images the guest cache
+    /// keeps; the least recently used go after each guest run.
+    pub guest_cache_max_bytes: u64,
 }
+
+/// The guest cache's default budget: a few dozen kernels and their images.
+pub const DEFAULT_GUEST_CACHE_MAX_BYTES: u64 = 10 << 30;
 
 impl WorkloadCommand {
     /// The `farm-workload` binary at `program`, with no external programs.
@@ -88,6 +94,7 @@ impl WorkloadCommand {
             externals: Vec::new(),
             guest_cache: None,
             kernel_dirs: Vec::new(),
+            guest_cache_max_bytes: DEFAULT_GUEST_CACHE_MAX_BYTES,
         }
     }
 

@@ -58,6 +58,7 @@ pub async fn run(
         kernel_dirs: std::env::var_os("FARM_KERNEL_DIRS")
             .map(|v| std::env::split_paths(&v).collect())
             .unwrap_or_default(),
+        guest_cache_max_bytes: farm_agent::run::DEFAULT_GUEST_CACHE_MAX_BYTES,
     };
     let agent = farm_agent::Options {
         coordinator: url.clone(),

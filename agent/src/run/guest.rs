@@ -27,7 +27,7 @@ use farm_workload::catalogue;
 use super::launch::{self, Output};
 use super::{Context, lock, metric, unix_ms};
 use crate::guest::arch::{Accel, GuestArch};
-use crate::guest::{initramfs, job, kernels, kvm, modules, qemu, sysroot, telemetry};
+use crate::guest::{cache, initramfs, job, kernels, kvm, modules, qemu, sysroot, telemetry};
 use crate::state::journal::{self, Entry};
 
 /// Booting under TCG before the workload starts, beyond its own timeout.
@@ -93,6 +93,18 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     // The guest's QEMU was journalled: it is gone now (killed or exited),
     // and the journal forgets it.
     let restored = lock(ctx.journal).restore();
+    // After the run, so that nothing it is about to use goes; its own
+    // entries were just touched.
+    if let Some(cache) = &ctx.workload.guest_cache {
+        match cache::evict(cache, ctx.workload.guest_cache_max_bytes) {
+            Ok(e) => {
+                for f in &e.failed {
+                    tracing::warn!(failure = %f, "guest cache: an entry could not be evicted");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "guest cache: eviction failed"),
+        }
+    }
     match outcome {
         Ok(g) => report(&g, &mut result),
         Err(e) => result.error = e,
@@ -352,6 +364,7 @@ fn workload(
             }
             let root =
                 sysroot::fetch(cache, arch.deb_arch(), &[package]).map_err(|e| e.to_string())?;
+            used(cache, &root.root);
             let files = sysroot::closure(&root.root, guest_program.trim_start_matches('/'))
                 .map_err(|e| e.to_string())?;
             Ok(Workload {
@@ -360,6 +373,13 @@ fn workload(
                 output: l.output,
             })
         }
+    }
+}
+
+/// Marks the cache entry holding `path` as used now (eviction goes by it).
+fn used(cache: &Path, path: &Path) {
+    if let Some(entry) = cache::entry_of(cache, path) {
+        cache::touch(&entry);
     }
 }
 
@@ -400,6 +420,7 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         Some(k) => k,
         None => kernels::resolve(&a.kernel, cache).map_err(|e| e.to_string())?,
     };
+    used(cache, &kernel.vmlinuz);
     // After the kernel: the KVM probe boots a cached one.
     let accel = kvm::accel_for(arch, cache);
     result.executor = accel.name().into();
@@ -409,6 +430,7 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         GuestArch::S390x => {
             let root = sysroot::fetch(cache, arch.deb_arch(), &["busybox-static"])
                 .map_err(|e| e.to_string())?;
+            used(cache, &root.root);
             let mods = modules::load_order(&kernel.modules, "virtio_console")
                 .map_err(|e| e.to_string())?;
             (root.root.join("bin/busybox"), false, mods)
@@ -426,6 +448,7 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         },
     )
     .map_err(|e| e.to_string())?;
+    cache::touch(&image.path);
     let dir = tempfile::Builder::new()
         .prefix("run-")
         .tempdir_in(cache)
