@@ -37,6 +37,8 @@ pub fn available(arch: GuestArch) -> Result<(), String> {
         ("/usr/bin/dpkg-deb", "dpkg"),
         ("/usr/bin/gzip", "gzip"),
         ("/usr/bin/sha256sum", "coreutils"),
+        // The external tools' libraries, from Debian's packages of the arch.
+        ("/usr/bin/readelf", "binutils"),
     ];
     match arch {
         // The farm's own binaries with their libraries, and the host's busybox.
@@ -44,8 +46,8 @@ pub fn available(arch: GuestArch) -> Result<(), String> {
             (initramfs::BUSYBOX, "busybox-static"),
             ("/usr/bin/ldd", "libc-bin"),
         ]),
-        // Debian's s390x packages, whose libraries readelf finds.
-        GuestArch::S390x => needed.push(("/usr/bin/readelf", "binutils")),
+        // Debian's s390x packages only (busybox-static:s390x included).
+        GuestArch::S390x => {}
     }
     for (path, package) in needed {
         if !Path::new(path).is_file() {

@@ -119,9 +119,15 @@ impl Options {
                     capabilities.executors.push(a.name().to_owned());
                 }
                 capabilities.guest_kernels = guest::kernels::cached(cache);
-                capabilities
-                    .guest_kernels
-                    .extend(guest::kernels::file_kernels(&self.workload.kernel_dirs));
+                // Only images of an arch it boots, so that no cell comes
+                // here to fail.
+                let arches = capabilities.guest_arches.clone();
+                capabilities.guest_kernels.extend(
+                    guest::kernels::file_kernels(&self.workload.kernel_dirs)
+                        .into_iter()
+                        .filter(|(_, arch)| arches.iter().any(|a| a == arch.uname()))
+                        .map(|(name, _)| name),
+                );
             }
         }
         if !self.workload.program.is_file() {

@@ -56,7 +56,8 @@
 //! arch = "x86_64"           # `uname -m`
 //! min_cpus = 2              # 1..=100000
 //! min_numa_nodes = 1        # 1..=1024
-//! executor = "host"         # only "host" for now
+//! executor = "host"         # "host" (the agent's own kernel), or for guest kernels
+//!                           # "tcg" or "kvm" (default: kvm where it works, else tcg)
 //!
 //! [baseline]                # optional: what each cell is compared with
 //! state = "default"         # keys: kernel, state, host, workload (a workload name),
@@ -70,10 +71,11 @@
 //! min_effect_pct_by_metric = { cpu_migrations = 10 }  # per metric, 0..=100
 //! mix_executors = false     # compare TCG-emulated runs with KVM or bare-metal ones
 //!
-//! [guest]                   # optional: the machine `debian:` kernels boot in; default
-//!                           # x86_64: 4 vCPUs on 2 NUMA nodes, 512 MiB; s390x: 2 vCPUs
+//! [guest]                   # optional: the machine guest kernels boot in; a key left
+//!                           # out takes the arch's default (x86_64: 4 vCPUs on 2 NUMA
+//!                           # nodes, 512 MiB; s390x: 2 vCPUs, 512 MiB)
 //! cpus = 8                  # vCPUs, 1..=64
-//! numa_nodes = 4            # 1..=16, dividing cpus; >1 only with x86_64 kernels
+//! numa_nodes = 4            # 1..=16, dividing cpus; >1 only for x86_64 kernels
 //! memory_mib = 1024         # 256..=65536, at least 128 a node
 //! ```
 //!
@@ -219,7 +221,9 @@ const DEFAULT_TIMEOUT_S: u32 = 3600;
 const RUNNING_KERNEL: &str = "running";
 const DEFAULT_STATE: &str = "default";
 const ANY_HOST: &str = "any";
-const EXECUTORS: &[&str] = &["host"];
+/// `host` runs on the agent's own kernel; `tcg` and `kvm` boot a guest
+/// kernel under that accelerator.
+const EXECUTORS: &[&str] = &["host", "tcg", "kvm"];
 const CGROUP_LAYOUTS: &[&str] = &["shared", "separate"];
 const HOTPLUG_MODES: &[&str] = &["cycle", "offline"];
 /// CPU numbers in hotplug lists stay below this (the largest `min_cpus`).
@@ -366,6 +370,7 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     let states = states(raw.states.as_ref())?;
     let hosts = hosts(raw.hosts.as_ref())?;
     guest_limits(raw, &kernels, &workloads, &loads)?;
+    executors_fit(raw, &kernels, &hosts)?;
 
     check_size(
         raw,
@@ -415,69 +420,96 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
     })
 }
 
-/// vCPUs of a guest: TCG runs one host thread per vCPU.
-const GUEST_CPUS: RangeInclusive<i64> = 1..=64;
-const GUEST_NODES: RangeInclusive<i64> = 1..=16;
-/// At least what a Debian kernel and the image need to boot.
-const GUEST_MEMORY_MIB: RangeInclusive<i64> = 256..=65_536;
+/// Every kernel meets every host selector (cells are their product), so a
+/// selector's executor must suit every kernel: `host` none that boots in a
+/// guest, `tcg` and `kvm` only those.
+fn executors_fit(raw: &RawMatrix, kernels: &[String], hosts: &[HostSelector]) -> Checked<()> {
+    for (h, host) in hosts.iter().enumerate() {
+        let guest_executor = match host.executor.as_str() {
+            "" => continue,
+            "host" => false,
+            _ => true,
+        };
+        let Some(kernel) = kernels.iter().find(|k| {
+            let guest = !matches!(kernel_kind(k), KernelKind::Running | KernelKind::Release);
+            guest != guest_executor
+        }) else {
+            continue;
+        };
+        let span = raw
+            .hosts
+            .as_ref()
+            .and_then(|v| v.get_ref().get(h))
+            .and_then(|e| e.get_ref().executor.as_ref())
+            .map_or(0..0, Spanned::span);
+        let why = if guest_executor {
+            format!("`{kernel}` runs on the agent's own kernel, not in a guest")
+        } else {
+            format!("`{kernel}` boots in a guest (executor tcg or kvm, or leave it out)")
+        };
+        return Err(Issue::new(
+            span,
+            format!("hosts[{h}].executor"),
+            format!(
+                "executor `{}` cannot run every kernel: {why}",
+                host.executor
+            ),
+        ));
+    }
+    Ok(())
+}
 
-/// The `[guest]` table: the machine guest kernels boot in. `None` when the
-/// matrix leaves it to the agents' defaults (x86_64: 4 vCPUs on 2 nodes,
-/// 512 MiB; s390x: 2 vCPUs, 512 MiB).
+/// The `[guest]` table: the machine guest kernels boot in, a field left
+/// out taking the arch's default (`farm_proto::guest::default_for`: x86_64
+/// 4 vCPUs on 2 nodes, s390x 2 vCPUs, 512 MiB). `None` without the table.
+/// The shape must fit every guest kernel's arch (a `file:` image's is known
+/// only to its agent, which checks again: checked here as x86_64).
 fn guest_shape(raw: &RawMatrix, kernels: &[String]) -> Checked<Option<GuestShape>> {
+    use farm_proto::guest::{CPUS, MEMORY_MIB, NUMA_NODES};
     let Some(table) = &raw.guest else {
         return Ok(None);
     };
     let g = table.get_ref();
-    let cpus: u32 = bounded(g.cpus.as_ref(), "guest.cpus", GUEST_CPUS, 4)?;
-    let nodes: u32 = bounded(g.numa_nodes.as_ref(), "guest.numa_nodes", GUEST_NODES, 1)?;
-    let memory_mib: u32 = bounded(
-        g.memory_mib.as_ref(),
-        "guest.memory_mib",
-        GUEST_MEMORY_MIB,
-        512,
-    )?;
-    let nodes_span = g.numa_nodes.as_ref().map_or(table.span(), Spanned::span);
-    if !cpus.is_multiple_of(nodes) {
-        return Err(Issue::new(
-            nodes_span,
+    let range = |r: &RangeInclusive<u32>| i64::from(*r.start())..=i64::from(*r.end());
+    let shape = GuestShape {
+        cpus: bounded(g.cpus.as_ref(), "guest.cpus", range(&CPUS), 0)?,
+        numa_nodes: bounded(
+            g.numa_nodes.as_ref(),
             "guest.numa_nodes",
-            format!("{cpus} vCPUs do not split evenly over {nodes} nodes"),
-        ));
+            range(&NUMA_NODES),
+            0,
+        )?,
+        memory_mib: bounded(
+            g.memory_mib.as_ref(),
+            "guest.memory_mib",
+            range(&MEMORY_MIB),
+            0,
+        )?,
+    };
+    let mut any = false;
+    for k in kernels {
+        let arch = match kernel_kind(k) {
+            KernelKind::Debian { arch } => arch,
+            KernelKind::File => "x86_64",
+            KernelKind::Running | KernelKind::Release => continue,
+        };
+        any = true;
+        if let Err(why) = farm_proto::guest::resolve(Some(&shape), arch) {
+            return Err(Issue::new(
+                table.span(),
+                "guest",
+                format!("for `{k}` ({arch}; fields left out take its default): {why}"),
+            ));
+        }
     }
-    if memory_mib / nodes < 128 {
-        return Err(Issue::new(
-            nodes_span,
-            "guest.numa_nodes",
-            format!("{memory_mib} MiB over {nodes} nodes leaves less than 128 MiB a node"),
-        ));
-    }
-    if nodes > 1
-        && let Some(k) = kernels
-            .iter()
-            .find(|k| matches!(kernel_kind(k), KernelKind::Debian { arch } if arch != "x86_64"))
-    {
-        return Err(Issue::new(
-            nodes_span,
-            "guest.numa_nodes",
-            format!("`{k}` boots a guest without NUMA nodes (only x86_64 guests have them)"),
-        ));
-    }
-    if !kernels
-        .iter()
-        .any(|k| !matches!(kernel_kind(k), KernelKind::Running | KernelKind::Release))
-    {
+    if !any {
         return Err(Issue::new(
             table.span(),
             "guest",
-            "no kernel of the matrix boots in a guest (`debian:<version>`)",
+            "no kernel of the matrix boots in a guest (`debian:<version>` or `file:<path>`)",
         ));
     }
-    Ok(Some(GuestShape {
-        cpus,
-        numa_nodes: nodes,
-        memory_mib,
-    }))
+    Ok(Some(shape))
 }
 
 /// External tools that guests carry (Debian's builds, of the guest's arch).

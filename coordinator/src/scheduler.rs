@@ -1266,6 +1266,8 @@ fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
     // an s390x figure does not continue an x86_64 trend.
     let guest_arch = match crate::matrix::kernel_kind(&cell.kernel) {
         crate::matrix::KernelKind::Debian { arch } => arch.as_bytes().to_vec(),
+        // Its arch is the image's: a series of its own, never the host's.
+        crate::matrix::KernelKind::File => b"file".to_vec(),
         _ => Vec::new(),
     };
     let mut key = Vec::new();

@@ -15,7 +15,7 @@
 //! <uname -r>`, `node <id> <cpulist>` per NUMA node, `domain before ...`,
 //! `online <cpulist>`, `domain after ...`, the `before` snapshot (`irq`,
 //! `ctxt`, `times` lines, see [`super::telemetry`]), `begin`, `session <sid>`,
-//! the sampler's sweeps (`sample`, `task`, `cpu` lines), the `after`
+//! the sampler's sweeps (`sample`, `task`, `mig`, `cpu` lines), the `after`
 //! snapshot, `end`, `out <line>` per line of the workload's stdout, `err
 //! <line>` per line of the tail of its stderr, `exit <code>`, `wall_s
 //! <seconds>` (by /proc/uptime around the workload), `done`.
@@ -255,17 +255,21 @@ sampler() {
     read up x < /proc/uptime
     r "sample $up"
     cat /proc/[0-9]*/task/*/stat 2>/dev/null | sed 's/^/task /' >&3
+    grep -H '^se.nr_migrations' /proc/[0-9]*/task/*/sched 2>/dev/null | sed 's/^/mig /' >&3
     grep '^cpu' /proc/stat | sed 's/^/cpu /' >&3
-    sleep 0.5
+    sleep 0.5  # SAMPLE_INTERVAL
   done
 }
-# Counters right before and after the workload, kept in files so that the
-# sampler has stopped writing before they go to the channel; `times` is the
-# shell's builtin (children's user and sys), run without a fork.
+# Counters right before and after the workload, kept in files and sent
+# once the workload and the sampler are done, so that neither the sending
+# (forked seds) nor the sampler lands between them; `times` is the shell's
+# builtin (children's user and sys), run without a fork, taken where the
+# snapshot's own forks (cat, grep) fall outside the difference.
 snap() {
+  [ $1 = after ] && times > /tmp/times.$1
   cat /proc/interrupts > /tmp/irq.$1
   grep '^ctxt ' /proc/stat > /tmp/ctxt.$1
-  times > /tmp/times.$1
+  [ $1 = before ] && times > /tmp/times.$1
 }
 send() {
   sed "s/^/irq $1 /" /tmp/irq.$1 >&3
@@ -273,14 +277,15 @@ send() {
   { read -r x; read -r u s; } < /tmp/times.$1
   r "times $1 $u $s"
 }
+# The workload does not get the channel (3>&-): it could write report
+# lines, and would hold the port open past poweroff.
 snap before
-send before
 r "begin"
 read t0 x < /proc/uptime
 if [ -n "$cg" ]; then
-  setsid sh -c 'echo $$ > /sys/fs/cgroup/farm/cgroup.procs && exec "$@"' farm-job "$@" > /tmp/out 2> /tmp/err &
+  setsid sh -c 'echo $$ > /sys/fs/cgroup/farm/cgroup.procs && exec "$@"' farm-job "$@" > /tmp/out 2> /tmp/err 3>&- &
 else
-  setsid "$@" > /tmp/out 2> /tmp/err &
+  setsid "$@" > /tmp/out 2> /tmp/err 3>&- &
 fi
 pid=$!
 r "session $pid"
@@ -292,10 +297,14 @@ read t1 x < /proc/uptime
 snap after
 touch /tmp/stop
 wait $spid
+send before
 send after
 r "end"
+# A last line without a newline must not run into the next report line.
 sed 's/^/out /' /tmp/out >&3
+printf '\n' >&3
 tail -n 100 /tmp/err | sed 's/^/err /' >&3
+printf '\n' >&3
 r "exit $rc"
 r "wall_s $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
 r "done"

@@ -192,7 +192,10 @@ pub fn cached(cache: &Path) -> Vec<String> {
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("manifest").is_file())
         .filter_map(|e| {
-            let name = format!("debian:{}", e.file_name().to_str()?);
+            let version = e.file_name().to_str()?.to_owned();
+            // Not a build's or an eviction's temporary sibling.
+            GuestArch::of_debian_version(&version)?;
+            let name = format!("debian:{version}");
             parse_name(&name).is_ok().then_some(name)
         })
         .collect();
@@ -224,16 +227,23 @@ pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch),
         .strip_prefix("file:")
         .filter(|p| p.starts_with('/'))
         .ok_or_else(|| bad("must be file:<absolute path>".into()))?;
-    let real = fs::canonicalize(path).map_err(|e| bad(format!("{path}: {e}")))?;
+    // One answer for everything outside the kernel directories, whether
+    // it exists or not: the agent tells a submitter nothing about its files.
+    let outside = || bad("not inside a kernel directory of this agent (--kernel-dir)".into());
+    let lexically_inside = dirs.iter().any(|d| Path::new(path).starts_with(d));
+    let real = fs::canonicalize(path).map_err(|e| {
+        if lexically_inside {
+            bad(format!("{path}: {e}"))
+        } else {
+            outside()
+        }
+    })?;
     let allowed = dirs
         .iter()
         .filter_map(|d| fs::canonicalize(d).ok())
         .any(|d| real.starts_with(&d) && real != d);
     if !allowed {
-        return Err(bad(format!(
-            "{} is not inside a kernel directory of this agent (--kernel-dir)",
-            real.display()
-        )));
+        return Err(outside());
     }
     let mut head = vec![0u8; 0x10010];
     let n = {
@@ -278,8 +288,9 @@ pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch),
     ))
 }
 
-/// The kernel images in `dirs` (not recursing), as `file:<path>` names.
-pub fn file_kernels(dirs: &[PathBuf]) -> Vec<String> {
+/// The kernel images in `dirs` (not recursing), as `file:<path>` names
+/// with their arch.
+pub fn file_kernels(dirs: &[PathBuf]) -> Vec<(String, GuestArch)> {
     let mut out = Vec::new();
     for dir in dirs {
         let Ok(entries) = fs::read_dir(dir) else {
@@ -288,8 +299,11 @@ pub fn file_kernels(dirs: &[PathBuf]) -> Vec<String> {
         for e in entries.flatten() {
             let path = e.path();
             let name = format!("file:{}", path.display());
-            if path.is_file() && resolve_file(&name, dirs).is_ok() {
-                out.push(name);
+            if !path.is_file() {
+                continue;
+            }
+            if let Ok((_, arch)) = resolve_file(&name, dirs) {
+                out.push((name, arch));
             }
         }
     }
@@ -425,6 +439,7 @@ mod tests {
                 format!("file:{}", kernels.join("missing").display()),
                 "No such file",
             ),
+            ("file:/etc/no-such-file".to_string(), "not inside"),
         ] {
             let e = resolve_file(&bad, &dirs).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
@@ -438,8 +453,14 @@ mod tests {
         assert_eq!(
             file_kernels(&dirs),
             [
-                format!("file:{}", kernels.join("image-s390").display()),
-                format!("file:{}", kernels.join("vmlinuz-test").display()),
+                (
+                    format!("file:{}", kernels.join("image-s390").display()),
+                    GuestArch::S390x
+                ),
+                (
+                    format!("file:{}", kernels.join("vmlinuz-test").display()),
+                    GuestArch::X86_64
+                ),
             ]
         );
     }

@@ -76,13 +76,22 @@ pub fn verdict(cache: &Path) -> Option<Verdict> {
     }
     let vmlinuz = cached_kernel(cache)?;
     // One line, as the record keeps it.
-    let v = match probe(cache, &vmlinuz) {
+    let (v, kept) = match probe(cache, &vmlinuz) {
+        Probe::Booted(v) => (v, true),
+        Probe::Setup(why) => (Verdict::Fails(why), false),
+    };
+    let v = match v {
         Verdict::Fails(why) => Verdict::Fails(why.replace('\n', " ")),
         works => works,
     };
     match &v {
         Verdict::Works => tracing::info!("KVM boots guests here: guests of this arch use it"),
         Verdict::Fails(why) => tracing::warn!(%why, "KVM does not boot guests here: TCG only"),
+    }
+    // A probe that could not even start says nothing about KVM: ask again
+    // next time rather than keep TCG for good.
+    if !kept {
+        return Some(v);
     }
     if let Err(e) = fs::write(&file, record(&key, &v)) {
         tracing::warn!(file = %file.display(), error = %e, "cannot keep the KVM probe's verdict");
@@ -141,14 +150,22 @@ fn cached_kernel(cache: &Path) -> Option<PathBuf> {
     found.into_iter().next()
 }
 
+/// What one probe learnt.
+enum Probe {
+    /// A guest was started under KVM: what it did is the verdict.
+    Booted(Verdict),
+    /// The probe could not start one (no image, no directory, no QEMU).
+    Setup(String),
+}
+
 /// Boots `vmlinuz` under KVM once.
-fn probe(cache: &Path, vmlinuz: &Path) -> Verdict {
+fn probe(cache: &Path, vmlinuz: &Path) -> Probe {
     let Some(arch) = host_arch() else {
-        return Verdict::Fails("no guest arch for this host".into());
+        return Probe::Booted(Verdict::Fails("no guest arch for this host".into()));
     };
     if arch != GuestArch::X86_64 {
         // The probe's init speaks on ttyS1, which only x86_64 guests have.
-        return Verdict::Fails(format!("no KVM probe for {arch} hosts yet"));
+        return Probe::Booted(Verdict::Fails(format!("no KVM probe for {arch} hosts yet")));
     }
     let image = match initramfs::build_with(
         &cache.join("images"),
@@ -158,14 +175,14 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Verdict {
         &[],
     ) {
         Ok(i) => i,
-        Err(e) => return Verdict::Fails(format!("building the probe's image: {e}")),
+        Err(e) => return Probe::Setup(format!("building the probe's image: {e}")),
     };
     let dir = match tempfile::Builder::new()
         .prefix("kvm-probe-")
         .tempdir_in(cache)
     {
         Ok(d) => d,
-        Err(e) => return Verdict::Fails(format!("a directory for the probe: {e}")),
+        Err(e) => return Probe::Setup(format!("a directory for the probe: {e}")),
     };
     let machine = qemu::Machine {
         arch,
@@ -181,15 +198,19 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Verdict {
         cancelled: &|| false,
     };
     match qemu::run_to_poweroff(&machine, vmlinuz, &image.path, dir.path(), watch) {
-        Ok((_, channel)) if channel.lines().any(|l| l.trim() == "farm-kvm-ok") => Verdict::Works,
-        Ok(_) => Verdict::Fails("the KVM guest powered off without reporting".into()),
-        Err(qemu::Error::Timeout { after, .. }) => Verdict::Fails(format!(
-            "a KVM guest did not boot within {after:?} (nested KVM hangs on some hosts)"
-        )),
-        Err(qemu::Error::Exit { status, stderr, .. }) => {
-            Verdict::Fails(format!("QEMU with KVM exited with {status}: {stderr}"))
+        Ok((_, channel)) if channel.lines().any(|l| l.trim() == "farm-kvm-ok") => {
+            Probe::Booted(Verdict::Works)
         }
-        Err(e) => Verdict::Fails(e.to_string()),
+        Ok(_) => Probe::Booted(Verdict::Fails(
+            "the KVM guest powered off without reporting".into(),
+        )),
+        Err(qemu::Error::Timeout { after, .. }) => Probe::Booted(Verdict::Fails(format!(
+            "a KVM guest did not boot within {after:?} (nested KVM hangs on some hosts)"
+        ))),
+        Err(qemu::Error::Exit { status, stderr, .. }) => Probe::Booted(Verdict::Fails(format!(
+            "QEMU with KVM exited with {status}: {stderr}"
+        ))),
+        Err(e) => Probe::Setup(e.to_string()),
     }
 }
 

@@ -20,6 +20,11 @@ use crate::capabilities::parse_cpu_list;
 /// What the Debian package `qemu-system-x86` installs.
 pub const QEMU_X86_64: &str = "/usr/bin/qemu-system-x86_64";
 
+/// The most a guest may write on the report channel: a sweep of 20,000
+/// tasks is about 5 MiB, and a run has a few dozen sweeps at most before
+/// its timeout in the cases the farm runs.
+const MAX_CHANNEL_BYTES: u64 = 256 << 20;
+
 /// The virtio-serial port's name, which the guest looks for under
 /// `/sys/class/virtio-ports/*/name`.
 pub const PORT_NAME: &str = "farm";
@@ -237,16 +242,18 @@ pub(crate) fn run_to_poweroff(
         detail: e.to_string(),
     })?;
     let started = Instant::now();
-    let child = Command::new(qemu)
-        .args(argv(machine, vmlinuz, initrd, dir))
+    let mut cmd = Command::new(qemu);
+    cmd.args(argv(machine, vmlinuz, initrd, dir))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .map_err(|e| Error::Step {
-            step: "start QEMU",
-            detail: e.to_string(),
-        })?;
+        .stderr(stderr);
+    // QEMU dies with the thread that started (and waits for) it, so an
+    // agent killed before it journalled the pid leaves no guest running.
+    crate::executor::host::die_with_parent(&mut cmd);
+    let child = cmd.spawn().map_err(|e| Error::Step {
+        step: "start QEMU",
+        detail: e.to_string(),
+    })?;
     tracing::info!(pid = child.id(), arch = %machine.arch, accel = machine.accel.name(), kernel = %vmlinuz.display(), "guest started");
     (watch.on_spawn)(child.id());
     let mut guard = Guard { child: Some(child) };
@@ -270,6 +277,19 @@ pub(crate) fn run_to_poweroff(
             tracing::warn!(timeout = ?machine.timeout, "guest timed out, QEMU killed");
             return Err(Error::Timeout {
                 after: machine.timeout,
+                console_tail: console_tail(dir),
+            });
+        }
+        // A guest (or its workload) flooding the channel would fill the
+        // disk and the agent's memory when the report is read.
+        let channel_len = fs::metadata(dir.join("channel.log")).map_or(0, |m| m.len());
+        if channel_len > MAX_CHANNEL_BYTES {
+            guard.kill();
+            return Err(Error::Report {
+                detail: format!(
+                    "the report channel passed {} MiB; killed QEMU",
+                    MAX_CHANNEL_BYTES >> 20
+                ),
                 console_tail: console_tail(dir),
             });
         }

@@ -7,13 +7,14 @@
 //!
 //! | line | from |
 //! |---|---|
-//! | `node <id> <cpulist>` | `/sys/devices/system/node/node<id>/cpulist`; none on s390x or on 1-node guests |
+//! | `node <id> <cpulist>` | `/sys/devices/system/node/node<id>/cpulist`; none on s390x (no NUMA in sysfs) |
 //! | `times <before\|after> <user> <sys>` | ash's `times` builtin, its children line (`0m1.230s 0m0.100s`) |
 //! | `ctxt <before\|after> <n>` | `/proc/stat`'s `ctxt`: context switches, guest-wide |
 //! | `irq <before\|after> <line>` | every line of `/proc/interrupts`, header first, in order |
 //! | `session <sid>` | the workload's session: it runs under `setsid`, its pid is its sid |
 //! | `sample <uptime>` | starts a sweep at `/proc/uptime`'s first field (`12.34`) |
 //! | `task <line>` | a `/proc/PID/task/TID/stat` line, every task of the guest |
+//! | `mig <line>` | `grep -H '^se.nr_migrations' /proc/PID/task/TID/sched`: a task's migrations so far |
 //! | `cpu <line>` | a `cpu` or `cpu<N>` line of `/proc/stat` |
 //!
 //! `task` and `cpu` lines belong to the last `sample` line before them.
@@ -31,9 +32,12 @@
 //! - the sampling cost: the runner's sweeps are shell loops in the guest,
 //!   their CPU time is not measured (`Collected::cost` is zero, and without
 //!   perf counts there is no `telemetry_overhead_pct` anyway);
-//! - perf's counts (`task_clock_s`, `cpus_utilised`, `cpu_migrations`,
-//!   `page_faults`); the workload's `context_switches` are replaced by the
-//!   guest-wide `ctxt` delta and its CPU time by `times`;
+//! - perf's counts (`task_clock_s`, `page_faults`): the workload's
+//!   `context_switches` are replaced by the guest-wide `ctxt` delta, its CPU
+//!   time by `times` (and `cpus_utilised` by CPU time over wall time), and
+//!   `cpu_migrations` by the sum over the workload's threads of the last
+//!   `se.nr_migrations` each showed in a sweep (CONFIG_SCHED_DEBUG): a lower
+//!   bound, missing what a thread did after its last sweep;
 //! - processes: a task stat line has no tgid, so the threads of a workload
 //!   of several processes cannot be told apart by process. Instances are
 //!   numbered as the sampler numbers those of a single-process workload:
@@ -126,6 +130,9 @@ struct Task {
     instance: Option<u32>,
 }
 
+/// The most migrations a task can have had: a counter beyond it is garbage.
+const MAX_MIGRATIONS: u64 = 1 << 48;
+
 /// One `sample` line and the `task` and `cpu` lines after it.
 #[derive(Debug, Clone)]
 struct Sweep {
@@ -133,6 +140,10 @@ struct Sweep {
     /// The `sample` line, for errors about the sweep as a whole.
     line: String,
     tasks: Vec<Task>,
+    /// The tids of `tasks`, to refuse a repeated one in constant time.
+    tids: std::collections::HashSet<u32>,
+    /// `se.nr_migrations` by tid.
+    migrations: BTreeMap<u32, u64>,
     total: Option<CpuTimes>,
     per_cpu: BTreeMap<u32, CpuTimes>,
 }
@@ -170,6 +181,7 @@ impl Observed {
             "session" => self.session(rest),
             "sample" => self.sample(rest),
             "task" => self.task(rest),
+            "mig" => self.mig(rest),
             "cpu" => self.cpu(rest),
             _ => return Ok(false),
         };
@@ -281,6 +293,8 @@ impl Observed {
             uptime_ms,
             line: cut(&format!("sample {rest}")),
             tasks: Vec::new(),
+            tids: Default::default(),
+            migrations: BTreeMap::new(),
             total: None,
             per_cpu: BTreeMap::new(),
         });
@@ -299,11 +313,52 @@ impl Observed {
             self.skipped_tasks += 1;
             return Ok(());
         };
-        if sweep.tasks.iter().any(|t| t.tid == task.tid) {
+        if !sweep.tids.insert(task.tid) {
             return Err(format!("task {} twice in one sweep", task.tid));
         }
         sweep.tasks.push(task);
         Ok(())
+    }
+
+    /// `/proc/<pid>/task/<tid>/sched:se.nr_migrations   :   <n>`.
+    fn mig(&mut self, rest: &str) -> Result<(), String> {
+        let sweep = self.sweep()?;
+        let (path, value) = rest.split_once(':').ok_or("no `:` after the file name")?;
+        let tid = path
+            .strip_prefix("/proc/")
+            .and_then(|p| p.strip_suffix("/sched"))
+            .and_then(|p| p.split_once("/task/"))
+            .and_then(|(_, tid)| tid.parse::<u32>().ok())
+            .ok_or("not a /proc/<pid>/task/<tid>/sched file")?;
+        let n = value
+            .split_once(':')
+            .filter(|(key, _)| key.trim() == "se.nr_migrations")
+            .and_then(|(_, n)| n.trim().parse::<u64>().ok())
+            .filter(|&n| n <= MAX_MIGRATIONS)
+            .ok_or("not `se.nr_migrations : <count>`")?;
+        if sweep.migrations.insert(tid, n).is_some() {
+            return Err(format!("task {tid} twice in one sweep"));
+        }
+        Ok(())
+    }
+
+    /// The workload's migrations: per thread the largest count any sweep
+    /// saw (the counter only grows), summed; `None` without `mig` lines.
+    fn migrations(&self) -> Option<u64> {
+        let sid = self.session?;
+        if self.sweeps.iter().all(|s| s.migrations.is_empty()) {
+            return None;
+        }
+        let mut last: BTreeMap<u32, u64> = BTreeMap::new();
+        for s in &self.sweeps {
+            for t in s.tasks.iter().filter(|t| t.session == sid) {
+                if let Some(&n) = s.migrations.get(&t.tid) {
+                    let e = last.entry(t.tid).or_default();
+                    *e = (*e).max(n);
+                }
+            }
+        }
+        Some(last.values().sum())
     }
 
     fn cpu(&mut self, rest: &str) -> Result<(), String> {
@@ -460,8 +515,19 @@ pub fn build(
                 .map(|ms| ms as f64 / 1000.0)
                 .ok_or_else(|| format!("times: {what} time went backwards from {b} ms to {a} ms"))
         };
-        metrics.push(metric("user_s", spent("user", user0, user1)?, "s"));
-        metrics.push(metric("sys_s", spent("system", sys0, sys1)?, "s"));
+        let (user, sys) = (spent("user", user0, user1)?, spent("system", sys0, sys1)?);
+        metrics.push(metric("user_s", user, "s"));
+        metrics.push(metric("sys_s", sys, "s"));
+        if wall_s > 0.0 {
+            metrics.push(Metric {
+                direction: Direction::HigherIsBetter as i32,
+                ..metric("cpus_utilised", (user + sys) / wall_s, "CPUs")
+            });
+        }
+    }
+    // Sampled (see the module's doc): a lower bound on perf's count.
+    if let Some(n) = obs.migrations() {
+        metrics.push(metric("cpu_migrations", n as f64, "migrations"));
     }
     // Guest-wide, where perf counts the workload's own: the guest runs little
     // else (the runner and its sweeps, kernel threads).
@@ -1031,6 +1097,59 @@ irq after RST:          0          1   [CPU] CPU Restart"#;
     }
 
     /// A task line of session 230 on cpu `cpu`.
+    #[test]
+    fn migrations_are_each_threads_last_count_summed() {
+        let mig = |tid: u32, n: u64| {
+            format!(
+                "mig /proc/230/task/{tid}/sched:se.nr_migrations                      :                   {n}"
+            )
+        };
+        let text = [
+            "session 230".to_string(),
+            "times before 0m0.00s 0m0.00s".into(),
+            "sample 1.00".into(),
+            format!("task {}", full_task(231, "R", "230")),
+            format!("task {}", full_task(232, "R", "230")),
+            format!("task {}", full_task(300, "S", "1")),
+            mig(231, 3),
+            mig(232, 1),
+            mig(300, 50),
+            "sample 1.50".into(),
+            format!("task {}", full_task(231, "R", "230")),
+            mig(231, 7),
+            // 232 exited before this sweep: its last count stands.
+            "times after 0m1.00s 0m0.50s".into(),
+        ]
+        .join("\n");
+        let obs = feed(&text);
+        let (metrics, _) = build(&obs, 1.0, &[0, 1], 100).unwrap();
+        // 7 + 1; the runner's task (session 1) is in no count.
+        assert_eq!(value(&metrics, "cpu_migrations"), Some(8.0));
+        assert!(close(value(&metrics, "cpus_utilised").unwrap(), 1.5));
+        let m = metrics.iter().find(|m| m.name == "cpus_utilised").unwrap();
+        assert_eq!(m.direction, Direction::HigherIsBetter as i32);
+
+        let mut obs = Observed::new();
+        obs.line("sample", "1.00").unwrap();
+        for bad in [
+            "/proc/230/task/231/sched se.nr_migrations 3",
+            "/proc/230/task/x/sched:se.nr_migrations : 3",
+            "/etc/passwd:se.nr_migrations : 3",
+            "/proc/230/task/231/sched:se.nr_wakeups : 3",
+            "/proc/230/task/231/sched:se.nr_migrations : -1",
+            "/proc/230/task/231/sched:se.nr_migrations : 999999999999999999",
+        ] {
+            let e = obs.line("mig", bad).unwrap_err();
+            assert!(e.starts_with("malformed mig line"), "{bad}: {e}");
+        }
+        let mut obs = Observed::new();
+        assert!(
+            obs.line("mig", &mig(1, 1)[4..])
+                .unwrap_err()
+                .contains("before any")
+        );
+    }
+
     fn full_task(tid: u32, state: &str, session: &str) -> String {
         format!(
             "{tid} (cpu-hog-0) {state} 229 230 {session} 0 -1 4194368 181 0 0 0 10 1 0 0 20 \

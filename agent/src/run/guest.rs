@@ -1,7 +1,8 @@
-//! A run whose kernel is `debian:<version>`: the workload runs inside a
-//! QEMU guest booted with that kernel (see [`crate::guest`]), x86_64 or
-//! s390x by the kernel's flavour, under KVM when the probe saw it boot a
-//! guest, else TCG.
+//! A run whose kernel is `debian:<version>` or `file:<path>`: the workload
+//! runs inside a QEMU guest booted with that kernel (see [`crate::guest`]),
+//! x86_64 or s390x by the Debian flavour or the image's magic, under the
+//! executor the cell asks for (`tcg`, `kvm`) or else KVM when the probe saw
+//! it boot a guest, and TCG otherwise.
 //!
 //! The guest applies the run's hotplug, autogroup and cgroup (cgroup2: one
 //! group for the workload, with the state's limits) before the workload, and
@@ -33,9 +34,9 @@ use crate::state::journal::{self, Entry};
 /// Booting under TCG before the workload starts, beyond its own timeout.
 const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
 
-/// The guest machine the assignment asks for (the matrix's `[guest]`), else
-/// the arch's default: x86_64 gets 4 vCPUs on 2 NUMA nodes, the topology
-/// the farm's hosts lack; s390x 2 vCPUs (no NUMA there). The shape is
+/// The guest machine the assignment asks for (the matrix's `[guest]`, a
+/// field left out taking the arch's default: x86_64 4 vCPUs on 2 NUMA
+/// nodes, the topology the farm's hosts lack; s390x 2 vCPUs, no NUMA),
 /// checked again here: an agent trusts nothing it receives.
 fn machine(
     a: &RunAssignment,
@@ -43,30 +44,14 @@ fn machine(
     accel: Accel,
     timeout: Duration,
 ) -> Result<qemu::Machine, String> {
-    let (cpus, nodes, memory_mib) = match (a.guest, arch) {
-        (Some(g), _) => (g.cpus, g.numa_nodes, g.memory_mib),
-        (None, GuestArch::X86_64) => (4, 2, 512),
-        (None, GuestArch::S390x) => (2, 1, 512),
-    };
-    let ok = (1..=64).contains(&cpus)
-        && (1..=16).contains(&nodes)
-        && cpus.is_multiple_of(nodes)
-        && (256..=65_536).contains(&memory_mib)
-        && memory_mib / nodes >= 128
-        && (nodes == 1 || arch.has_numa());
-    if !ok {
-        return Err(format!(
-            "guest of {cpus} vCPUs on {nodes} nodes with {memory_mib} MiB refused \
-             (1-64 vCPUs split evenly over 1-16 nodes, 256-65536 MiB, 128 MiB a node, \
-             NUMA on x86_64 only)"
-        ));
-    }
+    let shape = farm_proto::guest::resolve(a.guest.as_ref(), arch.uname())
+        .map_err(|e| format!("guest machine refused: {e}"))?;
     Ok(qemu::Machine {
         arch,
         accel,
-        cpus,
-        memory_mib,
-        nodes,
+        cpus: shape.cpus,
+        memory_mib: shape.memory_mib,
+        nodes: shape.numa_nodes,
         timeout,
     })
 }
@@ -142,11 +127,27 @@ fn report(g: &Prepared, result: &mut RunResult) {
     result
         .metrics
         .push(metric("wall_s", run.wall_s, "s", Direction::LowerIsBetter));
-    let online = crate::capabilities::parse_cpu_list(&run.online).unwrap_or_default();
+    let online = match crate::capabilities::parse_cpu_list(&run.online) {
+        Ok(cpus) => cpus,
+        Err(e) => {
+            result.error = format!("the guest's online CPUs `{}`: {e}", run.online);
+            return;
+        }
+    };
+    // The CPUs the workload could run on: a cpuset narrows them, and idle
+    // time outside it is no capacity the workload was denied.
+    let allowed: Vec<u32> = if g.cpuset.is_empty() {
+        online
+    } else {
+        online
+            .into_iter()
+            .filter(|c| g.cpuset.contains(c))
+            .collect()
+    };
     match telemetry::build(
         &run.observed,
         run.wall_s,
-        &online,
+        &allowed,
         crate::telemetry::procstat::user_hz(),
     ) {
         Ok((metrics, mut t)) => {
@@ -168,6 +169,7 @@ fn report(g: &Prepared, result: &mut RunResult) {
         if !run.stderr.trim().is_empty() {
             result.log_tail = format!("{}\n--- console ---\n{}", run.stderr, run.console_tail);
         }
+        result.log_tail = tail_bytes(&result.log_tail);
         return;
     }
     let parsed = match g.output {
@@ -191,7 +193,7 @@ fn report(g: &Prepared, result: &mut RunResult) {
         })),
         Err(e) => {
             result.error = format!("workload output: {e}");
-            result.log_tail = run.stdout.clone();
+            result.log_tail = tail_bytes(&run.stdout);
         }
     }
 }
@@ -293,9 +295,22 @@ fn topology(g: &job::GuestRun) -> farm_proto::Telemetry {
     }
 }
 
+/// As much of a log as a result keeps (as the host executor's stderr tail).
+const LOG_TAIL: usize = 8 << 10;
+
+fn tail_bytes(text: &str) -> String {
+    let mut start = text.len().saturating_sub(LOG_TAIL);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
 /// A guest's run, and what the host needs to read it.
 struct Prepared {
     run: job::GuestRun,
+    /// The state's cpuset (empty: none), for the CPUs the workload had.
+    cpuset: Vec<u32>,
     /// How long preparing it took (kernel, tools, image).
     prepared: Duration,
     output: Output,
@@ -422,7 +437,27 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
     };
     used(cache, &kernel.vmlinuz);
     // After the kernel: the KVM probe boots a cached one.
-    let accel = kvm::accel_for(arch, cache);
+    let accel = match a.executor.as_str() {
+        "" => kvm::accel_for(arch, cache),
+        "tcg" => Accel::Tcg,
+        "kvm" => match kvm::accel_for(arch, cache) {
+            Accel::Kvm => Accel::Kvm,
+            Accel::Tcg => {
+                return Err(format!(
+                    "executor `kvm` asked, but KVM does not boot {arch} guests here ({})",
+                    match kvm::kept_verdict(cache) {
+                        Some(kvm::Verdict::Fails(why)) => why,
+                        _ => "not this host's arch, or no /dev/kvm".into(),
+                    }
+                ));
+            }
+        },
+        other => {
+            return Err(format!(
+                "executor `{other}` cannot run a guest kernel (tcg or kvm can)"
+            ));
+        }
+    };
     result.executor = accel.name().into();
     let machine = machine(a, arch, accel, timeout)?;
     let (busybox, busybox_native, modules) = match arch {
@@ -431,8 +466,13 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
             let root = sysroot::fetch(cache, arch.deb_arch(), &["busybox-static"])
                 .map_err(|e| e.to_string())?;
             used(cache, &root.root);
-            let mods = modules::load_order(&kernel.modules, "virtio_console")
-                .map_err(|e| e.to_string())?;
+            // A `file:` image without modules must have the port built in.
+            let mods = if !kernel.modules.exists() && a.kernel.starts_with("file:") {
+                Ok(Vec::new())
+            } else {
+                modules::load_order(&kernel.modules, "virtio_console")
+            };
+            let mods = mods.map_err(|e| e.to_string())?;
             (root.root.join("bin/busybox"), false, mods)
         }
     };
@@ -460,17 +500,18 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         })?;
     tracing::info!(kernel = %kernel.version, %arch, accel = accel.name(), downloaded = kernel.downloaded, image_built = image.built, "booting the run's guest");
     let prepared = t0.elapsed();
-    let mut journal_error = None;
+    let journal_error = std::cell::RefCell::new(None);
     let mut on_spawn = |pid: u32| {
         // So that a crashed agent's restart kills a guest it left running.
         let mut j = lock(ctx.journal);
         let pid = pid as i32;
         let start_time = journal::process_start_time(j.root(), pid).unwrap_or(0);
         if let Err(e) = j.record(&Entry::Process { pid, start_time }) {
-            journal_error = Some(e.to_string());
+            *journal_error.borrow_mut() = Some(e.to_string());
         }
     };
-    let cancelled = || ctx.killer.is_cancelled();
+    // An unjournalled guest is stopped at once, like a cancelled one.
+    let cancelled = || ctx.killer.is_cancelled() || journal_error.borrow().is_some();
     let run = job::run(
         &machine,
         &kernel.vmlinuz,
@@ -479,7 +520,7 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         &mut on_spawn,
         &cancelled,
     );
-    if let Some(e) = journal_error {
+    if let Some(e) = journal_error.take() {
         return Err(format!("journal the guest's QEMU: {e}"));
     }
     let run = run.map_err(|e| match e {
@@ -488,6 +529,7 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
     })?;
     Ok(Prepared {
         run,
+        cpuset: state.cpuset.clone(),
         prepared,
         output: w.output,
     })

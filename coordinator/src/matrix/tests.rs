@@ -313,11 +313,11 @@ fn unknown_names() {
         "unknown cgroup layout `nested` (known: shared, separate)",
     );
     check_err(
-        &format!("{HEAD}[[hosts]]\nname = \"h\"\nexecutor = \"kvm\"\n"),
+        &format!("{HEAD}[[hosts]]\nname = \"h\"\nexecutor = \"qemu\"\n"),
         6,
         12,
         "hosts[0].executor",
-        "unknown executor `kvm` (known: host)",
+        "unknown executor `qemu` (known: host, tcg, kvm)",
     );
     check_err(
         &format!("kernels = [\"6.1 rc\"]\n{HEAD}"),
@@ -1964,15 +1964,37 @@ fn the_guest_table_shapes_guest_machines_only() {
             memory_mib: 1024
         })
     );
+    // A key left out is 0 on the wire: the arch's default, for each arch.
+    let m = ok(
+        "kernels = [\"debian:6.1.0-57-cloud-amd64\", \"debian:6.1.0-50-s390x\"]\n\
+         name = \"m\"\n[[workloads]]\nname = \"stress-ng\"\n[guest]\nmemory_mib = 1024\n",
+    );
+    assert_eq!(
+        m.cells[0].guest,
+        Some(GuestShape {
+            cpus: 0,
+            numa_nodes: 0,
+            memory_mib: 1024
+        })
+    );
     let guest = |table: &str| {
         format!("kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}[guest]\n{table}")
     };
     check_err(
         &guest("cpus = 6\nnuma_nodes = 4\n"),
-        7,
-        14,
-        "guest.numa_nodes",
-        "6 vCPUs do not split evenly over 4 nodes",
+        5,
+        1,
+        "guest",
+        "for `debian:6.1.0-57-cloud-amd64` (x86_64; fields left out take its default): \
+         6 vCPUs do not split evenly over 4 NUMA nodes",
+    );
+    // x86_64's default 2 nodes do not take 3 vCPUs.
+    check_err(
+        &guest("cpus = 3\n"),
+        5,
+        1,
+        "guest",
+        "3 vCPUs do not split evenly over 2",
     );
     check_err(
         &guest("cpus = 0\n"),
@@ -1983,9 +2005,9 @@ fn the_guest_table_shapes_guest_machines_only() {
     );
     check_err(
         &guest("cpus = 16\nnuma_nodes = 4\nmemory_mib = 256\n"),
-        7,
-        14,
-        "guest.numa_nodes",
+        5,
+        1,
+        "guest",
         "less than 128 MiB a node",
     );
     check_err(
@@ -1998,10 +2020,10 @@ fn the_guest_table_shapes_guest_machines_only() {
     check_err(
         "kernels = [\"debian:6.1.0-50-s390x\"]\nname = \"m\"\n[[workloads]]\n\
          name = \"stress-ng\"\n[guest]\nnuma_nodes = 2\ncpus = 2\n",
-        6,
-        14,
-        "guest.numa_nodes",
-        "without NUMA nodes",
+        5,
+        1,
+        "guest",
+        "s390x guests have no NUMA nodes",
     );
     check_err(
         &format!("{HEAD}[guest]\ncpus = 2\n"),
@@ -2009,5 +2031,32 @@ fn the_guest_table_shapes_guest_machines_only() {
         1,
         "guest",
         "no kernel of the matrix boots in a guest",
+    );
+}
+
+#[test]
+fn an_executor_must_suit_every_kernel() {
+    let hosts = |executor: &str| format!("[[hosts]]\nname = \"h\"\nexecutor = \"{executor}\"\n");
+    ok(&format!(
+        "kernels = [\"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}{}",
+        hosts("tcg")
+    ));
+    ok(&format!("kernels = [\"running\"]\n{HEAD}{}", hosts("host")));
+    check_err(
+        &format!(
+            "kernels = [\"running\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}{}",
+            hosts("host")
+        ),
+        7,
+        12,
+        "hosts[0].executor",
+        "`debian:6.1.0-57-cloud-amd64` boots in a guest",
+    );
+    check_err(
+        &format!("kernels = [\"running\"]\n{HEAD}{}", hosts("kvm")),
+        7,
+        12,
+        "hosts[0].executor",
+        "`running` runs on the agent's own kernel",
     );
 }
