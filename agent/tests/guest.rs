@@ -272,7 +272,11 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     assert!(get("rescheduling_ipis") > 0.0);
     // Sampled from the threads' sched counters: present, and a count.
     assert!(get("cpu_migrations") >= 0.0);
-    assert!((1.2..3.5).contains(&get("cpus_utilised")), "{}", get("cpus_utilised"));
+    assert!(
+        (1.2..3.5).contains(&get("cpus_utilised")),
+        "{}",
+        get("cpus_utilised")
+    );
     eprintln!("{:#?}", t.nodes);
     assert_eq!(t.nodes.len(), 2, "{:?}", t.nodes);
     let threads: f64 = t.nodes.iter().map(|n| n.avg_threads).sum();
