@@ -412,3 +412,36 @@ fn the_kvm_probe_decides_within_its_timeout_and_keeps_its_verdict() {
         farm_agent::guest::arch::Accel::Tcg
     );
 }
+
+/// A guest whose kernel panics (its init exits) powers off at once
+/// (`panic=-1`, `-no-reboot`); the run fails with the panic in the console
+/// tail it carries, and no QEMU is left.
+#[test]
+fn a_guest_that_panics_fails_with_its_console() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    require_prerequisites(GuestArch::X86_64);
+    let cache = cache();
+    let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
+    let initrd = initramfs::build(&cache, Path::new(initramfs::BUSYBOX), initramfs::Init::Exit)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let err = job::run(
+        &qemu::Machine::default(),
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    eprintln!("{:.1?}: {msg}", t.elapsed());
+    assert!(msg.contains("the guest reported nothing"), "{msg}");
+    assert!(
+        msg.contains("Kernel panic"),
+        "the console tail is missing: {msg}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(60));
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+}

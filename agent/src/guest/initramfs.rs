@@ -44,6 +44,8 @@ pub enum Init {
     Runner,
     /// Never powers off (for testing the host's timeout).
     Hang,
+    /// Exits, so that the kernel panics (for testing what a panic gives).
+    Exit,
 }
 
 impl Init {
@@ -51,6 +53,9 @@ impl Init {
         match self {
             Init::Runner => RUNNER,
             Init::Hang => HANG,
+            Init::Exit => {
+                "#!/bin/sh\necho 'farm-guest: init exits on purpose' > /dev/console\nexit 1\n"
+            }
         }
     }
 }

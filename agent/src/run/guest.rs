@@ -523,9 +523,13 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
     if let Some(e) = journal_error.take() {
         return Err(format!("journal the guest's QEMU: {e}"));
     }
-    let run = run.map_err(|e| match e {
-        job::Error::Guest(qemu::Error::Cancelled) => "cancelled by the coordinator".to_string(),
-        e => e.to_string(),
+    let run = run.map_err(|e| {
+        // A guest that hung, panicked or reported nonsense: its console says why.
+        result.log_tail = tail_bytes(&qemu::console_tail(dir.path()));
+        match e {
+            job::Error::Guest(qemu::Error::Cancelled) => "cancelled by the coordinator".to_string(),
+            e => e.to_string(),
+        }
     })?;
     Ok(Prepared {
         run,
