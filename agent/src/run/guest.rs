@@ -78,18 +78,6 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     // The guest's QEMU was journalled: it is gone now (killed or exited),
     // and the journal forgets it.
     let restored = lock(ctx.journal).restore();
-    // After the run, so that nothing it is about to use goes; its own
-    // entries were just touched.
-    if let Some(cache) = &ctx.workload.guest_cache {
-        match cache::evict(cache, ctx.workload.guest_cache_max_bytes) {
-            Ok(e) => {
-                for f in &e.failed {
-                    tracing::warn!(failure = %f, "guest cache: an entry could not be evicted");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "guest cache: eviction failed"),
-        }
-    }
     match outcome {
         Ok(g) => report(&g, &mut result),
         Err(e) => result.error = e,
@@ -101,6 +89,18 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     }
     result.finished_unix_ms = unix_ms(SystemTime::now());
     result.ok = result.error.is_empty();
+    // After the run (and outside its times), so that nothing it is about to
+    // use goes; its own entries were just touched.
+    if let Some(cache) = &ctx.workload.guest_cache {
+        match cache::evict(cache, ctx.workload.guest_cache_max_bytes) {
+            Ok(e) => {
+                for f in &e.failed {
+                    tracing::warn!(failure = %f, "guest cache: an entry could not be evicted");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "guest cache: eviction failed"),
+        }
+    }
     result
 }
 
