@@ -211,10 +211,14 @@ pub fn boot(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Res
     })
 }
 
+/// Lines of the console a failed guest's error carries: a kernel panic's
+/// header, registers and call trace take about 60.
+const CONSOLE_TAIL_LINES: usize = 80;
+
 /// The last lines of the console log in `dir`.
 pub(crate) fn console_tail(dir: &Path) -> String {
     let text = fs::read(dir.join("console.log")).unwrap_or_default();
-    super::tail(&String::from_utf8_lossy(&text), 30)
+    super::tail(&String::from_utf8_lossy(&text), CONSOLE_TAIL_LINES)
 }
 
 /// Runs QEMU until it exits (or kills it at the timeout or when `watch`
