@@ -14,6 +14,7 @@
 //! | `session <sid>` | the workload's session: it runs under `setsid`, its pid is its sid |
 //! | `sample <uptime>` | starts a sweep at `/proc/uptime`'s first field (`12.34`) |
 //! | `task <line>` | a `/proc/PID/task/TID/stat` line, every task of the guest |
+//! | `sampler <u> <s> <cu> <cs>` | the sampler's own `times` (itself, then its children) when it stops |
 //! | `mig <line>` | `grep -H '^se.nr_migrations' /proc/PID/task/TID/sched`: a task's migrations so far |
 //! | `cpu <line>` | a `cpu` or `cpu<N>` line of `/proc/stat` |
 //!
@@ -28,10 +29,10 @@
 //! was gone, the host sampler skips it alike. Anything else that does not
 //! parse is an error.
 //!
-//! What the host sampler measures and the guest cannot:
-//! - the sampling cost: the runner's sweeps are shell loops in the guest,
-//!   their CPU time is not measured (`Collected::cost` is zero, and without
-//!   perf counts there is no `telemetry_overhead_pct` anyway);
+//! What the host sampler measures and the guest measures otherwise:
+//! - the sampling cost: the runner's sampler is a shell loop; its CPU time
+//!   (itself and the programs it forks, by `times`) is `Collected::cost`,
+//!   and `telemetry_overhead_pct` is that against the workload's CPU time;
 //! - perf's counts (`task_clock_s`, `page_faults`): the workload's
 //!   `context_switches` are replaced by the guest-wide `ctxt` delta, its CPU
 //!   time by `times` (and `cpus_utilised` by CPU time over wall time), and
@@ -159,6 +160,8 @@ pub struct Observed {
     irq_before: Vec<String>,
     irq_after: Vec<String>,
     session: Option<u32>,
+    /// The sampler's own CPU time, in ms.
+    sampler_ms: Option<u64>,
     sweeps: Vec<Sweep>,
     skipped_tasks: usize,
 }
@@ -182,6 +185,7 @@ impl Observed {
             "sample" => self.sample(rest),
             "task" => self.task(rest),
             "mig" => self.mig(rest),
+            "sampler" => self.sampler(rest),
             "cpu" => self.cpu(rest),
             _ => return Ok(false),
         };
@@ -320,6 +324,24 @@ impl Observed {
         Ok(())
     }
 
+    /// `sampler <user> <sys> <children user> <children sys>`, in `times`'
+    /// format.
+    fn sampler(&mut self, rest: &str) -> Result<(), String> {
+        if self.sampler_ms.is_some() {
+            return Err("a second `sampler` line".into());
+        }
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() != 4 {
+            return Err("expected four `times` values".into());
+        }
+        let mut total = 0u64;
+        for v in f {
+            total = total.saturating_add(clock_ms(v).ok_or_else(|| format!("bad time `{v}`"))?);
+        }
+        self.sampler_ms = Some(total);
+        Ok(())
+    }
+
     /// `/proc/<pid>/task/<tid>/sched:se.nr_migrations   :   <n>`.
     fn mig(&mut self, rest: &str) -> Result<(), String> {
         let sweep = self.sweep()?;
@@ -436,8 +458,7 @@ impl Observed {
             }
         }
         out.threads_read = out.threads_seen;
-        // The sampling cost inside the guest is not measured.
-        out.cost = Duration::ZERO;
+        out.cost = Duration::from_millis(self.sampler_ms.unwrap_or(0));
         out.interval = Duration::from_millis(median_spacing(sweeps));
         Ok(out)
     }
@@ -518,6 +539,13 @@ pub fn build(
         let (user, sys) = (spent("user", user0, user1)?, spent("system", sys0, sys1)?);
         metrics.push(metric("user_s", user, "s"));
         metrics.push(metric("sys_s", sys, "s"));
+        // As the host: what sampling cost against the CPU time it watched.
+        if let Some(ms) = obs.sampler_ms
+            && user + sys > 0.0
+        {
+            let pct = ms as f64 / 1000.0 / (user + sys) * 100.0;
+            metrics.push(metric("telemetry_overhead_pct", pct, "%"));
+        }
         if wall_s > 0.0 {
             metrics.push(Metric {
                 direction: Direction::HigherIsBetter as i32,
@@ -1119,10 +1147,25 @@ irq after RST:          0          1   [CPU] CPU Restart"#;
             mig(231, 7),
             // 232 exited before this sweep: its last count stands.
             "times after 0m1.00s 0m0.50s".into(),
+            "sampler 0m0.01s 0m0.02s 0m0.004s 0m0.011s".into(),
         ]
         .join("\n");
         let obs = feed(&text);
-        let (metrics, _) = build(&obs, 1.0, &[0, 1], 100).unwrap();
+        let (metrics, t) = build(&obs, 1.0, &[0, 1], 100).unwrap();
+        // 45 ms of sampling against 1.5 s of the workload's CPU.
+        assert!(close(
+            value(&metrics, "telemetry_overhead_pct").unwrap(),
+            3.0
+        ));
+        assert_eq!(t.sample_interval_ms, 500);
+        let mut twice = feed(&text);
+        assert!(
+            twice
+                .line("sampler", "0m0.01s 0m0.02s 0m0.00s 0m0.00s")
+                .unwrap_err()
+                .contains("second")
+        );
+        assert!(Observed::new().line("sampler", "0m0.01s 0m0.02s").is_err());
         // 7 + 1; the runner's task (session 1) is in no count.
         assert_eq!(value(&metrics, "cpu_migrations"), Some(8.0));
         assert!(close(value(&metrics, "cpus_utilised").unwrap(), 1.5));
