@@ -26,6 +26,8 @@ need qemu-system-s390x qemu-system-misc
 need cpio cpio
 # The ELF reader that finds a foreign binary's shared libraries.
 need readelf binutils
+# The metrics test checks the coordinator's /metrics with promtool.
+need promtool prometheus
 update=0
 if ! dpkg --print-foreign-architectures | grep -qx s390x; then
     echo "adding the foreign architecture s390x"

@@ -9,12 +9,14 @@
 //! - [`matrix`]: matrix files: parsing, validation, expansion into cells and runs.
 //! - [`placement`]: which agent can serve which cell, and why none can.
 //! - [`results`]: per-cell medians and ratios to baselines.
+//! - [`metrics`]: Prometheus metrics of the fleet and the results, `/metrics`.
 //! - [`auth`]: agent and submitter tokens.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
 pub mod auth;
 pub mod matrix;
+pub mod metrics;
 pub mod placement;
 pub mod results;
 pub mod scheduler;

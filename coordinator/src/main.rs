@@ -26,6 +26,15 @@ struct Args {
     /// Attempts after which a run whose agents keep vanishing fails.
     #[arg(long, default_value_t = 3)]
     max_attempts: u32,
+    /// Serve Prometheus metrics at http://ADDR/metrics; port 0 picks a free
+    /// one (written to DATA_DIR/metrics.addr). Off when unset.
+    #[arg(long, env = "FARM_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
+    /// Most series each results metric family (medians, baselines,
+    /// regression ratios) shows; the newest matrices' are kept.
+    #[arg(long, default_value_t = farm_coordinator::metrics::DEFAULT_SERIES_LIMIT,
+          env = "FARM_METRICS_SERIES_LIMIT")]
+    metrics_series_limit: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,18 +55,22 @@ fn main() -> anyhow::Result<()> {
     }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     rt.block_on(async {
-        let coordinator = Options {
+        let mut coordinator = Options {
             listen: args.listen,
             data_dir: args.data_dir,
             scheduler: Config {
                 heartbeat_ms: args.heartbeat_ms,
                 lease_ms: args.lease_ms,
                 max_attempts: args.max_attempts,
+                metrics_series_limit: args.metrics_series_limit,
             },
             tls: None,
         }
         .build()
         .await?;
+        if let Some(addr) = args.metrics_listen {
+            coordinator = coordinator.listen_metrics(addr).await?;
+        }
         coordinator.run(shutdown_signal()).await?;
         Ok(())
     })

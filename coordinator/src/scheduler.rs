@@ -21,6 +21,7 @@ use tonic::Status;
 use tracing::{debug, info, warn};
 
 use crate::matrix::Matrix;
+use crate::metrics::Metrics;
 use crate::placement::{self, Requirement};
 use crate::results;
 use crate::store::{self, AgentRecord, MatrixRecord, Op, RunRecord, RunState, Store};
@@ -42,6 +43,8 @@ pub struct Config {
     pub lease_ms: u32,
     /// A run whose agents were lost this many times fails instead of re-queueing.
     pub max_attempts: u32,
+    /// Most series each results metric family shows (`crate::metrics`).
+    pub metrics_series_limit: usize,
 }
 
 impl Default for Config {
@@ -50,6 +53,7 @@ impl Default for Config {
             heartbeat_ms: 1_000,
             lease_ms: 5_000,
             max_attempts: 3,
+            metrics_series_limit: crate::metrics::DEFAULT_SERIES_LIMIT,
         }
     }
 }
@@ -168,6 +172,8 @@ struct RunMem {
     rec: RunRecord,
     matrix_seq: u64,
     assigned_at: Option<Instant>,
+    /// When it last became dispatchable, for the assignment latency.
+    queued_at: Instant,
 }
 
 struct Scheduler {
@@ -189,12 +195,26 @@ struct Scheduler {
     ops: Vec<Op>,
     outbox: Vec<(String, CoordinatorMessage)>,
     after_commit: Vec<Box<dyn FnOnce() + Send>>,
+    metrics: Metrics,
+    /// An agent connected, left or re-registered: the fleet gauge is redone
+    /// at the next tick (not per event: thousands may connect at once).
+    fleet_changed: bool,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
 pub fn spawn(
     store: Store,
     config: Config,
+) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
+    spawn_with(store, config, Metrics::new(config.metrics_series_limit))
+}
+
+/// [`spawn`], keeping `metrics` up to date (its registry is what a
+/// `/metrics` endpoint serves).
+pub fn spawn_with(
+    store: Store,
+    config: Config,
+    metrics: Metrics,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
     let mut s = Scheduler {
         store,
@@ -210,6 +230,8 @@ pub fn spawn(
         ops: Vec::new(),
         outbox: Vec::new(),
         after_commit: Vec::new(),
+        metrics,
+        fleet_changed: false,
     };
     s.recover()?;
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -306,6 +328,7 @@ impl Scheduler {
                     rec: r,
                     matrix_seq,
                     assigned_at: None,
+                    queued_at: now,
                 },
             );
         }
@@ -330,6 +353,7 @@ impl Scheduler {
             assigned,
             "recovered state from the store"
         );
+        self.recover_metrics();
         Ok(())
     }
 
@@ -378,6 +402,9 @@ impl Scheduler {
             // After the commit: nobody is shown what is not on disk.
             let ticked = std::mem::take(&mut self.ticked);
             self.publish(ticked);
+            if ticked && std::mem::take(&mut self.fleet_changed) {
+                self.refresh_fleet_metrics();
+            }
         }
         Ok(())
     }
@@ -386,6 +413,7 @@ impl Scheduler {
         if !self.ops.is_empty() {
             let t = Instant::now();
             self.store.apply(&self.ops)?;
+            self.metrics.store_committed(t.elapsed());
             debug!(
                 ops = self.ops.len(),
                 elapsed_us = t.elapsed().as_micros() as u64,
@@ -437,6 +465,7 @@ impl Scheduler {
                 {
                     info!(agent = %agent_id, "agent stream closed");
                     a.session = None;
+                    self.fleet_changed = true;
                     self.idle.remove(&agent_id);
                 }
             }
@@ -507,6 +536,7 @@ impl Scheduler {
         });
         a.capabilities = capabilities;
         a.last_seen_ms = now;
+        self.fleet_changed = true;
         self.ops.push(Op::PutAgent(Box::new(AgentRecord {
             agent_id: id.clone(),
             capabilities: a.capabilities.clone(),
@@ -529,6 +559,7 @@ impl Scheduler {
         };
         a.session = Some((session, tx));
         a.lease_until = Instant::now() + lease;
+        self.fleet_changed = true;
         a.last_seen_ms = now_ms();
         let id = hello.agent_id.clone();
         let previous = a.current.take();
@@ -664,6 +695,8 @@ impl Scheduler {
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         let matrix_id = run.rec.matrix_id.clone();
         let finished = run.rec.state == RunState::Finished;
+        self.metrics
+            .run_ended(finished, run.assigned_at.map(|t| t.elapsed()));
         if let Some((other, attempt)) = other {
             self.outbox.push((
                 other,
@@ -794,6 +827,7 @@ impl Scheduler {
                 rec,
                 matrix_seq: m.rec.seq,
                 assigned_at: None,
+                queued_at: Instant::now(),
             },
         );
     }
@@ -820,8 +854,10 @@ impl Scheduler {
                 error: format!("lost {} times ({why}); giving up", run.rec.attempt),
                 ..Default::default()
             });
+            self.metrics.run_ended(false, None);
         } else {
             run.rec.state = RunState::Queued;
+            run.queued_at = Instant::now();
             self.queues
                 .entry((run.matrix_seq, run.rec.cell))
                 .or_default()
@@ -850,6 +886,7 @@ impl Scheduler {
             warn!(agent = %id, run = ?a.current, "agent lease expired");
             if let Some((_, tx)) = a.session.take() {
                 let _ = tx.send(Err(Status::unavailable("lease expired: no heartbeat")));
+                self.fleet_changed = true;
             }
             if let Some(run) = a.current.take() {
                 self.requeue(&id, &run.run_id, "its agent's lease expired");
@@ -919,6 +956,7 @@ impl Scheduler {
         run.rec.attempt += 1;
         run.rec.agent_id = agent_id.to_string();
         run.assigned_at = Some(Instant::now());
+        self.metrics.run_assigned(run.queued_at.elapsed());
         let msg = CoordinatorMessage {
             msg: Some(coordinator_message::Msg::Assign(RunAssignment {
                 run: Some(RunRef {
@@ -1014,6 +1052,7 @@ impl Scheduler {
                     rec: r,
                     matrix_seq: seq,
                     assigned_at: None,
+                    queued_at: Instant::now(),
                 },
             );
         }
@@ -1137,6 +1176,7 @@ impl Scheduler {
     /// Sends fresh statuses to watchers of changed matrices, at most every
     /// [`PUBLISH_EVERY`] while a matrix runs, and at once when it ends.
     fn publish(&mut self, tick: bool) {
+        let mut just_done = Vec::new();
         let dirty: Vec<String> = self
             .matrices
             .iter()
@@ -1153,10 +1193,20 @@ impl Scheduler {
                 if ended && m.status.borrow().state == MatrixState::Running as i32 {
                     info!(matrix = %id, state = ?MatrixState::try_from(st.state).ok(), "matrix ended");
                 }
+                let done = MatrixState::Done as i32;
+                if st.state == done && m.status.borrow().state != done {
+                    just_done.push(id.clone());
+                }
+                self.metrics
+                    .run_counts_changed(m.status.borrow().counts.as_ref(), st.counts.as_ref());
                 m.status.send_replace(st);
                 m.dirty = false;
                 m.published = Some(Instant::now());
             }
+        }
+        // After the statuses: a watcher is not kept waiting for the summaries.
+        for id in just_done {
+            self.matrix_done_metrics(&id);
         }
     }
 
@@ -1304,5 +1354,6 @@ fn cancel_msg(r: RunRef) -> CoordinatorMessage {
     }
 }
 
+mod observe;
 #[cfg(test)]
 mod tests;

@@ -13,12 +13,15 @@ use tonic::transport::{Server, ServerTlsConfig};
 use tracing::info;
 
 use crate::auth::{Role, Tokens};
+use crate::metrics::Metrics;
 use crate::scheduler::{self, Config, Event, Handle};
 use crate::service::{Agents, Farm};
 use crate::store::Store;
 
 /// The file in the data directory that holds the address actually bound.
 pub const ADDR_FILE: &str = "coordinator.addr";
+/// The file in the data directory that holds the metrics endpoint's address.
+pub const METRICS_ADDR_FILE: &str = "metrics.addr";
 pub const DB_FILE: &str = "farm.db";
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +59,10 @@ pub struct Options {
 
 pub struct Coordinator {
     listener: TcpListener,
+    data_dir: PathBuf,
+    /// What `/metrics` serves; the scheduler thread updates it.
+    registry: prometheus::Registry,
+    metrics_listener: Option<TcpListener>,
     handle: Handle,
     tokens: Tokens,
     tls: Option<ServerTlsConfig>,
@@ -72,7 +79,9 @@ impl Options {
         std::fs::create_dir_all(&self.data_dir).map_err(dir_err)?;
         let tokens = Tokens::load_or_create(&self.data_dir)?;
         let store = Store::open(&self.data_dir.join(DB_FILE))?;
-        let (handle, scheduler) = scheduler::spawn(store, self.scheduler)?;
+        let metrics = Metrics::new(self.scheduler.metrics_series_limit);
+        let registry = metrics.registry().clone();
+        let (handle, scheduler) = scheduler::spawn_with(store, self.scheduler, metrics)?;
         let listener = TcpListener::bind(self.listen)
             .await
             .map_err(|source| Error::Listen {
@@ -87,6 +96,9 @@ impl Options {
         info!(%addr, data_dir = %self.data_dir.display(), "coordinator listening");
         Ok(Coordinator {
             listener,
+            data_dir: self.data_dir,
+            registry,
+            metrics_listener: None,
             handle,
             tokens,
             tls: self.tls,
@@ -106,6 +118,39 @@ impl Coordinator {
         &self.tokens
     }
 
+    /// Binds the Prometheus endpoint (`GET /metrics`, plain HTTP), which
+    /// [`Coordinator::run`] then serves; port 0 picks a free port. The
+    /// address bound goes to DATA_DIR/metrics.addr.
+    ///
+    /// A method rather than an `Options` field so that code building
+    /// `Options` field by field keeps compiling.
+    pub async fn listen_metrics(mut self, addr: SocketAddr) -> Result<Coordinator, Error> {
+        let listen_err = |source| Error::Listen { addr, source };
+        let listener = TcpListener::bind(addr).await.map_err(listen_err)?;
+        let bound = listener.local_addr().map_err(listen_err)?;
+        std::fs::write(self.data_dir.join(METRICS_ADDR_FILE), format!("{bound}\n")).map_err(
+            |source| Error::DataDir {
+                path: self.data_dir.clone(),
+                source,
+            },
+        )?;
+        info!(addr = %bound, "metrics endpoint listening");
+        self.metrics_listener = Some(listener);
+        Ok(self)
+    }
+
+    /// The metrics endpoint's address, once [`Coordinator::listen_metrics`] bound it.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
+    /// The registry `/metrics` serves.
+    pub fn registry(&self) -> &prometheus::Registry {
+        &self.registry
+    }
+
     /// Serves until `shutdown` resolves.
     pub async fn run(
         self,
@@ -113,11 +158,16 @@ impl Coordinator {
     ) -> Result<(), Error> {
         let Coordinator {
             listener,
+            data_dir: _,
+            registry,
+            metrics_listener,
             handle,
             tokens,
             tls,
             scheduler,
         } = self;
+        let metrics =
+            metrics_listener.map(|l| tokio::spawn(crate::metrics::http::serve(l, registry)));
         let ticker = {
             let handle = handle.clone();
             tokio::spawn(async move {
@@ -159,6 +209,9 @@ impl Coordinator {
             .serve_with_incoming_shutdown(stream, shutdown)
             .await;
         ticker.abort();
+        if let Some(m) = metrics {
+            m.abort();
+        }
         drop(handle);
         served?;
         if scheduler.is_finished() {

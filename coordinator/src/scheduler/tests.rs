@@ -53,6 +53,7 @@ impl Farm {
                 heartbeat_ms: 1000,
                 lease_ms,
                 max_attempts,
+                ..Default::default()
             },
         )
         .unwrap();

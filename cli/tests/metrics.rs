@@ -1,0 +1,287 @@
+//! The coordinator's `/metrics`: a real coordinator and agent run a matrix
+//! with a clear regression, and the scrape shows the fleet, the runs, the
+//! series and the regression, in a text `promtool check metrics` accepts.
+//!
+//! Needs `promtool` (Debian package `prometheus`; scripts/test.sh installs
+//! it). It fails loudly where it is missing.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{Farm, serial, wait_for};
+
+/// A sample line: metric name, labels, value.
+type Line = (String, BTreeMap<String, String>, f64);
+
+/// Parses the samples of the text format (label values may hold commas
+/// and escaped quotes; workload labels do).
+fn samples(text: &str) -> Vec<Line> {
+    let mut out = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (name, rest) = match line.find('{') {
+            Some(i) => (&line[..i], &line[i + 1..]),
+            None => {
+                let (n, v) = line.split_once(' ').unwrap();
+                out.push((n.to_string(), BTreeMap::new(), v.parse().unwrap()));
+                continue;
+            }
+        };
+        let mut labels = BTreeMap::new();
+        let mut chars = rest.chars();
+        loop {
+            let key: String = chars.by_ref().take_while(|&c| c != '=').collect();
+            assert_eq!(chars.next(), Some('"'), "{line}");
+            let mut value = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => match chars.next() {
+                        Some('n') => value.push('\n'),
+                        Some(c) => value.push(c),
+                        None => break,
+                    },
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+            labels.insert(key.trim_start_matches(',').to_string(), value);
+            match chars.next() {
+                Some(',') => {
+                    if chars.as_str().starts_with('}') {
+                        chars.next();
+                        break;
+                    }
+                }
+                Some('}') => break,
+                other => panic!("unexpected {other:?} in {line}"),
+            }
+        }
+        let value = chars.as_str().trim();
+        out.push((name.to_string(), labels, value.parse().unwrap()));
+    }
+    out
+}
+
+/// `GET /metrics` with a plain socket: the status line, headers and body.
+fn scrape(addr: SocketAddr, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.to_string(), body.to_string())
+}
+
+/// The metrics endpoint's address, once the coordinator has written it.
+fn metrics_addr(farm: &Farm) -> SocketAddr {
+    let file = farm.data_dir().join("metrics.addr");
+    wait_for(Duration::from_secs(30), "metrics.addr", || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    std::fs::read_to_string(&file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn find<'a>(lines: &'a [Line], name: &str, labels: &[(&str, &str)]) -> Option<&'a Line> {
+    lines.iter().find(|(n, l, _)| {
+        n == name
+            && labels
+                .iter()
+                .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+    })
+}
+
+#[test]
+fn metrics_show_the_fleet_the_runs_and_a_regression_and_pass_promtool() {
+    let _g = serial();
+    let mut farm = Farm::start(&["--metrics-listen", "127.0.0.1:0"]);
+    let addr_file = farm.data_dir().join("metrics.addr");
+    let addr = metrics_addr(&farm);
+    farm.start_agent();
+    farm.wait_agents(1);
+    // Three times the work on one side: wall_s regresses beyond doubt with
+    // five runs a side.
+    let file = farm.write(
+        "m.toml",
+        r#"
+name = "metrics"
+repetitions = 5
+timeout_s = 60
+
+[[workloads]]
+name = "cpu-hog"
+params = { threads = 1, seconds = [0.1, 0.3] }
+
+[baseline]
+seconds = 0.1
+
+[verdict]
+max_runs = 10
+"#,
+    );
+    let id = farm.submit(&file);
+    let out = farm.farmctl(&["watch", &id]);
+    assert!(
+        out.status.success(),
+        "watch: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = farm.results(&id);
+    let runs = results["results"].as_array().unwrap().len();
+
+    let (head, _) = scrape(addr, "/nope");
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+
+    let candidate = "cpu-hog(seconds=0.3,threads=1)";
+    let mut text = String::new();
+    // The results gauges follow the matrix's end, right after its status.
+    wait_for(Duration::from_secs(10), "the regression gauge", || {
+        let (head, body) = scrape(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: text/plain; version=0.0.4"),
+            "{head}"
+        );
+        text = body;
+        find(&samples(&text), "farm_regression_ratio", &[]).is_some()
+    });
+    let lines = samples(&text);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let agents = find(
+        &lines,
+        "farm_agents_connected",
+        &[
+            ("arch", std::env::consts::ARCH),
+            ("executor", "host"),
+            ("kernel", release.trim()),
+        ],
+    );
+    assert_eq!(agents.map(|l| l.2), Some(1.0), "{text}");
+    let ok = find(&lines, "farm_runs_finished_total", &[("outcome", "ok")]);
+    assert_eq!(ok.map(|l| l.2), Some(runs as f64), "{text}");
+    for name in [
+        "farm_run_duration_seconds_count",
+        "farm_run_assignment_latency_seconds_count",
+    ] {
+        assert_eq!(
+            find(&lines, name, &[]).map(|l| l.2),
+            Some(runs as f64),
+            "{name}: {text}"
+        );
+    }
+    assert!(
+        find(&lines, "farm_store_commit_latency_seconds_count", &[]).is_some_and(|l| l.2 >= 1.0),
+        "{text}"
+    );
+    assert_eq!(
+        find(&lines, "farm_runs", &[("state", "queued")]).map(|l| l.2),
+        Some(0.0),
+        "{text}"
+    );
+    let median = find(
+        &lines,
+        "farm_series_median",
+        &[
+            ("workload", candidate),
+            ("metric", "wall_s"),
+            ("kernel", "running"),
+        ],
+    );
+    assert!(
+        median.is_some_and(|l| l.2 > 0.25 && l.2 < 1.0),
+        "{median:?}: {text}"
+    );
+    assert!(
+        find(
+            &lines,
+            "farm_series_baseline_median",
+            &[("workload", candidate), ("metric", "wall_s")],
+        )
+        .is_some_and(|l| l.2 > 0.05 && l.2 < 0.3),
+        "{text}"
+    );
+    let regression = find(
+        &lines,
+        "farm_regression_ratio",
+        &[
+            ("workload", candidate),
+            ("metric", "wall_s"),
+            ("kernel", "running"),
+            ("matrix", id.as_str()),
+        ],
+    )
+    .unwrap_or_else(|| panic!("no wall_s regression of {id}: {text}"));
+    assert!(regression.2 > 2.0, "{regression:?}");
+    for key in ["state", "host"] {
+        assert!(regression.1.contains_key(key), "{regression:?}");
+    }
+
+    check_with_promtool(&text);
+
+    // A restarted coordinator shows the same results, recovered from the store.
+    farm.kill_coordinator();
+    std::fs::remove_file(&addr_file).unwrap();
+    farm.start_coordinator();
+    let addr = metrics_addr(&farm);
+    let (_, text) = scrape(addr, "/metrics");
+    let lines = samples(&text);
+    let again = find(
+        &lines,
+        "farm_regression_ratio",
+        &[
+            ("workload", candidate),
+            ("metric", "wall_s"),
+            ("matrix", id.as_str()),
+        ],
+    );
+    assert_eq!(again.map(|l| l.2), Some(regression.2), "{text}");
+    assert!(
+        find(&lines, "farm_series_median", &[("workload", candidate)]).is_some(),
+        "{text}"
+    );
+}
+
+fn check_with_promtool(text: &str) {
+    let promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut promtool = match promtool {
+        Ok(p) => p,
+        Err(e) => panic!(
+            "promtool could not be started ({e}): install the Debian package \
+             `prometheus` (scripts/test.sh does)"
+        ),
+    };
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

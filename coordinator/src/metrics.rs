@@ -1,0 +1,316 @@
+//! Prometheus metrics of the coordinator, served at `GET /metrics` ([`http`]).
+//!
+//! Fleet: agents connected, runs queued and running, runs ended, how long a
+//! run waits for an agent and how long it runs, how long a store commit
+//! takes. Results: each series' latest median and its baseline's, and the
+//! ratio of every regression of a series' latest matrix.
+//!
+//! The scheduler thread owns [`Metrics`] and is its only writer; the HTTP
+//! endpoint only gathers the [`Registry`], so a scrape never waits for the
+//! scheduler nor makes it compute. The results gauges are recomputed when a
+//! matrix ends and at start-up, with the pure functions of [`series`].
+//!
+//! Cardinality is bounded: each results family shows at most `series_limit`
+//! series (default [`DEFAULT_SERIES_LIMIT`]), those of the newest matrices;
+//! `farm_metrics_dropped_series` says how many the cap left out. A series
+//! whose latest matrix no longer has it, and a regression its latest matrix
+//! no longer shows, are removed, not left at their last value. The fleet
+//! gauges are bounded by the fleet itself (arch × executor × kernel).
+
+mod fleet;
+pub mod http;
+pub mod series;
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use farm_proto::{Capabilities, RunCounts};
+use prometheus::{GaugeVec, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+pub use series::{Ended, Sample};
+
+/// Most series each results family shows.
+pub const DEFAULT_SERIES_LIMIT: usize = 10_000;
+
+/// A gauge family whose set of series is replaced as a whole: series not in
+/// the new set are removed (no stale values), the others set in place (a
+/// scrape never sees the family half empty).
+struct Replaced {
+    vec: GaugeVec,
+    shown: HashSet<Vec<String>>,
+}
+
+impl Replaced {
+    fn new(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Replaced {
+        let vec = GaugeVec::new(Opts::new(name, help), labels).expect("valid gauge options");
+        register(registry, vec.clone());
+        Replaced {
+            vec,
+            shown: HashSet::new(),
+        }
+    }
+
+    fn replace(&mut self, points: &[series::Point]) {
+        let next: HashSet<Vec<String>> = points.iter().map(|(l, _)| l.clone()).collect();
+        for gone in self.shown.difference(&next) {
+            // Only this owner adds or removes series: it is there.
+            let _ = self.vec.remove_label_values(&refs(gone));
+        }
+        for (labels, value) in points {
+            if let Ok(g) = self.vec.get_metric_with_label_values(&refs(labels)) {
+                g.set(*value);
+            }
+        }
+        self.shown = next;
+    }
+}
+
+fn refs(labels: &[String]) -> Vec<&str> {
+    labels.iter().map(String::as_str).collect()
+}
+
+/// Registering distinct, valid families in a registry of their own cannot
+/// fail; a failure is a bug in this file, which the unit tests catch.
+fn register(registry: &Registry, c: impl prometheus::core::Collector + 'static) {
+    registry
+        .register(Box::new(c))
+        .expect("metric families are distinct and valid");
+}
+
+fn histogram(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> Histogram {
+    let h = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec()))
+        .expect("valid histogram options");
+    register(registry, h.clone());
+    h
+}
+
+pub struct Metrics {
+    registry: Registry,
+    agents_connected: Replaced,
+    runs: IntGaugeVec,
+    runs_finished: IntCounterVec,
+    assignment_latency: Histogram,
+    run_duration: Histogram,
+    store_commit_latency: Histogram,
+    series_median: Replaced,
+    series_baseline_median: Replaced,
+    regression_ratio: Replaced,
+    dropped: IntGaugeVec,
+    series_limit: usize,
+    /// The samples of the ended matrices the results gauges still show, by
+    /// matrix seq: a new matrix is merged with them, not with all history.
+    ended: BTreeMap<u64, Ended>,
+}
+
+const SERIES_HELP: &str = "in the metric's own unit (the `metric` label, as `farmctl results` \
+     shows it; `wall_s` is seconds)";
+
+impl Metrics {
+    pub fn new(series_limit: usize) -> Metrics {
+        let registry = Registry::new();
+        let agents_connected = Replaced::new(
+            &registry,
+            "farm_agents_connected",
+            "Agents with an open stream, by arch, executor and running kernel; an agent \
+             offering several executors counts under each. What the fleet can run now.",
+            &["arch", "executor", "kernel"],
+        );
+        let runs = IntGaugeVec::new(
+            Opts::new(
+                "farm_runs",
+                "Runs waiting for an agent (queued) and being executed (running), over all \
+                 matrices. A queue that grows while agents idle means cells no agent satisfies.",
+            ),
+            &["state"],
+        )
+        .expect("valid gauge options");
+        register(&registry, runs.clone());
+        let runs_finished = IntCounterVec::new(
+            Opts::new(
+                "farm_runs_finished_total",
+                "Runs ended since the coordinator started: ok (the workload reported its \
+                 figures) or failed (it did not, or its agents were lost too often).",
+            ),
+            &["outcome"],
+        )
+        .expect("valid counter options");
+        register(&registry, runs_finished.clone());
+        let assignment_latency = histogram(
+            &registry,
+            "farm_run_assignment_latency_seconds",
+            "Time from a run becoming dispatchable (queued, or re-queued after a lost agent) \
+             to its push to an agent: milliseconds when agents are idle, the queue's wait \
+             otherwise.",
+            &[
+                0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
+                14400.0,
+            ],
+        );
+        let run_duration = histogram(
+            &registry,
+            "farm_run_duration_seconds",
+            "Time from a run's push to an agent to its result: state changes, telemetry, \
+             the workload (and a guest's boot), restore.",
+            &[
+                0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
+                7200.0,
+            ],
+        );
+        let store_commit_latency = histogram(
+            &registry,
+            "farm_store_commit_latency_seconds",
+            "Time to commit one batch of the scheduler's changes to the store (one fsync); \
+             every ack and assignment waits for it.",
+            &[
+                0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+            ],
+        );
+        let series_median = Replaced::new(
+            &registry,
+            "farm_series_median",
+            &format!(
+                "Median of a metric over a cell's finished runs in the latest ended matrix \
+                 of its series (workload with parameters and loads, kernel, state, host \
+                 class), {SERIES_HELP}."
+            ),
+            &series::SERIES_LABELS,
+        );
+        let series_baseline_median = Replaced::new(
+            &registry,
+            "farm_series_baseline_median",
+            &format!(
+                "Median of the same metric in the baseline cell the series' latest matrix \
+                 compared it with, {SERIES_HELP}."
+            ),
+            &series::SERIES_LABELS,
+        );
+        let mut labels = series::SERIES_LABELS.to_vec();
+        labels.push("matrix");
+        let regression_ratio = Replaced::new(
+            &registry,
+            "farm_regression_ratio",
+            "Candidate median / baseline median of a primary metric whose verdict is a \
+             regression in the latest ended matrix of its series (the matrix label); \
+             gone once a later matrix no longer regresses. Above 1 is slower for times, \
+             below 1 is less throughput.",
+            &labels,
+        );
+        let dropped = IntGaugeVec::new(
+            Opts::new(
+                "farm_metrics_dropped_series",
+                "Series a results family leaves out because of its cap (the oldest \
+                 matrices' first); raise --metrics-series-limit if this is not 0.",
+            ),
+            &["family"],
+        )
+        .expect("valid gauge options");
+        register(&registry, dropped.clone());
+        // Every label value known in advance exists from the start, so that
+        // rate() and absent() work before the first event.
+        for state in ["queued", "running"] {
+            runs.with_label_values(&[state]).set(0);
+        }
+        for outcome in ["ok", "failed"] {
+            runs_finished.with_label_values(&[outcome]).reset();
+        }
+        for family in FAMILIES {
+            dropped.with_label_values(&[family]).set(0);
+        }
+        Metrics {
+            registry,
+            agents_connected,
+            runs,
+            runs_finished,
+            assignment_latency,
+            run_duration,
+            store_commit_latency,
+            series_median,
+            series_baseline_median,
+            regression_ratio,
+            dropped,
+            series_limit,
+            ended: BTreeMap::new(),
+        }
+    }
+
+    /// What the HTTP endpoint gathers; cheap to clone, shared with the owner.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// A queued run was pushed to an agent after waiting `waited`.
+    pub fn run_assigned(&self, waited: Duration) {
+        self.assignment_latency.observe(waited.as_secs_f64());
+    }
+
+    /// A run ended, `ran` after its push when this process pushed it.
+    pub fn run_ended(&self, ok: bool, ran: Option<Duration>) {
+        let outcome = if ok { "ok" } else { "failed" };
+        self.runs_finished.with_label_values(&[outcome]).inc();
+        if let Some(d) = ran {
+            self.run_duration.observe(d.as_secs_f64());
+        }
+    }
+
+    pub fn store_committed(&self, took: Duration) {
+        self.store_commit_latency.observe(took.as_secs_f64());
+    }
+
+    /// A matrix's run counts went from `old` to `new` (either may be unset).
+    pub fn run_counts_changed(&self, old: Option<&RunCounts>, new: Option<&RunCounts>) {
+        let get = |c: Option<&RunCounts>| c.map_or((0, 0), |c| (c.queued, c.running));
+        let ((oq, or), (nq, nr)) = (get(old), get(new));
+        for (state, o, n) in [("queued", oq, nq), ("running", or, nr)] {
+            let delta = i64::from(n) - i64::from(o);
+            if delta != 0 {
+                self.runs.with_label_values(&[state]).add(delta);
+            }
+        }
+    }
+
+    /// The connected agents, all of them.
+    pub fn set_agents_connected<'a>(
+        &mut self,
+        connected: impl IntoIterator<Item = &'a Capabilities>,
+    ) {
+        self.agents_connected
+            .replace(&fleet::agents_connected(connected));
+    }
+
+    /// A matrix ended (done, not cancelled): its series' latest points.
+    pub fn matrix_ended(&mut self, ended: Ended) {
+        self.ended.insert(ended.seq, ended);
+        self.refresh_results();
+    }
+
+    /// Start-up: the ended matrices that may be the latest of a series.
+    pub fn recovered(&mut self, ended: impl IntoIterator<Item = Ended>) {
+        self.ended.extend(ended.into_iter().map(|e| (e.seq, e)));
+        self.refresh_results();
+    }
+
+    fn refresh_results(&mut self) {
+        let sel = series::select(self.ended.values(), self.series_limit);
+        self.series_median.replace(&sel.median);
+        self.series_baseline_median.replace(&sel.baseline_median);
+        self.regression_ratio.replace(&sel.regression_ratio);
+        for (family, n) in FAMILIES.iter().zip(sel.dropped) {
+            self.dropped
+                .with_label_values(&[*family])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        // A matrix that shows nothing now never will again: newer matrices
+        // only take series away from it.
+        self.ended.retain(|seq, _| sel.shown.contains(seq));
+    }
+}
+
+/// The results families, in the order of `series::Selection::dropped`.
+const FAMILIES: [&str; 3] = [
+    "farm_series_median",
+    "farm_series_baseline_median",
+    "farm_regression_ratio",
+];
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+//! `GET /metrics` over HTTP/1.1 (hyper, the version tonic already brings):
+//! the registry in the Prometheus text format 0.0.4. Anything else is 404.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use prometheus::{Encoder, Registry, TextEncoder};
+use tokio::net::TcpListener;
+use tracing::{debug, warn};
+
+/// Serves `registry` on `listener` until the task is dropped or aborted.
+pub async fn serve(listener: TcpListener, registry: Registry) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of file descriptors, typically: let some close rather
+                // than spin on the error.
+                warn!("metrics endpoint: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let registry = registry.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let response = respond(&req, &registry);
+                async move { Ok::<_, Infallible>(response) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                debug!(%peer, "metrics connection: {e}");
+            }
+        });
+    }
+}
+
+fn respond(req: &Request<Incoming>, registry: &Registry) -> Response<Full<Bytes>> {
+    let status = |code: StatusCode, text: &'static str| {
+        let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+        *r.status_mut() = code;
+        r
+    };
+    if req.uri().path() != "/metrics" {
+        return status(
+            StatusCode::NOT_FOUND,
+            "not found: metrics are at /metrics\n",
+        );
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return status(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics\n");
+    }
+    let encoder = TextEncoder::new();
+    let mut body = Vec::new();
+    if let Err(e) = encoder.encode(&registry.gather(), &mut body) {
+        warn!("encoding metrics: {e}");
+        return status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "encoding metrics failed\n",
+        );
+    }
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(prometheus::TEXT_FORMAT),
+    );
+    r
+}

@@ -1,0 +1,212 @@
+//! The results gauges as plain data: which series an ended matrix's cells
+//! show, and which of them the gauges keep. Pure; the scheduler hands in the
+//! summaries `results::summarise` made.
+
+use std::collections::{BTreeSet, HashSet};
+
+use farm_proto::{Cell, CellSummary, Verdict, param};
+
+use crate::results::{TELEMETRY, is_primary};
+
+/// What names a series: the labels every results gauge carries.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Series {
+    pub workload: String,
+    pub metric: String,
+    pub kernel: String,
+    pub state: String,
+    pub host: String,
+}
+
+/// Label names of [`Series::labels`], in that order.
+pub const SERIES_LABELS: [&str; 5] = ["workload", "metric", "kernel", "state", "host"];
+
+impl Series {
+    pub fn labels(&self) -> Vec<String> {
+        vec![
+            self.workload.clone(),
+            self.metric.clone(),
+            self.kernel.clone(),
+            self.state.clone(),
+            self.host.clone(),
+        ]
+    }
+}
+
+/// One metric of one cell of an ended matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub series: Series,
+    pub median: f64,
+    pub baseline_median: Option<f64>,
+    /// Candidate / baseline when the metric's verdict is a regression.
+    pub regression_ratio: Option<f64>,
+}
+
+/// The samples of one ended matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ended {
+    /// Submission order: the newest matrix is the latest point of a series.
+    pub seq: u64,
+    pub matrix_id: String,
+    pub samples: Vec<Sample>,
+}
+
+/// `lu(size=24,threads=2)`: the workload with all its parameters (defaults
+/// filled in, sorted by name), so a series is the same whichever parameters
+/// a file spelled out; competing loads follow (`+ cpu-hog(...)`), because
+/// a figure measured beside them is another series.
+pub fn workload_label(cell: &Cell) -> String {
+    let one = |w: &farm_proto::Workload| {
+        let params: Vec<String> = w
+            .params
+            .iter()
+            .map(|p| {
+                let v = match &p.value {
+                    Some(param::Value::Int(i)) => i.to_string(),
+                    Some(param::Value::Float(f)) => f.to_string(),
+                    Some(param::Value::Text(t)) => t.clone(),
+                    Some(param::Value::Flag(b)) => b.to_string(),
+                    None => String::new(),
+                };
+                format!("{}={v}", p.name)
+            })
+            .collect();
+        format!("{}({})", w.name, params.join(","))
+    };
+    let mut label = cell.workload.as_ref().map(one).unwrap_or_default();
+    for load in &cell.loads {
+        label.push_str(" + ");
+        label.push_str(&one(load));
+    }
+    label
+}
+
+/// The series of `cell`'s `metric`.
+pub fn series(cell: &Cell, metric: &str) -> Series {
+    let state = cell.state.as_ref().map(|s| s.name.as_str()).unwrap_or("");
+    let host = cell.host.as_ref().map(|h| h.name.as_str()).unwrap_or("");
+    Series {
+        workload: workload_label(cell),
+        metric: metric.to_owned(),
+        kernel: cell.kernel.clone(),
+        state: state.to_owned(),
+        host: host.to_owned(),
+    }
+}
+
+/// Primary and telemetry metrics; not per-instance figures, whose number
+/// grows with a workload's instances and would make cardinality unbounded.
+fn shown(metric: &str) -> bool {
+    is_primary(metric) || TELEMETRY.contains(&metric)
+}
+
+/// The samples of a matrix's cell summaries (as `results::summarise` makes
+/// them), cell by cell. A regression ratio only for primary metrics: they
+/// make a cell's verdict; telemetry explains one and is not alerted on.
+pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for s in summaries {
+        let Some(cell) = cells.get(s.cell_index as usize) else {
+            continue;
+        };
+        for m in &s.metrics {
+            if !shown(&m.name) || !m.median.is_finite() {
+                continue;
+            }
+            let regression = m.verdict == Verdict::Regression as i32 && is_primary(&m.name);
+            out.push(Sample {
+                series: series(cell, &m.name),
+                median: m.median,
+                baseline_median: m.baseline_median.filter(|v| v.is_finite()),
+                regression_ratio: m.ratio.filter(|r| regression && r.is_finite()),
+            });
+        }
+    }
+    out
+}
+
+/// Label values and value of one gauge sample.
+pub type Point = (Vec<String>, f64);
+
+/// What the results gauges show.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Selection {
+    pub median: Vec<Point>,
+    pub baseline_median: Vec<Point>,
+    /// Labels: the series', then the matrix id.
+    pub regression_ratio: Vec<Point>,
+    /// Series left out by the cap: median, baseline median, regression ratio.
+    pub dropped: [usize; 3],
+    /// The matrices something above comes from; the others need not be kept.
+    pub shown: BTreeSet<u64>,
+}
+
+/// For every series, its sample in the newest matrix that has it; per
+/// family at most `limit` series, those of the newest matrices first (ties
+/// in cell order). `ended` may be in any order.
+pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> Selection {
+    let mut matrices: Vec<&Ended> = ended.into_iter().collect();
+    matrices.sort_by_key(|e| std::cmp::Reverse(e.seq));
+    let mut seen: HashSet<&Series> = HashSet::new();
+    // Newest first, so a series is seen first in its latest matrix.
+    let latest: Vec<(&Ended, &Sample)> = matrices
+        .iter()
+        .flat_map(|e| e.samples.iter().map(move |s| (*e, s)))
+        .filter(|(_, s)| seen.insert(&s.series))
+        .collect();
+    let mut sel = Selection::default();
+    for (e, s) in &latest {
+        let labels = s.series.labels();
+        push_capped(
+            &mut sel.median,
+            &mut sel.dropped[0],
+            &mut sel.shown,
+            limit,
+            (labels.clone(), s.median),
+            e.seq,
+        );
+        if let Some(b) = s.baseline_median {
+            push_capped(
+                &mut sel.baseline_median,
+                &mut sel.dropped[1],
+                &mut sel.shown,
+                limit,
+                (labels.clone(), b),
+                e.seq,
+            );
+        }
+        if let Some(r) = s.regression_ratio {
+            let mut labels = labels;
+            labels.push(e.matrix_id.clone());
+            push_capped(
+                &mut sel.regression_ratio,
+                &mut sel.dropped[2],
+                &mut sel.shown,
+                limit,
+                (labels, r),
+                e.seq,
+            );
+        }
+    }
+    sel
+}
+
+fn push_capped(
+    out: &mut Vec<Point>,
+    dropped: &mut usize,
+    shown: &mut BTreeSet<u64>,
+    limit: usize,
+    point: Point,
+    seq: u64,
+) {
+    if out.len() < limit {
+        out.push(point);
+        shown.insert(seq);
+    } else {
+        *dropped += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+use farm_proto::{HostSelector, MachineState, MetricSummary, Param, Workload};
+
+use super::*;
+
+fn cell(index: u32, threads: i64, kernel: &str) -> Cell {
+    Cell {
+        index,
+        kernel: kernel.into(),
+        workload: Some(Workload {
+            name: "lu".into(),
+            params: vec![
+                Param {
+                    name: "size".into(),
+                    value: Some(param::Value::Int(24)),
+                },
+                Param {
+                    name: "threads".into(),
+                    value: Some(param::Value::Int(threads)),
+                },
+            ],
+        }),
+        state: Some(MachineState {
+            name: "default".into(),
+            ..Default::default()
+        }),
+        host: Some(HostSelector {
+            name: "any".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn metric(name: &str, median: f64, ratio: Option<f64>, verdict: Verdict) -> MetricSummary {
+    MetricSummary {
+        name: name.into(),
+        median,
+        baseline_median: ratio.map(|r| median / r),
+        ratio,
+        verdict: verdict as i32,
+        n: 5,
+        ..Default::default()
+    }
+}
+
+fn sample(workload: &str, metric: &str, median: f64, ratio: Option<f64>) -> Sample {
+    Sample {
+        series: Series {
+            workload: workload.into(),
+            metric: metric.into(),
+            kernel: "running".into(),
+            state: "default".into(),
+            host: "any".into(),
+        },
+        median,
+        baseline_median: ratio.map(|r| median / r),
+        regression_ratio: ratio,
+    }
+}
+
+fn ended(seq: u64, samples: Vec<Sample>) -> Ended {
+    Ended {
+        seq,
+        matrix_id: format!("m{seq}"),
+        samples,
+    }
+}
+
+#[test]
+fn samples_name_the_series_and_keep_ratios_of_primary_regressions_only() {
+    let cells = vec![cell(0, 1, "running"), cell(1, 2, "running")];
+    let summaries = vec![
+        CellSummary {
+            cell_index: 0,
+            metrics: vec![metric("wall_s", 1.0, None, Verdict::Unspecified)],
+            ..Default::default()
+        },
+        CellSummary {
+            cell_index: 1,
+            metrics: vec![
+                metric("wall_s", 2.0, Some(2.0), Verdict::Regression),
+                // Telemetry: shown, but explains rather than judges.
+                metric("cpu_migrations", 90.0, Some(3.0), Verdict::Regression),
+                metric("hog_ops_per_s", 5.0, Some(1.0), Verdict::NoChange),
+                // Per-instance figures would make cardinality grow with instances.
+                metric("instance3_triad_mbs", 7.0, None, Verdict::Unspecified),
+                metric("user_s", f64::NAN, None, Verdict::Unspecified),
+            ],
+            ..Default::default()
+        },
+    ];
+    let s = samples(&cells, &summaries);
+    let names: Vec<&str> = s.iter().map(|x| x.series.metric.as_str()).collect();
+    assert_eq!(
+        names,
+        ["wall_s", "wall_s", "cpu_migrations", "hog_ops_per_s"]
+    );
+    assert_eq!(s[0].series.workload, "lu(size=24,threads=1)");
+    assert_eq!(s[0].series.state, "default");
+    assert_eq!(s[0].series.host, "any");
+    assert_eq!(s[0].baseline_median, None);
+    assert_eq!(s[1].regression_ratio, Some(2.0));
+    assert_eq!(s[1].baseline_median, Some(1.0));
+    assert_eq!(s[2].regression_ratio, None);
+    assert_eq!(s[2].baseline_median, Some(30.0));
+    assert_eq!(s[3].regression_ratio, None);
+}
+
+#[test]
+fn loads_are_part_of_the_workload_label() {
+    let mut c = cell(0, 2, "running");
+    c.loads = vec![Workload {
+        name: "cpu-hog".into(),
+        params: vec![Param {
+            name: "seconds".into(),
+            value: Some(param::Value::Float(0.5)),
+        }],
+    }];
+    assert_eq!(
+        workload_label(&c),
+        "lu(size=24,threads=2) + cpu-hog(seconds=0.5)"
+    );
+}
+
+#[test]
+fn the_newest_matrix_of_a_series_wins_and_stale_series_go() {
+    let old = ended(
+        1,
+        vec![
+            sample("lu", "wall_s", 2.0, Some(2.0)),
+            sample("hog", "wall_s", 1.0, None),
+        ],
+    );
+    // The regression is fixed in the newer matrix: its gauge must go.
+    let new = ended(2, vec![sample("lu", "wall_s", 1.0, None)]);
+    let sel = select([&old, &new], 100);
+    assert_eq!(
+        sel.median,
+        vec![
+            (sample("lu", "wall_s", 0.0, None).series.labels(), 1.0),
+            (sample("hog", "wall_s", 0.0, None).series.labels(), 1.0),
+        ]
+    );
+    assert!(sel.regression_ratio.is_empty(), "{sel:?}");
+    assert!(sel.baseline_median.is_empty(), "{sel:?}");
+    assert_eq!(sel.shown, BTreeSet::from([1, 2]));
+    assert_eq!(sel.dropped, [0, 0, 0]);
+}
+
+#[test]
+fn a_regression_in_the_latest_matrix_is_a_ratio_labelled_with_its_matrix() {
+    let old = ended(1, vec![sample("lu", "wall_s", 1.0, None)]);
+    let new = ended(7, vec![sample("lu", "wall_s", 1.5, Some(1.5))]);
+    let sel = select([&new, &old], 100);
+    let mut labels = sample("lu", "wall_s", 0.0, None).series.labels();
+    labels.push("m7".into());
+    assert_eq!(sel.regression_ratio, vec![(labels, 1.5)]);
+    assert_eq!(sel.baseline_median.len(), 1);
+    assert_eq!(sel.median.len(), 1);
+    // Matrix 1 shows nothing any more: it may be forgotten.
+    assert_eq!(sel.shown, BTreeSet::from([7]));
+}
+
+#[test]
+fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
+    let matrices: Vec<Ended> = (0..5)
+        .map(|seq| {
+            ended(
+                seq,
+                (0..3)
+                    .map(|i| sample(&format!("w{seq}.{i}"), "wall_s", 1.0, Some(1.2)))
+                    .collect(),
+            )
+        })
+        .collect();
+    let sel = select(&matrices, 7);
+    assert_eq!(sel.median.len(), 7);
+    assert_eq!(sel.regression_ratio.len(), 7);
+    assert_eq!(sel.dropped, [8, 8, 8]);
+    // Matrices 4 and 3 whole, then the first cell of matrix 2.
+    let workloads: Vec<&str> = sel.median.iter().map(|(l, _)| l[0].as_str()).collect();
+    assert_eq!(
+        workloads,
+        ["w4.0", "w4.1", "w4.2", "w3.0", "w3.1", "w3.2", "w2.0"]
+    );
+    assert_eq!(sel.shown, BTreeSet::from([2, 3, 4]));
+    assert_eq!(
+        select(&matrices, 0),
+        Selection {
+            dropped: [15, 15, 15],
+            ..Default::default()
+        }
+    );
+}
