@@ -26,8 +26,11 @@ need qemu-system-s390x qemu-system-misc
 need cpio cpio
 # The ELF reader that finds a foreign binary's shared libraries.
 need readelf binutils
-# The metrics test checks the coordinator's /metrics with promtool.
+# The metrics test checks the coordinator's /metrics with promtool, which
+# also checks and unit-tests the alert rules (deploy/prometheus); amtool
+# checks the Alertmanager route example.
 need promtool prometheus
+need amtool prometheus-alertmanager
 update=0
 if ! dpkg --print-foreign-architectures | grep -qx s390x; then
     echo "adding the foreign architecture s390x"
@@ -43,6 +46,11 @@ if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
     apt-get install -y -q "${missing[@]}"
 fi
+
+# Prometheus configuration and rules, and a unit test of every alert.
+promtool check config deploy/prometheus/prometheus.yml
+promtool test rules deploy/prometheus/tests/*.yml
+amtool check-config deploy/alertmanager/alertmanager.yml
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
