@@ -231,6 +231,21 @@ max_runs = 10
     for key in ["state", "host"] {
         assert!(regression.1.contains_key(key), "{regression:?}");
     }
+    // The runs added to decide it, under the same labels: this matrix's
+    // cells, as `farmctl results` says.
+    let extra = find(&lines, "farm_regression_extra_runs", &[]).cloned();
+    let cell_extra = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["baseline"].is_u64())
+        .and_then(|c| c["extra_runs"].as_f64())
+        .unwrap_or(0.0);
+    assert_eq!(
+        extra.as_ref().map(|l| (&l.1, l.2)),
+        Some((&regression.1, cell_extra)),
+        "{text}"
+    );
 
     check_with_promtool(&text);
 

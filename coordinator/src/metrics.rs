@@ -95,6 +95,7 @@ pub struct Metrics {
     series_median: Replaced,
     series_baseline_median: Replaced,
     regression_ratio: Replaced,
+    regression_extra_runs: Replaced,
     dropped: IntGaugeVec,
     series_limit: usize,
     /// The samples of the ended matrices the results gauges still show, by
@@ -195,6 +196,14 @@ impl Metrics {
              below 1 is less throughput.",
             &labels,
         );
+        let regression_extra_runs = Replaced::new(
+            &registry,
+            "farm_regression_extra_runs",
+            "Runs a side added to a regressed cell and its baseline beyond the matrix's \
+             repetitions because their first comparison was inconclusive: above 0, \
+             adaptive reruns confirmed the regression (labels as farm_regression_ratio).",
+            &labels,
+        );
         let dropped = IntGaugeVec::new(
             Opts::new(
                 "farm_metrics_dropped_series",
@@ -227,6 +236,7 @@ impl Metrics {
             series_median,
             series_baseline_median,
             regression_ratio,
+            regression_extra_runs,
             dropped,
             series_limit,
             ended: BTreeMap::new(),
@@ -294,6 +304,8 @@ impl Metrics {
         self.series_median.replace(&sel.median);
         self.series_baseline_median.replace(&sel.baseline_median);
         self.regression_ratio.replace(&sel.regression_ratio);
+        self.regression_extra_runs
+            .replace(&sel.regression_extra_runs);
         for (family, n) in FAMILIES.iter().zip(sel.dropped) {
             self.dropped
                 .with_label_values(&[*family])

@@ -41,6 +41,9 @@ pub struct Sample {
     pub baseline_median: Option<f64>,
     /// Candidate / baseline when the metric's verdict is a regression.
     pub regression_ratio: Option<f64>,
+    /// Runs the cell and its baseline got beyond the matrix's repetitions
+    /// because their comparison was inconclusive (adaptive reruns).
+    pub extra_runs: u32,
 }
 
 /// The samples of one ended matrix.
@@ -120,6 +123,7 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                 median: m.median,
                 baseline_median: m.baseline_median.filter(|v| v.is_finite()),
                 regression_ratio: m.ratio.filter(|r| regression && r.is_finite()),
+                extra_runs: s.extra_runs,
             });
         }
     }
@@ -136,6 +140,9 @@ pub struct Selection {
     pub baseline_median: Vec<Point>,
     /// Labels: the series', then the matrix id.
     pub regression_ratio: Vec<Point>,
+    /// The extra runs behind each regression of `regression_ratio` (same
+    /// labels, same cap).
+    pub regression_extra_runs: Vec<Point>,
     /// Series left out by the cap: median, baseline median, regression ratio.
     pub dropped: [usize; 3],
     /// The matrices something above comes from; the others need not be kept.
@@ -179,14 +186,19 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         if let Some(r) = s.regression_ratio {
             let mut labels = labels;
             labels.push(e.matrix_id.clone());
+            let kept = sel.regression_ratio.len();
             push_capped(
                 &mut sel.regression_ratio,
                 &mut sel.dropped[2],
                 &mut sel.shown,
                 limit,
-                (labels, r),
+                (labels.clone(), r),
                 e.seq,
             );
+            if sel.regression_ratio.len() > kept {
+                sel.regression_extra_runs
+                    .push((labels, f64::from(s.extra_runs)));
+            }
         }
     }
     sel

@@ -32,6 +32,7 @@ fn ended(seq: u64, workloads: &[(&str, Option<f64>)]) -> Ended {
                 median: 2.0,
                 baseline_median: ratio.map(|r| 2.0 / r),
                 regression_ratio: *ratio,
+                extra_runs: 0,
             })
             .collect(),
     }
@@ -58,7 +59,7 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(types.len(), 10, "{t}");
+    assert_eq!(types.len(), 11, "{t}");
     for name in types {
         assert!(name.starts_with("farm_"), "{name}");
         let help = t

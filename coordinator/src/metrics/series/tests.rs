@@ -55,6 +55,7 @@ fn sample(workload: &str, metric: &str, median: f64, ratio: Option<f64>) -> Samp
         median,
         baseline_median: ratio.map(|r| median / r),
         regression_ratio: ratio,
+        extra_runs: 0,
     }
 }
 
@@ -150,11 +151,19 @@ fn the_newest_matrix_of_a_series_wins_and_stale_series_go() {
 #[test]
 fn a_regression_in_the_latest_matrix_is_a_ratio_labelled_with_its_matrix() {
     let old = ended(1, vec![sample("lu", "wall_s", 1.0, None)]);
-    let new = ended(7, vec![sample("lu", "wall_s", 1.5, Some(1.5))]);
+    let new = ended(
+        7,
+        vec![Sample {
+            extra_runs: 10,
+            ..sample("lu", "wall_s", 1.5, Some(1.5))
+        }],
+    );
     let sel = select([&new, &old], 100);
     let mut labels = sample("lu", "wall_s", 0.0, None).series.labels();
     labels.push("m7".into());
-    assert_eq!(sel.regression_ratio, vec![(labels, 1.5)]);
+    assert_eq!(sel.regression_ratio, vec![(labels.clone(), 1.5)]);
+    // The reruns that confirmed it, under the same labels.
+    assert_eq!(sel.regression_extra_runs, vec![(labels, 10.0)]);
     assert_eq!(sel.baseline_median.len(), 1);
     assert_eq!(sel.median.len(), 1);
     // Matrix 1 shows nothing any more: it may be forgotten.
@@ -176,6 +185,7 @@ fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
     let sel = select(&matrices, 7);
     assert_eq!(sel.median.len(), 7);
     assert_eq!(sel.regression_ratio.len(), 7);
+    assert_eq!(sel.regression_extra_runs.len(), 7);
     assert_eq!(sel.dropped, [8, 8, 8]);
     // Matrices 4 and 3 whole, then the first cell of matrix 2.
     let workloads: Vec<&str> = sel.median.iter().map(|(l, _)| l[0].as_str()).collect();
