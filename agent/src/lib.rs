@@ -20,6 +20,7 @@ pub mod capabilities;
 pub mod executor;
 pub mod external;
 pub mod guest;
+pub mod metrics;
 pub mod run;
 pub mod session;
 pub mod state;
@@ -67,6 +68,8 @@ pub struct Options {
 
 pub struct Agent {
     session: session::Session,
+    /// Where `/metrics` is served, once [`Agent::listen_metrics`] bound it.
+    metrics_listener: Option<std::net::TcpListener>,
 }
 
 impl Options {
@@ -155,7 +158,9 @@ impl Options {
                 journal: Arc::new(Mutex::new(journal)),
                 shared: Arc::new(Mutex::new(Default::default())),
                 result_ready: Arc::new(tokio::sync::Notify::new()),
+                metrics: Arc::new(metrics::Metrics::new()),
             },
+            metrics_listener: None,
         })
     }
 }
@@ -165,8 +170,37 @@ impl Agent {
         &self.session.capabilities
     }
 
+    /// Binds the `/metrics` endpoint (served once [`Agent::run`] runs);
+    /// port 0 picks a free one: the address bound is returned.
+    pub fn listen_metrics(
+        &mut self,
+        addr: std::net::SocketAddr,
+    ) -> std::io::Result<std::net::SocketAddr> {
+        let l = std::net::TcpListener::bind(addr)?;
+        l.set_nonblocking(true)?;
+        let bound = l.local_addr()?;
+        self.metrics_listener = Some(l);
+        Ok(bound)
+    }
+
     /// Serves the coordinator until `shutdown` resolves, reconnecting as needed.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        let endpoint = match self.metrics_listener {
+            Some(l) => match tokio::net::TcpListener::from_std(l) {
+                Ok(l) => Some(tokio::spawn(farm_proto::metrics_http::serve(
+                    l,
+                    self.session.metrics.registry().clone(),
+                ))),
+                Err(e) => {
+                    tracing::warn!("the metrics endpoint cannot be served: {e}");
+                    None
+                }
+            },
+            None => None,
+        };
         self.session.run(shutdown).await;
+        if let Some(task) = endpoint {
+            task.abort();
+        }
     }
 }

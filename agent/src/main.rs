@@ -68,6 +68,10 @@ struct Args {
         default_value_t = 10
     )]
     guest_cache_max_gib: u64,
+    /// Serve Prometheus metrics at http://ADDR/metrics (port 0: a free one,
+    /// written to STATE_DIR/metrics.addr).
+    #[arg(long, env = "FARM_AGENT_METRICS_LISTEN", value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// Boot no guests, even when QEMU is installed.
     #[arg(long)]
     no_guests: bool,
@@ -108,7 +112,8 @@ fn main() -> anyhow::Result<()> {
         workload.kernel_dirs = args.kernel_dirs;
         workload.guest_cache_max_bytes = args.guest_cache_max_gib.saturating_mul(1 << 30);
     }
-    let agent = farm_agent::Options {
+    let state_dir = args.state_dir.clone();
+    let mut agent = farm_agent::Options {
         coordinator: args.coordinator,
         token,
         workload,
@@ -117,6 +122,18 @@ fn main() -> anyhow::Result<()> {
         tls: None,
     }
     .build()?;
+    if let Some(addr) = args.metrics_listen {
+        let bound = agent
+            .listen_metrics(addr)
+            .with_context(|| format!("binding the metrics endpoint {addr}"))?;
+        // Written whole, then renamed: a reader never sees half an address.
+        let file = state_dir.join("metrics.addr");
+        let tmp = state_dir.join("metrics.addr.tmp");
+        std::fs::write(&tmp, format!("{bound}\n"))
+            .and_then(|()| std::fs::rename(&tmp, &file))
+            .with_context(|| format!("writing {}", file.display()))?;
+        tracing::info!(%bound, "serving metrics");
+    }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     rt.block_on(agent.run(shutdown_signal()));
     Ok(())

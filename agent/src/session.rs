@@ -42,6 +42,7 @@ pub(crate) struct Session {
     pub shared: Arc<Mutex<Shared>>,
     /// Wakes the connection when a run leaves a result in the outbox.
     pub result_ready: Arc<Notify>,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +87,7 @@ impl Session {
                     Err(e) => { warn!("{e}"); End::Broken }
                 },
             };
+            self.metrics.set_connected(false);
             match end {
                 End::Shutdown => break,
                 End::Broken => {
@@ -156,6 +158,7 @@ impl Session {
         send(&tx, agent_message::Msg::Hello(hello)).await?;
         let mut inbound = client.session(ReceiverStream::new(rx)).await?.into_inner();
         *established = true;
+        self.metrics.set_connected(true);
         info!(agent = %reg.agent_id, "connected to the coordinator");
         let mut sent: HashSet<(String, u32)> = HashSet::new();
         self.flush(&tx, &mut sent).await?;
@@ -240,6 +243,9 @@ impl Session {
         let caps = self.capabilities.clone();
         let workload = self.workload.clone();
         let journal = self.journal.clone();
+        let metrics = self.metrics.clone();
+        metrics.run_started();
+        let started = std::time::Instant::now();
         let spawned = std::thread::Builder::new()
             .name(format!("run {}", rref.run_id))
             .spawn(move || {
@@ -258,6 +264,7 @@ impl Session {
                     error: "the agent's run thread panicked".into(),
                     ..Default::default()
                 });
+                metrics.run_finished(&result, started.elapsed());
                 let mut s = lock(&shared);
                 if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
                     s.running = None;

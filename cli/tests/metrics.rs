@@ -300,3 +300,57 @@ fn check_with_promtool(text: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An agent's own `/metrics`: its runs by outcome and executor, its stream,
+/// and a text `promtool check metrics` accepts.
+#[test]
+fn an_agent_serves_its_own_metrics() {
+    let _g = serial();
+    let mut farm = Farm::start(&[]);
+    let state = farm.dir.path().join("agent-state");
+    farm.start_agent_with(
+        &state,
+        &[("FARM_AGENT_METRICS_LISTEN", "127.0.0.1:0".to_string())],
+    );
+    farm.wait_agents(1);
+    let file = state.join("metrics.addr");
+    wait_for(Duration::from_secs(30), "the agent's metrics.addr", || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let addr: SocketAddr = std::fs::read_to_string(&file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let matrix = farm.write(
+        "a.toml",
+        "name = \"a\"\nrepetitions = 3\n[[workloads]]\nname = \"cpu-hog\"\n\
+         params = { threads = 1, seconds = 0.1 }\n",
+    );
+    let id = farm.submit(&matrix);
+    let out = farm.farmctl(&["watch", &id]);
+    assert!(out.status.success(), "{out:?}");
+    let (head, text) = scrape(addr, "/metrics");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let lines = samples(&text);
+    let get = |name: &str, labels: &[(&str, &str)]| find(&lines, name, labels).map(|l| l.2);
+    assert_eq!(
+        get(
+            "farm_agent_runs_total",
+            &[("outcome", "ok"), ("executor", "host")]
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(get("farm_agent_connected", &[]), Some(1.0), "{text}");
+    assert_eq!(get("farm_agent_running", &[]), Some(0.0), "{text}");
+    assert_eq!(
+        get(
+            "farm_agent_run_duration_seconds_count",
+            &[("executor", "host")]
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    check_with_promtool(&text);
+}

@@ -18,7 +18,6 @@
 //! gauges are bounded by the fleet itself (arch × executor × kernel).
 
 mod fleet;
-pub mod http;
 pub mod series;
 
 use std::collections::{BTreeMap, HashSet};

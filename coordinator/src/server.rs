@@ -167,7 +167,7 @@ impl Coordinator {
             scheduler,
         } = self;
         let metrics =
-            metrics_listener.map(|l| tokio::spawn(crate::metrics::http::serve(l, registry)));
+            metrics_listener.map(|l| tokio::spawn(farm_proto::metrics_http::serve(l, registry)));
         let ticker = {
             let handle = handle.clone();
             tokio::spawn(async move {

@@ -9,6 +9,8 @@ pub mod v1 {
 
 pub use v1::*;
 
+pub mod metrics_http;
+
 /// The metadata key every RPC carries its token in, as `Bearer <token>`.
 pub const AUTHORIZATION: &str = "authorization";
 

@@ -1,5 +1,7 @@
 //! `GET /metrics` over HTTP/1.1 (hyper, the version tonic already brings):
-//! the registry in the Prometheus text format 0.0.4. Anything else is 404.
+//! a registry in the Prometheus text format 0.0.4. Anything else is 404.
+//! Here because the coordinator and the agents both serve one, and they
+//! share only this crate.
 
 use std::convert::Infallible;
 use std::time::Duration;

@@ -1,0 +1,197 @@
+//! The agent's own Prometheus metrics, served at `GET /metrics` when the
+//! agent is started with `--metrics-listen`: what this machine ran and how,
+//! beside the coordinator's fleet-wide view. Label values are bounded: an
+//! outcome is `ok` or `failed`; an executor and arch are the few this agent
+//! has.
+
+use farm_proto::RunResult;
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+
+pub struct Metrics {
+    registry: Registry,
+    runs: IntCounterVec,
+    run_duration: HistogramVec,
+    guest_start: HistogramVec,
+    running: IntGauge,
+    connected: IntGauge,
+}
+
+/// Runs last from a second to hours.
+const DURATION_BUCKETS: &[f64] = &[
+    0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
+];
+/// A guest starts in 3–4 s warm under TCG, 10–20 s cold (docs/BENCHMARKS.md).
+const GUEST_START_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 15.0, 30.0, 60.0];
+
+fn register<C: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: &C) {
+    r.register(Box::new(c.clone()))
+        .expect("each metric is registered once, under a unique name");
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        let runs = IntCounterVec::new(
+            Opts::new(
+                "farm_agent_runs_total",
+                "Runs this agent finished, by outcome (ok, failed) and executor (host, tcg, kvm).",
+            ),
+            &["outcome", "executor"],
+        )
+        .expect("valid counter options");
+        let run_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "farm_agent_run_duration_seconds",
+                "From a run's start on this agent to its result: state, workload, telemetry, \
+                 restore (and a guest's boot), by executor.",
+            )
+            .buckets(DURATION_BUCKETS.to_vec()),
+            &["executor"],
+        )
+        .expect("valid histogram options");
+        let guest_start = HistogramVec::new(
+            HistogramOpts::new(
+                "farm_agent_guest_start_seconds",
+                "From a guest run's assignment to its workload's start (kernel, image, boot, \
+                 state), by guest arch and accelerator.",
+            )
+            .buckets(GUEST_START_BUCKETS.to_vec()),
+            &["arch", "executor"],
+        )
+        .expect("valid histogram options");
+        let running = IntGauge::new(
+            "farm_agent_running",
+            "1 while a run is in progress here (one at a time: runs would disturb each other).",
+        )
+        .expect("valid gauge options");
+        let connected = IntGauge::new(
+            "farm_agent_connected",
+            "1 while the agent's stream to the coordinator is open.",
+        )
+        .expect("valid gauge options");
+        register(&registry, &runs);
+        register(&registry, &run_duration);
+        register(&registry, &guest_start);
+        register(&registry, &running);
+        register(&registry, &connected);
+        // The outcomes exist from the start, so that rate() works at once.
+        for outcome in ["ok", "failed"] {
+            runs.with_label_values(&[outcome, "host"]).reset();
+        }
+        Metrics {
+            registry,
+            runs,
+            run_duration,
+            guest_start,
+            running,
+            connected,
+        }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn run_started(&self) {
+        self.running.set(1);
+    }
+
+    /// A run's result, `elapsed` after it started here.
+    pub fn run_finished(&self, result: &RunResult, elapsed: std::time::Duration) {
+        self.running.set(0);
+        let executor = executor_label(&result.executor);
+        let outcome = if result.ok { "ok" } else { "failed" };
+        self.runs.with_label_values(&[outcome, executor]).inc();
+        self.run_duration
+            .with_label_values(&[executor])
+            .observe(elapsed.as_secs_f64());
+        if let Some(m) = result.metrics.iter().find(|m| m.name == "guest_start_s") {
+            let arch = match result.arch.as_str() {
+                "x86_64" => "x86_64",
+                "s390x" => "s390x",
+                _ => "other",
+            };
+            self.guest_start
+                .with_label_values(&[arch, executor])
+                .observe(m.value);
+        }
+    }
+
+    pub fn set_connected(&self, up: bool) {
+        self.connected.set(i64::from(up));
+    }
+}
+
+/// The executor as a label: one of the few known, so that a result cannot
+/// grow the label set (a refused run has none).
+fn executor_label(executor: &str) -> &'static str {
+    match executor {
+        "host" => "host",
+        "tcg" => "tcg",
+        "kvm" => "kvm",
+        _ => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use farm_proto::{Direction, Metric};
+    use prometheus::{Encoder, TextEncoder};
+
+    fn text(m: &Metrics) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&m.registry().gather(), &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn runs_are_counted_by_outcome_and_executor_and_guest_starts_by_arch() {
+        let m = Metrics::new();
+        m.set_connected(true);
+        m.run_started();
+        assert!(text(&m).contains("farm_agent_running 1"));
+        let guest = RunResult {
+            ok: true,
+            executor: "tcg".into(),
+            arch: "s390x".into(),
+            metrics: vec![Metric {
+                name: "guest_start_s".into(),
+                value: 3.6,
+                unit: "s".into(),
+                direction: Direction::LowerIsBetter as i32,
+            }],
+            ..Default::default()
+        };
+        m.run_finished(&guest, std::time::Duration::from_secs(9));
+        // A refused assignment: no executor, and an executor no agent has.
+        m.run_finished(&RunResult::default(), std::time::Duration::ZERO);
+        m.run_finished(
+            &RunResult {
+                executor: "x\"}".into(),
+                ..Default::default()
+            },
+            std::time::Duration::ZERO,
+        );
+        let t = text(&m);
+        for line in [
+            "farm_agent_running 0",
+            "farm_agent_connected 1",
+            "farm_agent_runs_total{executor=\"host\",outcome=\"ok\"} 0",
+            "farm_agent_runs_total{executor=\"tcg\",outcome=\"ok\"} 1",
+            "farm_agent_runs_total{executor=\"none\",outcome=\"failed\"} 2",
+            "farm_agent_guest_start_seconds_count{arch=\"s390x\",executor=\"tcg\"} 1",
+            "farm_agent_run_duration_seconds_count{executor=\"tcg\"} 1",
+        ] {
+            assert!(t.contains(line), "{line} missing from:\n{t}");
+        }
+    }
+}
