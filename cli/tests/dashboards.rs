@@ -161,36 +161,10 @@ fn substitute(expr: &str, variables: &[String]) -> String {
 fn every_dashboard_query_returns_series_from_a_real_prometheus() {
     let _g = serial();
     let mut farm = Farm::start(&["--metrics-listen", "127.0.0.1:0"]);
-    let file = farm.data_dir().join("metrics.addr");
-    wait_for(Duration::from_secs(30), "metrics.addr", || {
-        std::fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n'))
-    });
-    let target: SocketAddr = std::fs::read_to_string(&file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let target = common::written_addr(&farm.data_dir().join("metrics.addr"));
     farm.start_agent();
     farm.wait_agents(1);
-    // Three times the work on one side: a regression beyond doubt.
-    let matrix = farm.write(
-        "m.toml",
-        r#"
-name = "dashboards"
-repetitions = 5
-timeout_s = 60
-
-[[workloads]]
-name = "cpu-hog"
-params = { threads = 1, seconds = [0.1, 0.3] }
-
-[baseline]
-seconds = 0.1
-
-[verdict]
-max_runs = 10
-"#,
-    );
+    let matrix = farm.write("m.toml", common::CLEAR_REGRESSION);
     let id = farm.submit(&matrix);
     let out = farm.farmctl(&["watch", &id]);
     assert!(out.status.success(), "{out:?}");

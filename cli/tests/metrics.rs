@@ -84,17 +84,9 @@ fn scrape(addr: SocketAddr, path: &str) -> (String, String) {
     (head.to_string(), body.to_string())
 }
 
-/// The metrics endpoint's address, once the coordinator has written it.
+/// The coordinator's metrics endpoint, once it has written its address.
 fn metrics_addr(farm: &Farm) -> SocketAddr {
-    let file = farm.data_dir().join("metrics.addr");
-    wait_for(Duration::from_secs(30), "metrics.addr", || {
-        std::fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n'))
-    });
-    std::fs::read_to_string(&file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    common::written_addr(&farm.data_dir().join("metrics.addr"))
 }
 
 fn find<'a>(lines: &'a [Line], name: &str, labels: &[(&str, &str)]) -> Option<&'a Line> {
@@ -114,26 +106,7 @@ fn metrics_show_the_fleet_the_runs_and_a_regression_and_pass_promtool() {
     let addr = metrics_addr(&farm);
     farm.start_agent();
     farm.wait_agents(1);
-    // Three times the work on one side: wall_s regresses beyond doubt with
-    // five runs a side.
-    let file = farm.write(
-        "m.toml",
-        r#"
-name = "metrics"
-repetitions = 5
-timeout_s = 60
-
-[[workloads]]
-name = "cpu-hog"
-params = { threads = 1, seconds = [0.1, 0.3] }
-
-[baseline]
-seconds = 0.1
-
-[verdict]
-max_runs = 10
-"#,
-    );
+    let file = farm.write("m.toml", common::CLEAR_REGRESSION);
     let id = farm.submit(&file);
     let out = farm.farmctl(&["watch", &id]);
     assert!(
@@ -313,15 +286,7 @@ fn an_agent_serves_its_own_metrics() {
         &[("FARM_AGENT_METRICS_LISTEN", "127.0.0.1:0".to_string())],
     );
     farm.wait_agents(1);
-    let file = state.join("metrics.addr");
-    wait_for(Duration::from_secs(30), "the agent's metrics.addr", || {
-        std::fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n'))
-    });
-    let addr: SocketAddr = std::fs::read_to_string(&file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let addr = common::written_addr(&state.join("metrics.addr"));
     let matrix = farm.write(
         "a.toml",
         "name = \"a\"\nrepetitions = 3\n[[workloads]]\nname = \"cpu-hog\"\n\

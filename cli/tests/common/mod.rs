@@ -297,3 +297,35 @@ max_runs = 3
         iters = ((seconds * 5000.0) as i64).max(1)
     )
 }
+
+/// A matrix with a regression beyond doubt: three times the work on one
+/// side, five runs a side (`wall_s` and the hog's own figure regress).
+pub const CLEAR_REGRESSION: &str = r#"
+name = "regression"
+repetitions = 5
+timeout_s = 60
+
+[[workloads]]
+name = "cpu-hog"
+params = { threads = 1, seconds = [0.1, 0.3] }
+
+[baseline]
+seconds = 0.1
+
+[verdict]
+max_runs = 10
+"#;
+
+/// The address a process wrote to `file` once it listens (`metrics.addr`).
+pub fn written_addr(file: &Path) -> std::net::SocketAddr {
+    wait_for(
+        Duration::from_secs(30),
+        &format!("{}", file.display()),
+        || std::fs::read_to_string(file).is_ok_and(|t| t.ends_with('\n')),
+    );
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
