@@ -95,6 +95,8 @@ pub struct Metrics {
     series_baseline_median: Replaced,
     regression_ratio: Replaced,
     regression_extra_runs: Replaced,
+    threads_per_node: Replaced,
+    runnable_per_node: Replaced,
     dropped: IntGaugeVec,
     series_limit: usize,
     /// The samples of the ended matrices the results gauges still show, by
@@ -203,6 +205,21 @@ impl Metrics {
              adaptive reruns confirmed the regression (labels as farm_regression_ratio).",
             &labels,
         );
+        let threads_per_node = Replaced::new(
+            &registry,
+            "farm_series_threads_per_node",
+            "Average threads of the workload on a NUMA node over the representative run \
+             (the one whose figures are the cell's medians) of the series' latest matrix; \
+             more threads than the node's CPUs is an overcommitted node.",
+            &series::NODE_LABELS,
+        );
+        let runnable_per_node = Replaced::new(
+            &registry,
+            "farm_series_runnable_threads_per_node",
+            "Average runnable (running or waiting to run) threads of the workload on a NUMA \
+             node over the same run as farm_series_threads_per_node.",
+            &series::NODE_LABELS,
+        );
         let dropped = IntGaugeVec::new(
             Opts::new(
                 "farm_metrics_dropped_series",
@@ -236,6 +253,8 @@ impl Metrics {
             series_baseline_median,
             regression_ratio,
             regression_extra_runs,
+            threads_per_node,
+            runnable_per_node,
             dropped,
             series_limit,
             ended: BTreeMap::new(),
@@ -305,6 +324,8 @@ impl Metrics {
         self.regression_ratio.replace(&sel.regression_ratio);
         self.regression_extra_runs
             .replace(&sel.regression_extra_runs);
+        self.threads_per_node.replace(&sel.threads_per_node);
+        self.runnable_per_node.replace(&sel.runnable_per_node);
         for (family, n) in FAMILIES.iter().zip(sel.dropped) {
             self.dropped
                 .with_label_values(&[*family])
@@ -317,10 +338,11 @@ impl Metrics {
 }
 
 /// The results families, in the order of `series::Selection::dropped`.
-const FAMILIES: [&str; 3] = [
+const FAMILIES: [&str; 4] = [
     "farm_series_median",
     "farm_series_baseline_median",
     "farm_regression_ratio",
+    "farm_series_threads_per_node",
 ];
 
 #[cfg(test)]

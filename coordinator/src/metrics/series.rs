@@ -46,6 +46,34 @@ pub struct Sample {
     pub extra_runs: u32,
 }
 
+/// Threads per NUMA node of one cell's representative run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSample {
+    /// The cell's series; its `metric` is empty (placement is the cell's).
+    pub series: Series,
+    pub node: u32,
+    /// Average threads, and runnable threads, the sweeps saw on the node.
+    pub threads: f64,
+    pub runnable: f64,
+}
+
+/// Label names of the placement families: the series' without `metric`,
+/// then the node.
+pub const NODE_LABELS: [&str; 5] = ["workload", "kernel", "state", "host", "node"];
+
+impl NodeSample {
+    fn labels(&self) -> Vec<String> {
+        let s = &self.series;
+        vec![
+            s.workload.clone(),
+            s.kernel.clone(),
+            s.state.clone(),
+            s.host.clone(),
+            self.node.to_string(),
+        ]
+    }
+}
+
 /// The samples of one ended matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ended {
@@ -53,6 +81,7 @@ pub struct Ended {
     pub seq: u64,
     pub matrix_id: String,
     pub samples: Vec<Sample>,
+    pub placement: Vec<NodeSample>,
 }
 
 /// `lu(size=24,threads=2)`: the workload with all its parameters (defaults
@@ -130,6 +159,41 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
     out
 }
 
+/// Threads per node of each cell's representative run (the run whose
+/// figures are the cell's medians), from its telemetry; `runs` are the
+/// matrix's runs.
+pub fn placement(
+    cells: &[Cell],
+    summaries: &[CellSummary],
+    runs: &[&crate::store::RunRecord],
+) -> Vec<NodeSample> {
+    let mut out = Vec::new();
+    for s in summaries {
+        let Some(cell) = cells.get(s.cell_index as usize) else {
+            continue;
+        };
+        let Some(telemetry) = runs
+            .iter()
+            .find(|r| r.run_id == s.representative_run)
+            .and_then(|r| r.result.as_ref())
+            .and_then(|r| r.telemetry.as_ref())
+        else {
+            continue;
+        };
+        for n in &telemetry.nodes {
+            if n.avg_threads.is_finite() && n.avg_runnable.is_finite() {
+                out.push(NodeSample {
+                    series: series(cell, ""),
+                    node: n.node,
+                    threads: n.avg_threads,
+                    runnable: n.avg_runnable,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Label values and value of one gauge sample.
 pub type Point = (Vec<String>, f64);
 
@@ -143,8 +207,12 @@ pub struct Selection {
     /// The extra runs behind each regression of `regression_ratio` (same
     /// labels, same cap).
     pub regression_extra_runs: Vec<Point>,
-    /// Series left out by the cap: median, baseline median, regression ratio.
-    pub dropped: [usize; 3],
+    /// Labels: [`NODE_LABELS`].
+    pub threads_per_node: Vec<Point>,
+    pub runnable_per_node: Vec<Point>,
+    /// Series left out by the cap: median, baseline median, regression
+    /// ratio, threads per node (runnable ones go with them).
+    pub dropped: [usize; 4],
     /// The matrices something above comes from; the others need not be kept.
     pub shown: BTreeSet<u64>,
 }
@@ -163,6 +231,31 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         .filter(|(_, s)| seen.insert(&s.series))
         .collect();
     let mut sel = Selection::default();
+    // Placement likewise: each cell's nodes from its newest matrix.
+    let mut seen_cells: HashSet<&Series> = HashSet::new();
+    for e in &matrices {
+        let fresh: HashSet<&Series> = e
+            .placement
+            .iter()
+            .map(|p| &p.series)
+            .filter(|s| !seen_cells.contains(s))
+            .collect();
+        for p in e.placement.iter().filter(|p| fresh.contains(&p.series)) {
+            let kept = sel.threads_per_node.len();
+            push_capped(
+                &mut sel.threads_per_node,
+                &mut sel.dropped[3],
+                &mut sel.shown,
+                limit,
+                (p.labels(), p.threads),
+                e.seq,
+            );
+            if sel.threads_per_node.len() > kept {
+                sel.runnable_per_node.push((p.labels(), p.runnable));
+            }
+        }
+        seen_cells.extend(fresh);
+    }
     for (e, s) in &latest {
         let labels = s.series.labels();
         push_capped(

@@ -25,6 +25,7 @@ fn ended(seq: u64, workloads: &[(&str, Option<f64>)]) -> Ended {
     Ended {
         seq,
         matrix_id: format!("m{seq}"),
+        placement: Vec::new(),
         samples: workloads
             .iter()
             .map(|(w, ratio)| Sample {

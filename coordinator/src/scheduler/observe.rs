@@ -26,6 +26,7 @@ impl Scheduler {
             seq: m.rec.seq,
             matrix_id: m.rec.id.clone(),
             samples: series::samples(&m.rec.cells, &summaries),
+            placement: series::placement(&m.rec.cells, &summaries, &runs),
         }
     }
 

@@ -64,6 +64,7 @@ fn ended(seq: u64, samples: Vec<Sample>) -> Ended {
         seq,
         matrix_id: format!("m{seq}"),
         samples,
+        placement: Vec::new(),
     }
 }
 
@@ -145,7 +146,7 @@ fn the_newest_matrix_of_a_series_wins_and_stale_series_go() {
     assert!(sel.regression_ratio.is_empty(), "{sel:?}");
     assert!(sel.baseline_median.is_empty(), "{sel:?}");
     assert_eq!(sel.shown, BTreeSet::from([1, 2]));
-    assert_eq!(sel.dropped, [0, 0, 0]);
+    assert_eq!(sel.dropped, [0, 0, 0, 0]);
 }
 
 #[test]
@@ -186,7 +187,7 @@ fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
     assert_eq!(sel.median.len(), 7);
     assert_eq!(sel.regression_ratio.len(), 7);
     assert_eq!(sel.regression_extra_runs.len(), 7);
-    assert_eq!(sel.dropped, [8, 8, 8]);
+    assert_eq!(sel.dropped, [8, 8, 8, 0]);
     // Matrices 4 and 3 whole, then the first cell of matrix 2.
     let workloads: Vec<&str> = sel.median.iter().map(|(l, _)| l[0].as_str()).collect();
     assert_eq!(
@@ -197,8 +198,56 @@ fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
     assert_eq!(
         select(&matrices, 0),
         Selection {
-            dropped: [15, 15, 15],
+            dropped: [15, 15, 15, 0],
             ..Default::default()
         }
     );
+}
+
+#[test]
+fn placement_comes_from_each_cells_newest_matrix() {
+    let node = |workload: &str, node: u32, threads: f64| NodeSample {
+        series: Series {
+            workload: workload.into(),
+            metric: String::new(),
+            kernel: "running".into(),
+            state: "default".into(),
+            host: "any".into(),
+        },
+        node,
+        threads,
+        runnable: threads / 2.0,
+    };
+    let old = Ended {
+        placement: vec![
+            node("lu", 0, 9.0),
+            node("lu", 1, 9.0),
+            node("stream", 0, 4.0),
+        ],
+        ..ended(1, vec![])
+    };
+    let new = Ended {
+        placement: vec![node("lu", 0, 27.0), node("lu", 1, 3.0)],
+        ..ended(2, vec![])
+    };
+    let sel = select([&old, &new], 100);
+    let labels = |w: &str, n: &str| -> Vec<String> {
+        [w, "running", "default", "any", n]
+            .map(String::from)
+            .to_vec()
+    };
+    assert_eq!(
+        sel.threads_per_node,
+        vec![
+            (labels("lu", "0"), 27.0),
+            (labels("lu", "1"), 3.0),
+            (labels("stream", "0"), 4.0),
+        ]
+    );
+    assert_eq!(sel.runnable_per_node[0], (labels("lu", "0"), 13.5));
+    // The cap counts nodes.
+    let sel = select([&old, &new], 2);
+    assert_eq!(sel.threads_per_node.len(), 2);
+    assert_eq!(sel.runnable_per_node.len(), 2);
+    assert_eq!(sel.dropped[3], 1);
 }
