@@ -282,6 +282,7 @@ impl Session {
                 error: format!("cannot start a run thread: {e}"),
                 ..Default::default()
             };
+            self.metrics.run_finished(&result, Duration::ZERO);
             s.outbox
                 .insert((failed.run_id.clone(), failed.attempt), result);
             drop(s);
