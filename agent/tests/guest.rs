@@ -34,6 +34,14 @@ fn require_prerequisites(arch: GuestArch) {
     }
 }
 
+/// What every guest test starts with: the one-guest-at-a-time lock, the
+/// prerequisites of `arch` checked, and the shared cache.
+fn guest_test(arch: GuestArch) -> (std::sync::MutexGuard<'static, ()>, PathBuf) {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    require_prerequisites(arch);
+    (one, cache())
+}
+
 /// QEMU processes that are children of this test process.
 fn our_qemus() -> Vec<String> {
     let me = std::process::id().to_string();
@@ -56,9 +64,7 @@ fn our_qemus() -> Vec<String> {
 
 #[test]
 fn debian_kernel_boots_with_two_numa_nodes_and_cycles_hotplug() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites(GuestArch::X86_64);
-    let cache = cache();
+    let (_one, cache) = guest_test(GuestArch::X86_64);
 
     let t = Instant::now();
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
@@ -115,9 +121,7 @@ fn debian_kernel_boots_with_two_numa_nodes_and_cycles_hotplug() {
 
 #[test]
 fn a_guest_that_never_powers_off_is_killed_at_the_timeout() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites(GuestArch::X86_64);
-    let cache = cache();
+    let (_one, cache) = guest_test(GuestArch::X86_64);
     let t = Instant::now();
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
     let initrd = initramfs::build(&cache, Path::new(initramfs::BUSYBOX), initramfs::Init::Hang)
@@ -170,9 +174,7 @@ fn workload_bin() -> PathBuf {
 
 #[test]
 fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites(GuestArch::X86_64);
-    let cache = cache();
+    let (_one, cache) = guest_test(GuestArch::X86_64);
     let bin = workload_bin();
     let job = job::Job::built_in("cpu-hog", &[("threads", "2"), ("seconds", "2")]).unwrap();
 
@@ -297,9 +299,7 @@ fn a_job_with_shell_in_an_argument_is_refused() {
 
 #[test]
 fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites(GuestArch::S390x);
-    let cache = cache();
+    let (_one, cache) = guest_test(GuestArch::S390x);
     let t = Instant::now();
     let kernel =
         kernels::resolve("debian:6.1.0-50-s390x", &cache).unwrap_or_else(|e| panic!("{e}"));
@@ -384,9 +384,7 @@ fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
 /// behind, and a second call reads the kept verdict without booting.
 #[test]
 fn the_kvm_probe_decides_within_its_timeout_and_keeps_its_verdict() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites(GuestArch::X86_64);
-    let cache = cache();
+    let (_one, cache) = guest_test(GuestArch::X86_64);
     kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
     // A cache of its own, sharing the kernels, so that no kept verdict from
     // an earlier run answers for the probe.
@@ -418,9 +416,7 @@ fn the_kvm_probe_decides_within_its_timeout_and_keeps_its_verdict() {
 /// tail it carries, and no QEMU is left.
 #[test]
 fn a_guest_that_panics_fails_with_its_console() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    require_prerequisites(GuestArch::X86_64);
-    let cache = cache();
+    let (_one, cache) = guest_test(GuestArch::X86_64);
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
     let initrd = initramfs::build(&cache, Path::new(initramfs::BUSYBOX), initramfs::Init::Exit)
         .unwrap_or_else(|e| panic!("{e}"));

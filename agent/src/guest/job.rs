@@ -177,11 +177,6 @@ pub fn validate_arg(arg: &str) -> Result<(), Error> {
     }
 }
 
-/// How often the runner's sampler sweeps the workload's threads. Coarser
-/// than the host's 100 ms: under TCG every sweep forks a few busybox
-/// processes, which would otherwise cost the workload a visible share.
-pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
-
 /// The job runner (`/init`).
 pub const JOB_RUNNER: &str = r#"#!/bin/sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -260,7 +255,8 @@ sampler() {
     sed 's/^/task /' /proc/[0-9]*/task/*/stat 2>/dev/null >&3
     grep -H '^se.nr_migrations' /proc/[0-9]*/task/*/sched 2>/dev/null | sed 's/^/mig /' >&3
     sed -n 's/^cpu/cpu &/p' /proc/stat >&3
-    sleep 0.5  # SAMPLE_INTERVAL
+    # Every 500 ms: coarser than the host's 100 ms, as every sweep forks.
+    sleep 0.5
   done
   # What the sweeps cost: this shell's own CPU time and its children's.
   times > /tmp/sampler.times
