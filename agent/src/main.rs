@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(
@@ -75,17 +74,20 @@ struct Args {
     /// Boot no guests, even when QEMU is installed.
     #[arg(long)]
     no_guests: bool,
+    /// Export traces over OTLP/gRPC to this collector (e.g.
+    /// http://127.0.0.1:4317); no tracing cost when unset.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let args = Args::parse();
+    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    // Dropped before the runtime: flushing traces needs its tonic channel.
+    let _traces = {
+        let _rt = rt.enter();
+        farm_proto::trace::init("farm-agent", "info", args.otlp_endpoint.as_deref())?
+    };
     let token = match (args.token, args.token_file) {
         (Some(t), _) => t,
         (None, Some(f)) => std::fs::read_to_string(&f)
@@ -134,7 +136,6 @@ fn main() -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", file.display()))?;
         tracing::info!(%bound, "serving metrics");
     }
-    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     rt.block_on(agent.run(shutdown_signal()));
     Ok(())
 }

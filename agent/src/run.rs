@@ -34,9 +34,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use farm_proto::trace::TARGET;
 use farm_proto::{Capabilities, Direction, Metric, RunAssignment, RunResult};
 use farm_workload::catalogue;
-use tracing::warn;
+use tracing::{info_span, warn};
 
 use crate::executor::host::{self, Exit, Killer};
 use crate::state::journal::Journal;
@@ -205,7 +206,7 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     };
     let outcome = prepare_and_run(a, ctx);
     // Whatever happened, the machine goes back as it was.
-    let restored = lock(ctx.journal).restore();
+    let restored = info_span!(target: TARGET, "restore").in_scope(|| lock(ctx.journal).restore());
     result.finished_unix_ms = unix_ms(SystemTime::now());
     let Measured {
         out,
@@ -316,15 +317,15 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, Str
         .map_err(|e| warn!("topology: {e}"))
         .ok();
     let placement = match &a.state {
-        Some(state) => {
+        Some(state) => info_span!(target: TARGET, "state_apply").in_scope(|| {
             let mut journal = lock(ctx.journal);
             Applier {
                 journal: &mut journal,
                 caps: ctx.caps,
             }
             .apply(state, &tag(a), a.loads.len())
-            .map_err(|e| e.to_string())?
-        }
+            .map_err(|e| e.to_string())
+        })?,
         None => Placement {
             workload: Vec::new(),
             loads: vec![Vec::new(); a.loads.len()],
@@ -356,7 +357,8 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, Str
         None => None,
     };
     let spec = launch.program.spec(placement.workload, timeout, true);
-    let measured = measure(ctx, &root, &spec, &launch);
+    let measured = info_span!(target: TARGET, "workload", program = %spec.program.display())
+        .in_scope(|| measure(ctx, &root, &spec, &launch));
     if let Some(server) = server {
         server.stop();
     }
@@ -367,6 +369,7 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<Measured, Str
     } else {
         NodeMap::from_nodes(&ctx.caps.numa_nodes)
     };
+    let _telemetry = info_span!(target: TARGET, "telemetry").entered();
     let (metrics, telemetry) = report::build(&report::Inputs {
         wall: out.wall,
         counts: out.counts,

@@ -246,9 +246,15 @@ impl Session {
         let metrics = self.metrics.clone();
         metrics.run_started();
         let started = std::time::Instant::now();
+        // The coordinator's span of this attempt is the parent of ours.
+        let span = tracing::info_span!(target: farm_proto::trace::TARGET, "run",
+            run = %rref.run_id, attempt = rref.attempt, kernel = %a.kernel,
+            workload = a.workload.as_ref().map_or("", |w| w.name.as_str()));
+        farm_proto::trace::set_parent(&span, &a.traceparent);
         let spawned = std::thread::Builder::new()
             .name(format!("run {}", rref.run_id))
             .spawn(move || {
+                let _span = span.entered();
                 let ctx = run::Context {
                     caps: &caps,
                     workload: &workload,

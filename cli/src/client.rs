@@ -19,6 +19,7 @@ impl tonic::service::Interceptor for Auth {
     fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
         req.metadata_mut()
             .insert(farm_proto::AUTHORIZATION, self.0.clone());
+        farm_proto::trace::inject_metadata(&mut req);
         Ok(req)
     }
 }

@@ -20,7 +20,7 @@ use farm_proto::{
     CancelMatrixRequest, GetResultsRequest, GetResultsResponse, ListAgentsRequest, MatrixState,
     SubmitMatrixRequest,
 };
-use tracing_subscriber::EnvFilter;
+use tracing::Instrument;
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +42,16 @@ struct Cli {
     /// The submitter token itself.
     #[arg(long, global = true, env = "FARM_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Export traces over OTLP/gRPC to this collector (e.g.
+    /// http://127.0.0.1:4317); the coordinator's spans of a submitted
+    /// matrix then join farmctl's trace.
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
+    otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -122,19 +132,29 @@ enum Analyze {
     },
 }
 
+impl Command {
+    /// The subcommand's name, for its trace span.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Submit { .. } => "submit",
+            Command::Watch { .. } => "watch",
+            Command::Agents => "agents",
+            Command::Results { .. } => "results",
+            Command::Cancel { .. } => "cancel",
+            Command::Workload { .. } => "workload",
+            Command::Report { .. } => "report",
+            Command::Analyze { .. } => "analyze",
+            Command::Run { .. } => "run",
+        }
+    }
+}
+
 /// An error that means the input was bad (exit 2), not that the farm failed.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct BadInput(pub String);
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
     if let Command::Workload { args } = cli.command {
         // Before any runtime exists: the workload's process must hold only
@@ -143,7 +163,8 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     if let Command::Analyze { what } = &cli.command {
-        // Plain files, no farm: no runtime, no token.
+        // Plain files, no farm: no runtime, no token, no traces.
+        let _logs = farm_proto::trace::init("farmctl", "warn", None);
         let done = match what {
             Analyze::Compare {
                 baseline,
@@ -176,7 +197,21 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match rt.block_on(dispatch(cli)) {
+    // Dropped before the runtime: flushing traces needs its tonic channel.
+    let traces = {
+        let _rt = rt.enter();
+        farm_proto::trace::init("farmctl", "warn", cli.otlp_endpoint.as_deref())
+    };
+    let _traces = match traces {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let span = tracing::info_span!(target: farm_proto::trace::TARGET, "farmctl",
+        command = cli.command.name());
+    match rt.block_on(dispatch(cli).instrument(span)) {
         Ok(code) => code,
         Err(e) => {
             let bad = e.chain().any(|c| c.is::<BadInput>())

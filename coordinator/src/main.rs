@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 use farm_coordinator::{Options, scheduler::Config};
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(version, about = "Coordinator of the scheduler regression farm")]
@@ -35,17 +34,20 @@ struct Args {
     #[arg(long, default_value_t = farm_coordinator::metrics::DEFAULT_SERIES_LIMIT,
           env = "FARM_METRICS_SERIES_LIMIT")]
     metrics_series_limit: usize,
+    /// Export traces over OTLP/gRPC to this collector (e.g.
+    /// http://127.0.0.1:4317); no tracing cost when unset.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let args = Args::parse();
+    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    // Dropped before the runtime: flushing traces needs its tonic channel.
+    let _traces = {
+        let _rt = rt.enter();
+        farm_proto::trace::init("farm-coordinator", "info", args.otlp_endpoint.as_deref())?
+    };
     if args.lease_ms <= args.heartbeat_ms {
         anyhow::bail!(
             "--lease-ms ({}) must exceed --heartbeat-ms ({})",
@@ -53,7 +55,6 @@ fn main() -> anyhow::Result<()> {
             args.heartbeat_ms
         );
     }
-    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     rt.block_on(async {
         let mut coordinator = Options {
             listen: args.listen,

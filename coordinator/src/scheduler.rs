@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use farm_proto::trace::{self, TARGET};
 use farm_proto::{
     AgentInfo, Capabilities, CellStatus, CoordinatorMessage, GetResultsResponse, Hello,
     MatrixState, MatrixStatus, RunAssignment, RunCounts, RunRef, RunResult, SubmitMatrixResponse,
@@ -18,7 +19,7 @@ use farm_proto::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tonic::Status;
-use tracing::{debug, info, warn};
+use tracing::{Span, debug, info, info_span, warn};
 
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
@@ -82,6 +83,8 @@ pub enum Event {
         matrix: Box<Matrix>,
         file_name: String,
         source: String,
+        /// The submitter's span (W3C), parent of the matrix's; may be empty.
+        traceparent: String,
         reply: Reply<SubmitMatrixResponse>,
     },
     Status {
@@ -166,6 +169,9 @@ struct MatrixMem {
     published: Option<Instant>,
     /// Durations of finished runs, for ETAs.
     durations_s: Vec<f64>,
+    /// The matrix's trace span, from submission until it ends; a matrix
+    /// recovered after a restart has none, and its runs' spans are roots.
+    span: Span,
 }
 
 struct RunMem {
@@ -174,6 +180,9 @@ struct RunMem {
     assigned_at: Option<Instant>,
     /// When it last became dispatchable, for the assignment latency.
     queued_at: Instant,
+    /// The current attempt's trace span, from assignment until its result
+    /// is committed; the agent's spans of the attempt are its children.
+    span: Span,
 }
 
 struct Scheduler {
@@ -329,6 +338,7 @@ impl Scheduler {
                     matrix_seq,
                     assigned_at: None,
                     queued_at: now,
+                    span: Span::none(),
                 },
             );
         }
@@ -380,6 +390,7 @@ impl Scheduler {
                 dirty: true,
                 published: None,
                 durations_s: Vec::new(),
+                span: Span::none(),
             },
         );
     }
@@ -473,9 +484,10 @@ impl Scheduler {
                 matrix,
                 file_name,
                 source,
+                traceparent,
                 reply,
             } => {
-                let r = self.submit(*matrix, file_name, source);
+                let r = self.submit(*matrix, file_name, source, &traceparent);
                 self.reply(reply, Ok(r));
             }
             Event::Status { matrix_id, reply } => {
@@ -693,6 +705,20 @@ impl Scheduler {
         let duration = res.finished_unix_ms.saturating_sub(res.started_unix_ms) as f64 / 1e3;
         run.rec.result = Some(res);
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
+        // The attempt's span ends once its result is on disk; the store
+        // phase is the wait for that commit.
+        let span = std::mem::replace(&mut run.span, Span::none());
+        span.record(
+            "outcome",
+            if run.rec.state == RunState::Finished {
+                "ok"
+            } else {
+                "failed"
+            },
+        );
+        let store = info_span!(target: TARGET, parent: &span, "store");
+        self.after_commit
+            .push(Box::new(move || drop((store, span))));
         let matrix_id = run.rec.matrix_id.clone();
         let finished = run.rec.state == RunState::Finished;
         self.metrics
@@ -828,6 +854,7 @@ impl Scheduler {
                 matrix_seq: m.rec.seq,
                 assigned_at: None,
                 queued_at: Instant::now(),
+                span: Span::none(),
             },
         );
     }
@@ -865,6 +892,8 @@ impl Scheduler {
         }
         run.rec.agent_id.clear();
         run.assigned_at = None;
+        run.span.record("outcome", "lost");
+        run.span = Span::none();
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         if let Some(m) = self.matrices.get_mut(&run.rec.matrix_id) {
             m.dirty = true;
@@ -956,7 +985,17 @@ impl Scheduler {
         run.rec.attempt += 1;
         run.rec.agent_id = agent_id.to_string();
         run.assigned_at = Some(Instant::now());
-        self.metrics.run_assigned(run.queued_at.elapsed());
+        let queued = run.queued_at.elapsed();
+        self.metrics.run_assigned(queued);
+        run.span = info_span!(target: TARGET, parent: &m.span, "run", run = %run_id,
+            attempt = run.rec.attempt, cell = run.rec.cell, agent = %agent_id,
+            outcome = tracing::field::Empty);
+        // Placement is decided by the time the span exists: the phase
+        // records who got it and how long the run waited in the queue.
+        drop(
+            info_span!(target: TARGET, parent: &run.span, "placement", agent = %agent_id,
+            queued_ms = queued.as_millis() as u64),
+        );
         let msg = CoordinatorMessage {
             msg: Some(coordinator_message::Msg::Assign(RunAssignment {
                 run: Some(RunRef {
@@ -977,6 +1016,7 @@ impl Scheduler {
                 timeout_s: m.rec.timeout_s,
                 loads: cell.loads.clone(),
                 guest: cell.guest,
+                traceparent: trace::traceparent(&run.span),
             })),
         };
         m.dirty = true;
@@ -997,6 +1037,7 @@ impl Scheduler {
         matrix: Matrix,
         file_name: String,
         source: String,
+        traceparent: &str,
     ) -> SubmitMatrixResponse {
         let id = random_id("m");
         let seq = self.next_seq;
@@ -1035,6 +1076,12 @@ impl Scheduler {
         self.ops
             .push(Op::PutMatrix(Box::new(rec.clone()), runs.clone()));
         self.insert_matrix(rec);
+        if let Some(m) = self.matrices.get_mut(&id) {
+            let span = info_span!(target: TARGET, "matrix", matrix = %id, name = %m.rec.name,
+                cells = response.cells, runs = response.runs, state = tracing::field::Empty);
+            trace::set_parent(&span, traceparent);
+            m.span = span;
+        }
         for r in runs {
             self.queues
                 .entry((seq, r.cell))
@@ -1053,6 +1100,7 @@ impl Scheduler {
                     matrix_seq: seq,
                     assigned_at: None,
                     queued_at: Instant::now(),
+                    span: Span::none(),
                 },
             );
         }
@@ -1096,6 +1144,8 @@ impl Scheduler {
                 _ => continue,
             }
             run.rec.state = RunState::Cancelled;
+            run.span.record("outcome", "cancelled");
+            run.span = Span::none();
             self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
             n += 1;
         }
@@ -1192,6 +1242,11 @@ impl Scheduler {
             if ended || tick || m.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY) {
                 if ended && m.status.borrow().state == MatrixState::Running as i32 {
                     info!(matrix = %id, state = ?MatrixState::try_from(st.state).ok(), "matrix ended");
+                }
+                if ended {
+                    let state = if m.rec.cancelled { "cancelled" } else { "done" };
+                    m.span.record("state", state);
+                    m.span = Span::none();
                 }
                 let done = MatrixState::Done as i32;
                 if st.state == done && m.status.borrow().state != done {

@@ -136,6 +136,7 @@ impl FarmService for Farm {
         &self,
         req: Request<SubmitMatrixRequest>,
     ) -> Result<Response<SubmitMatrixResponse>, Status> {
+        let traceparent = farm_proto::trace::extract_metadata(&req);
         let SubmitMatrixRequest { file_name, toml } = req.into_inner();
         if toml.len() > MAX_MATRIX_BYTES {
             return Err(Status::invalid_argument(format!(
@@ -153,6 +154,7 @@ impl FarmService for Farm {
                 matrix: Box::new(m),
                 file_name,
                 source: toml,
+                traceparent,
                 reply,
             })
             .await?;

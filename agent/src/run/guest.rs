@@ -22,8 +22,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use farm_proto::trace::TARGET;
 use farm_proto::{Direction, RunAssignment, RunResult};
 use farm_workload::catalogue;
+use tracing::info_span;
 
 use super::launch::{self, Output};
 use super::{Context, lock, metric, unix_ms};
@@ -77,9 +79,9 @@ pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
     let outcome = run(a, ctx, &mut result);
     // The guest's QEMU was journalled: it is gone now (killed or exited),
     // and the journal forgets it.
-    let restored = lock(ctx.journal).restore();
+    let restored = info_span!(target: TARGET, "restore").in_scope(|| lock(ctx.journal).restore());
     match outcome {
-        Ok(g) => report(&g, &mut result),
+        Ok(g) => info_span!(target: TARGET, "telemetry").in_scope(|| report(&g, &mut result)),
         Err(e) => result.error = e,
     }
     if let Err(e) = restored
@@ -419,6 +421,8 @@ fn kernel_arch(
 
 fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, String> {
     let t0 = Instant::now();
+    // Kernel, tools and image: fetched or found in the cache.
+    let prepare = info_span!(target: TARGET, "prepare", kernel = %a.kernel).entered();
     let cache = ctx
         .workload
         .guest_cache
@@ -500,6 +504,10 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         })?;
     tracing::info!(kernel = %kernel.version, %arch, accel = accel.name(), downloaded = kernel.downloaded, image_built = image.built, "booting the run's guest");
     let prepared = t0.elapsed();
+    drop(prepare);
+    // The guest boots, applies the machine state, runs the workload and
+    // samples it: one phase seen from here.
+    let _workload = info_span!(target: TARGET, "workload", accel = accel.name()).entered();
     let journal_error = std::cell::RefCell::new(None);
     let mut on_spawn = |pid: u32| {
         // So that a crashed agent's restart kills a guest it left running.

@@ -196,11 +196,17 @@ impl Farm {
 
     /// Runs farmctl against this farm with the submitter token.
     pub fn farmctl(&self, args: &[&str]) -> Output {
+        self.farmctl_env(args, &[])
+    }
+
+    /// [`Farm::farmctl`] with extra environment.
+    pub fn farmctl_env(&self, args: &[&str], env: &[(&str, String)]) -> Output {
         Command::new(farmctl_bin())
             .args(args)
             .env("FARM_COORDINATOR", self.url())
             .env("FARM_TOKEN_FILE", self.data_dir().join("submit.token"))
             .env_remove("FARM_TOKEN")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .output()
             .unwrap()

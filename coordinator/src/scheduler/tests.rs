@@ -80,6 +80,7 @@ impl Farm {
         let r = self
             .h
             .call(|reply| Event::Submit {
+                traceparent: String::new(),
                 matrix,
                 file_name: "m.toml".into(),
                 source: text,
@@ -382,6 +383,7 @@ async fn submit_text(farm: &Farm, text: &str) -> String {
     let source = text.to_string();
     farm.h
         .call(|reply| Event::Submit {
+            traceparent: String::new(),
             matrix,
             file_name: "m.toml".into(),
             source,
