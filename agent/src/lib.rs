@@ -3,6 +3,8 @@
 //!
 //! Layout:
 //! - [`capabilities`]: what this machine is and can do, read from /proc and /sys.
+//! - [`catalogue`]: the part of it that changes while the agent runs (guest
+//!   kernels cached or dropped in a kernel directory, KVM found to work).
 //! - [`session`]: the stream to the coordinator, heartbeats, the outbox of
 //!   unacknowledged results, reconnection with backoff.
 //! - [`run`]: checking an assignment and turning it into a result.
@@ -17,6 +19,7 @@
 #![deny(rust_2018_idioms)]
 
 pub mod capabilities;
+pub mod catalogue;
 pub mod executor;
 pub mod external;
 pub mod guest;
@@ -106,33 +109,11 @@ impl Options {
                     Err(why) => tracing::info!(%arch, %why, "boots no guests of this arch"),
                 }
             }
-            if !capabilities.guest_arches.is_empty() {
-                // KVM only once a probe saw it boot a guest (the first guest
-                // run probes when no verdict is kept yet); TCG always.
-                let mut accels = vec![guest::arch::Accel::Tcg];
-                match guest::kvm::kept_verdict(cache) {
-                    Some(guest::kvm::Verdict::Works) => accels.push(guest::arch::Accel::Kvm),
-                    Some(guest::kvm::Verdict::Fails(why)) => {
-                        tracing::info!(%why, "KVM probed before and found not to boot guests")
-                    }
-                    None => {}
-                }
-                for a in accels {
-                    capabilities.guest_accelerators.push(a.name().to_owned());
-                    capabilities.executors.push(a.name().to_owned());
-                }
-                capabilities.guest_kernels = guest::kernels::cached(cache);
-                // Only images of an arch it boots, so that no cell comes
-                // here to fail.
-                let arches = capabilities.guest_arches.clone();
-                capabilities.guest_kernels.extend(
-                    guest::kernels::file_kernels(&self.workload.kernel_dirs)
-                        .into_iter()
-                        .filter(|(_, arch)| arches.iter().any(|a| a == arch.uname()))
-                        .map(|(name, _)| name),
-                );
+            if let Some(guest::kvm::Verdict::Fails(why)) = guest::kvm::kept_verdict(cache) {
+                tracing::info!(%why, "KVM probed before and found not to boot guests");
             }
         }
+        catalogue::refresh(&mut capabilities, &self.workload);
         if !self.workload.program.is_file() {
             return Err(Error::WorkloadBin(self.workload.program));
         }
@@ -153,7 +134,8 @@ impl Options {
             session: session::Session {
                 endpoint,
                 token: self.token,
-                capabilities,
+                capabilities: Mutex::new(capabilities),
+                rescan: catalogue::RESCAN,
                 workload: self.workload,
                 journal: Arc::new(Mutex::new(journal)),
                 shared: Arc::new(Mutex::new(Default::default())),
@@ -166,8 +148,16 @@ impl Options {
 }
 
 impl Agent {
-    pub fn capabilities(&self) -> &farm_proto::Capabilities {
-        &self.session.capabilities
+    /// What it advertises now (the catalogue part changes as kernels come).
+    pub fn capabilities(&self) -> farm_proto::Capabilities {
+        self.session.capabilities()
+    }
+
+    /// How often the catalogue is looked at again (default
+    /// [`catalogue::RESCAN`]); a change is sent to the coordinator at once.
+    pub fn rescan_every(mut self, every: Duration) -> Agent {
+        self.session.rescan = every;
+        self
     }
 
     /// Binds the `/metrics` endpoint (served once [`Agent::run`] runs);

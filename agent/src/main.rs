@@ -71,6 +71,10 @@ struct Args {
     /// written to STATE_DIR/metrics.addr).
     #[arg(long, env = "FARM_AGENT_METRICS_LISTEN", value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
+    /// How often to look for new kernels (cached Debian ones, images in a
+    /// --kernel-dir) and send them to the coordinator, in seconds.
+    #[arg(long, env = "FARM_AGENT_RESCAN_S", value_name = "SECONDS", default_value_t = 10)]
+    rescan_s: u64,
     /// Boot no guests, even when QEMU is installed.
     #[arg(long)]
     no_guests: bool,
@@ -123,7 +127,8 @@ fn main() -> anyhow::Result<()> {
         state_dir: args.state_dir,
         tls: None,
     }
-    .build()?;
+    .build()?
+    .rescan_every(std::time::Duration::from_secs(args.rescan_s.max(1)));
     if let Some(addr) = args.metrics_listen {
         let bound = agent
             .listen_metrics(addr)

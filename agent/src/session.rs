@@ -35,7 +35,10 @@ pub(crate) struct Shared {
 pub(crate) struct Session {
     pub endpoint: Endpoint,
     pub token: String,
-    pub capabilities: Capabilities,
+    /// What the coordinator was last told; the catalogue part is redone
+    /// every `rescan` and after each run (`crate::catalogue`).
+    pub capabilities: Mutex<Capabilities>,
+    pub rescan: Duration,
     pub workload: run::WorkloadCommand,
     /// The restore journal; runs apply machine state through it.
     pub journal: Arc<Mutex<crate::state::Journal>>,
@@ -68,6 +71,34 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 }
 
 impl Session {
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Looks at the catalogue again; the new capabilities when they changed.
+    fn rescan_catalogue(&self) -> Option<Capabilities> {
+        let mut caps = self.capabilities.lock().unwrap_or_else(|e| e.into_inner());
+        let mut fresh = caps.clone();
+        crate::catalogue::refresh(&mut fresh, &self.workload);
+        if fresh == *caps {
+            return None;
+        }
+        info!(guest_kernels = ?fresh.guest_kernels, executors = ?fresh.executors, "catalogue changed");
+        *caps = fresh.clone();
+        Some(fresh)
+    }
+
+    /// Sends the capabilities when the catalogue changed.
+    async fn send_catalogue(&self, tx: &mpsc::Sender<AgentMessage>) -> Result<(), Error> {
+        match self.rescan_catalogue() {
+            Some(caps) => send(tx, agent_message::Msg::Capabilities(caps)).await,
+            None => Ok(()),
+        }
+    }
+
     /// Keeps a stream to the coordinator open until `shutdown` resolves.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
@@ -137,7 +168,7 @@ impl Session {
             });
         let reg = client
             .register(RegisterRequest {
-                capabilities: Some(self.capabilities.clone()),
+                capabilities: Some(self.capabilities()),
                 resume_agent_id: agent_id.clone(),
             })
             .await?
@@ -166,6 +197,8 @@ impl Session {
             reg.heartbeat_interval_ms.max(50),
         )));
         let mut seq = 0u64;
+        let mut rescan = tokio::time::interval(self.rescan.max(Duration::from_millis(100)));
+        rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 msg = inbound.message() => {
@@ -186,7 +219,12 @@ impl Session {
                     seq += 1;
                     send(&tx, agent_message::Msg::Heartbeat(Heartbeat { seq })).await?;
                 }
-                _ = self.result_ready.notified() => self.flush(&tx, &mut sent).await?,
+                _ = self.result_ready.notified() => {
+                    self.flush(&tx, &mut sent).await?;
+                    // A guest run may have cached a kernel or probed KVM.
+                    self.send_catalogue(&tx).await?;
+                }
+                _ = rescan.tick() => self.send_catalogue(&tx).await?,
             }
         }
     }
@@ -240,7 +278,7 @@ impl Session {
         drop(s);
         let shared = self.shared.clone();
         let notify = self.result_ready.clone();
-        let caps = self.capabilities.clone();
+        let caps = self.capabilities();
         let workload = self.workload.clone();
         let journal = self.journal.clone();
         let metrics = self.metrics.clone();

@@ -19,9 +19,11 @@ pub mod matrix;
 pub mod metrics;
 pub mod placement;
 pub mod results;
+pub mod schedule;
 pub mod scheduler;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod timer;
 
 pub use server::{Coordinator, Options};

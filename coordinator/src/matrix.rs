@@ -77,6 +77,15 @@
 //! cpus = 8                  # vCPUs, 1..=64
 //! numa_nodes = 4            # 1..=16, dividing cpus; >1 only for x86_64 kernels
 //! memory_mib = 1024         # 256..=65536, at least 128 a node
+//!
+//! [schedule]                # optional: a continuous matrix (see crate::schedule);
+//!                           # submitting it makes a schedule, whose executions are
+//!                           # matrices; at least one of:
+//! cron = "0 3 * * *"        # five fields, UTC: minute hour day-of-month month day-of-week
+//! on_new_kernel = "file:/srv/kernels/*"  # a glob: run again for each kernel matching it
+//!                           # that appears in an agent's catalogue (a host release,
+//!                           # `debian:…`, `file:…`); it joins the `kernels` axis
+//!                           # (or is the axis, when the file gives none)
 //! ```
 //!
 //! Unknown keys are refused everywhere, as are empty axes (`kernels = []`,
@@ -175,7 +184,7 @@ use toml::Spanned;
 
 use self::location::{Issue, join};
 use self::raw::{
-    Int, Number, RawHost, RawLoad, RawMatrix, RawState, RawVerdict, RawWorkload, Setting,
+    Int, Number, RawHost, RawLoad, RawMatrix, RawSchedule, RawState, RawVerdict, RawWorkload, Setting,
 };
 
 /// The default limit on the number of cells of one matrix (`max_cells`).
@@ -237,6 +246,15 @@ pub struct Matrix {
     pub timeout_s: u32,
     /// Every cell, `cells[i].index == i`.
     pub cells: Vec<Cell>,
+    /// The file's `[schedule]`: submitting it makes a schedule, not a run.
+    pub schedule: Option<Schedule>,
+}
+
+/// A validated `[schedule]`; an empty field is not set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    pub cron: String,
+    pub on_new_kernel: String,
 }
 
 /// One run of one cell.
@@ -279,7 +297,18 @@ type Checked<T> = std::result::Result<T, Issue>;
 pub fn parse(file_name: &str, text: &str) -> Result<Matrix> {
     let raw: RawMatrix =
         toml::from_str(text).map_err(|e| location::from_toml(file_name, text, &e))?;
-    build(&raw).map_err(|issue| issue.locate(file_name, text))
+    build(&raw, None).map_err(|issue| issue.locate(file_name, text))
+}
+
+/// The matrix one execution of a schedule runs: the file's, without its
+/// `[schedule]`, with `new_kernel` (a trigger's) on the kernel axis — after
+/// the file's kernels, or alone when the file gives none.
+pub fn parse_execution(file_name: &str, text: &str, new_kernel: Option<&str>) -> Result<Matrix> {
+    let raw: RawMatrix =
+        toml::from_str(text).map_err(|e| location::from_toml(file_name, text, &e))?;
+    let mut m = build(&raw, new_kernel).map_err(|issue| issue.locate(file_name, text))?;
+    m.schedule = None;
+    Ok(m)
 }
 
 /// The runs of a matrix in dispatch order: repetition-major (every cell's
@@ -340,7 +369,7 @@ fn typed(spec: &ParamSpec, n: Number) -> std::result::Result<Value, ParamError> 
     }
 }
 
-fn build(raw: &RawMatrix) -> Checked<Matrix> {
+fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     let name = non_empty(&raw.name, "name")?;
     let repetitions: u32 = bounded(
         raw.repetitions.as_ref(),
@@ -360,7 +389,23 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         TIMEOUT_S,
         DEFAULT_TIMEOUT_S,
     )?;
-    let kernels = kernels(raw.kernels.as_ref())?;
+    let schedule = schedule(raw.schedule.as_ref())?;
+    let mut kernels = kernels(raw.kernels.as_ref())?;
+    if let Some(k) = new_kernel {
+        let span = raw
+            .schedule
+            .as_ref()
+            .and_then(|s| s.get_ref().on_new_kernel.as_ref())
+            .map_or(raw.name.span(), |g| g.span());
+        if let Err(why) = check_kernel_name(k) {
+            return Err(Issue::new(span, "schedule.on_new_kernel", format!("new kernel: {why}")));
+        }
+        if raw.kernels.is_none() {
+            kernels = vec![k.to_owned()];
+        } else if !kernels.iter().any(|x| x == k) {
+            kernels.push(k.to_owned());
+        }
+    }
     let workloads = non_empty_axis(&raw.workloads, "workloads")?
         .iter()
         .enumerate()
@@ -417,7 +462,38 @@ fn build(raw: &RawMatrix) -> Checked<Matrix> {
         repetitions,
         timeout_s,
         cells,
+        schedule,
     })
+}
+
+/// The `[schedule]` table: a valid cron, a valid glob, at least one.
+fn schedule(raw: Option<&Spanned<RawSchedule>>) -> Checked<Option<Schedule>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let s = raw.get_ref();
+    let mut out = Schedule {
+        cron: String::new(),
+        on_new_kernel: String::new(),
+    };
+    if let Some(c) = &s.cron {
+        crate::schedule::cron(c.get_ref()).map_err(|e| Issue::new(c.span(), "schedule.cron", e))?;
+        out.cron = c.get_ref().trim().to_owned();
+    }
+    if let Some(g) = &s.on_new_kernel {
+        let text = non_empty(g, "schedule.on_new_kernel")?;
+        crate::schedule::kernel_glob(&text)
+            .map_err(|e| Issue::new(g.span(), "schedule.on_new_kernel", e))?;
+        out.on_new_kernel = text;
+    }
+    if out.cron.is_empty() && out.on_new_kernel.is_empty() {
+        return Err(Issue::new(
+            raw.span(),
+            "schedule",
+            "a schedule needs `cron` (e.g. \"0 3 * * *\") or `on_new_kernel` (a kernel glob)",
+        ));
+    }
+    Ok(Some(out))
 }
 
 /// Every kernel meets every host selector (cells are their product), so a

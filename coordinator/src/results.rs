@@ -222,6 +222,77 @@ pub fn pair_verdict(
         .max_by_key(|v| severity(*v))
 }
 
+/// A series whose latest regime, after its last change point, is worse
+/// than the one before by at least the cell's minimum effect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeRegression {
+    pub metric: String,
+    /// Mean after / mean before the change.
+    pub ratio: f64,
+    /// The first point after the change: its kernel and matrix.
+    pub kernel: String,
+    pub matrix_id: String,
+    pub t_ms: u64,
+}
+
+/// Every change point of a cell's histories (as `summarise` gives them),
+/// with the first point after it: (metric, ratio of means, that point).
+pub fn change_points(summary: &CellSummary) -> Vec<(&str, f64, &SeriesPoint)> {
+    let mut out = Vec::new();
+    for h in &summary.history {
+        for cp in &h.change_points {
+            let Some(p) = h.points.get(cp.index as usize) else {
+                continue;
+            };
+            let ratio = cp.mean_after / cp.mean_before;
+            if ratio.is_finite() {
+                out.push((h.metric.as_str(), ratio, p));
+            }
+        }
+    }
+    out
+}
+
+/// The cell's primary metrics whose history ends in a worse regime: the
+/// last change point goes the wrong way for the metric's direction, by at
+/// least the cell's minimum effect for it. What continuous matrices alert
+/// on: no baseline cell is needed, the series' own past is the baseline.
+pub fn change_regressions(cell: &Cell, summary: &CellSummary) -> Vec<ChangeRegression> {
+    let policy = policy(cell);
+    let mut out = Vec::new();
+    for h in &summary.history {
+        let (Some(cp), Some(m)) = (
+            h.change_points.last(),
+            summary.metrics.iter().find(|m| m.name == h.metric),
+        ) else {
+            continue;
+        };
+        let Some(p) = h.points.get(cp.index as usize) else {
+            continue;
+        };
+        let ratio = cp.mean_after / cp.mean_before;
+        let min_effect = policy
+            .min_effect_by_metric
+            .get(&h.metric)
+            .copied()
+            .unwrap_or(policy.min_effect);
+        let worse = match direction(m.direction) {
+            Direction::LowerIsBetter => ratio >= 1.0 + min_effect,
+            Direction::HigherIsBetter => ratio <= 1.0 - min_effect,
+        };
+        if ratio.is_finite() && worse {
+            out.push(ChangeRegression {
+                metric: h.metric.clone(),
+                ratio,
+                kernel: p.kernel.clone(),
+                matrix_id: p.matrix_id.clone(),
+                t_ms: p.t_ms,
+            });
+        }
+    }
+    out
+}
+
 /// One past (or this) matrix's cell on a cell's series.
 pub struct SeriesCell<'a> {
     pub matrix_id: String,

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use farm_proto::trace::{self, TARGET};
 use farm_proto::{
     AgentInfo, Capabilities, CellStatus, CoordinatorMessage, GetResultsResponse, Hello,
-    MatrixState, MatrixStatus, RunAssignment, RunCounts, RunRef, RunResult, SubmitMatrixResponse,
+    MatrixState, MatrixStatus, RunAssignment, RunCounts, RunRef, RunResult, ScheduleInfo,
+    SubmitMatrixResponse,
     agent_message, coordinator_message,
 };
 use tokio::sync::{mpsc, oneshot, watch};
@@ -106,6 +107,18 @@ pub enum Event {
         matrix_id: String,
         reply: Reply<GetResultsResponse>,
     },
+    /// The cron driver: `at_ms` is due for this schedule.
+    CronDue {
+        schedule_id: String,
+        at_ms: u64,
+    },
+    ListSchedules {
+        reply: Reply<Vec<ScheduleInfo>>,
+    },
+    CancelSchedule {
+        schedule_id: String,
+        reply: Reply<()>,
+    },
     Tick,
 }
 
@@ -114,6 +127,9 @@ pub enum Event {
 pub struct Handle {
     tx: mpsc::UnboundedSender<Event>,
     pub config: Config,
+    /// The schedules with a cron, republished after every commit that
+    /// changes them; `crate::timer` waits on it.
+    pub crons: watch::Receiver<Vec<CronEntry>>,
 }
 
 impl Handle {
@@ -208,6 +224,11 @@ struct Scheduler {
     /// An agent connected, left or re-registered: the fleet gauge is redone
     /// at the next tick (not per event: thousands may connect at once).
     fleet_changed: bool,
+    schedules: BTreeMap<String, ScheduleMem>,
+    /// A schedule was made, cancelled or executed in this batch: the cron
+    /// driver hears of it after the commit.
+    schedules_changed: bool,
+    crons: watch::Sender<Vec<CronEntry>>,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
@@ -241,8 +262,12 @@ pub fn spawn_with(
         after_commit: Vec::new(),
         metrics,
         fleet_changed: false,
+        schedules: BTreeMap::new(),
+        schedules_changed: false,
+        crons: watch::channel(Vec::new()).0,
     };
     s.recover()?;
+    let crons = s.crons.subscribe();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let thread = std::thread::Builder::new()
         .name("scheduler".into())
@@ -254,7 +279,7 @@ pub fn spawn_with(
             result
         })
         .expect("spawning the scheduler thread");
-    Ok((Handle { tx, config }, thread))
+    Ok((Handle { tx, config, crons }, thread))
 }
 
 fn now_ms() -> u64 {
@@ -290,10 +315,22 @@ impl Scheduler {
                 },
             );
         }
+        for s in snap.schedules {
+            self.schedules.insert(s.id.clone(), ScheduleMem::new(s));
+        }
         for m in snap.matrices {
             self.next_seq = self.next_seq.max(m.seq + 1);
+            if let Some(s) = m
+                .execution
+                .as_ref()
+                .and_then(|e| self.schedules.get_mut(&e.schedule_id))
+            {
+                // Matrices load in submission order: executions stay in order.
+                s.executions.push(m.id.clone());
+            }
             self.insert_matrix(m);
         }
+        self.crons.send_replace(self.cron_entries());
         let (mut queued, mut assigned) = (0, 0);
         for r in snap.runs {
             let Some(m) = self.matrices.get_mut(&r.matrix_id) else {
@@ -432,6 +469,11 @@ impl Scheduler {
             );
             self.ops.clear();
         }
+        // Before the replies: whoever made a schedule finds the cron driver
+        // already told of it.
+        if std::mem::take(&mut self.schedules_changed) {
+            self.crons.send_replace(self.cron_entries());
+        }
         for (agent_id, msg) in self.outbox.drain(..) {
             if let Some((_, tx)) = self.agents.get(&agent_id).and_then(|a| a.session.as_ref()) {
                 // A closed stream is fine: the agent's next Hello reconciles.
@@ -487,7 +529,11 @@ impl Scheduler {
                 traceparent,
                 reply,
             } => {
-                let r = self.submit(*matrix, file_name, source, &traceparent);
+                let r = if matrix.schedule.is_some() {
+                    self.create_schedule(*matrix, file_name, source)
+                } else {
+                    self.submit_matrix(*matrix, file_name, source, &traceparent, None)
+                };
                 self.reply(reply, Ok(r));
             }
             Event::Status { matrix_id, reply } => {
@@ -519,6 +565,15 @@ impl Scheduler {
             }
             Event::Results { matrix_id, reply } => {
                 let r = self.results(&matrix_id);
+                self.reply(reply, r);
+            }
+            Event::CronDue { schedule_id, at_ms } => self.cron_due(&schedule_id, at_ms),
+            Event::ListSchedules { reply } => {
+                let r = self.list_schedules();
+                self.reply(reply, Ok(r));
+            }
+            Event::CancelSchedule { schedule_id, reply } => {
+                let r = self.cancel_schedule(&schedule_id);
                 self.reply(reply, r);
             }
             Event::Tick => {
@@ -554,7 +609,28 @@ impl Scheduler {
             capabilities: a.capabilities.clone(),
             registered_ms: a.registered_ms,
         })));
+        let caps = a.capabilities.clone();
+        self.catalogue_changed(&caps);
         id
+    }
+
+    /// An agent's capabilities changed while it was connected (a kernel
+    /// appeared in its catalogue, KVM found to work): placement and
+    /// triggers see the new set at once.
+    fn capabilities_changed(&mut self, agent_id: &str, caps: Capabilities) {
+        let Some(a) = self.agents.get_mut(agent_id) else {
+            return;
+        };
+        info!(agent = %agent_id, guest_kernels = caps.guest_kernels.len(),
+              executors = ?caps.executors, "agent capabilities changed");
+        a.capabilities = caps.clone();
+        self.fleet_changed = true;
+        self.ops.push(Op::PutAgent(Box::new(AgentRecord {
+            agent_id: agent_id.to_owned(),
+            capabilities: caps.clone(),
+            registered_ms: a.registered_ms,
+        })));
+        self.catalogue_changed(&caps);
     }
 
     fn lease(&self) -> Duration {
@@ -655,6 +731,7 @@ impl Scheduler {
                 debug!(agent = %agent_id, run = ?p.run, phase = %p.phase, "progress");
             }
             agent_message::Msg::Result(res) => self.result(agent_id, res),
+            agent_message::Msg::Capabilities(caps) => self.capabilities_changed(agent_id, caps),
         }
     }
 
@@ -1032,12 +1109,13 @@ impl Scheduler {
         self.idle.remove(agent_id);
     }
 
-    fn submit(
+    fn submit_matrix(
         &mut self,
         matrix: Matrix,
         file_name: String,
         source: String,
         traceparent: &str,
+        execution: Option<store::Execution>,
     ) -> SubmitMatrixResponse {
         let id = random_id("m");
         let seq = self.next_seq;
@@ -1066,11 +1144,13 @@ impl Scheduler {
             timeout_s: matrix.timeout_s,
             cancelled: false,
             cells: matrix.cells,
+            execution,
         };
         let response = SubmitMatrixResponse {
             matrix_id: id.clone(),
             cells: rec.cells.len() as u32,
             runs: runs.len() as u32,
+            ..Default::default()
         };
         info!(matrix = %id, name = %rec.name, cells = response.cells, runs = response.runs, "matrix submitted");
         self.ops
@@ -1220,6 +1300,12 @@ impl Scheduler {
             cells,
             submitted_unix_ms: m.rec.submitted_ms,
             median_run_seconds: farm_analysis::median(&m.durations_s).unwrap_or(0.0),
+            schedule_id: m
+                .rec
+                .execution
+                .as_ref()
+                .map(|e| e.schedule_id.clone())
+                .unwrap_or_default(),
         })
     }
 
@@ -1409,6 +1495,9 @@ fn cancel_msg(r: RunRef) -> CoordinatorMessage {
     }
 }
 
+mod continuous;
 mod observe;
+pub use continuous::CronEntry;
+use continuous::ScheduleMem;
 #[cfg(test)]
 mod tests;

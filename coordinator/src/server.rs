@@ -181,6 +181,10 @@ impl Coordinator {
                 }
             })
         };
+        let timer = tokio::spawn(crate::timer::drive(
+            handle.clone(),
+            crate::timer::Clock::system(),
+        ));
         let agent_tokens = tokens.clone();
         let agents =
             AgentServiceServer::with_interceptor(Agents::new(handle.clone()), move |req| {
@@ -209,6 +213,7 @@ impl Coordinator {
             .serve_with_incoming_shutdown(stream, shutdown)
             .await;
         ticker.abort();
+        timer.abort();
         if let Some(m) = metrics {
             m.abort();
         }

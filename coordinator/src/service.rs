@@ -4,7 +4,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use farm_proto::{
-    AgentMessage, CancelMatrixRequest, CancelMatrixResponse, CoordinatorMessage, GetMatrixRequest,
+    AgentMessage, CancelMatrixRequest, CancelMatrixResponse, CancelScheduleRequest,
+    CancelScheduleResponse, CoordinatorMessage, GetMatrixRequest, ListSchedulesRequest,
+    ListSchedulesResponse,
     GetResultsRequest, GetResultsResponse, ListAgentsRequest, ListAgentsResponse, MatrixState,
     MatrixStatus, RegisterRequest, RegisterResponse, SubmitMatrixRequest, SubmitMatrixResponse,
     WatchMatrixRequest, agent_message, agent_service_server::AgentService,
@@ -221,6 +223,28 @@ impl FarmService for Farm {
             .call(|reply| Event::Cancel { matrix_id, reply })
             .await?;
         Ok(Response::new(CancelMatrixResponse { cancelled_runs }))
+    }
+
+    async fn list_schedules(
+        &self,
+        _: Request<ListSchedulesRequest>,
+    ) -> Result<Response<ListSchedulesResponse>, Status> {
+        let schedules = self
+            .handle
+            .call(|reply| Event::ListSchedules { reply })
+            .await?;
+        Ok(Response::new(ListSchedulesResponse { schedules }))
+    }
+
+    async fn cancel_schedule(
+        &self,
+        req: Request<CancelScheduleRequest>,
+    ) -> Result<Response<CancelScheduleResponse>, Status> {
+        let schedule_id = req.into_inner().schedule_id;
+        self.handle
+            .call(|reply| Event::CancelSchedule { schedule_id, reply })
+            .await?;
+        Ok(Response::new(CancelScheduleResponse {}))
     }
 
     async fn get_results(

@@ -72,6 +72,39 @@ pub struct MatrixRecord {
     pub timeout_s: u32,
     pub cancelled: bool,
     pub cells: Vec<farm_proto::Cell>,
+    /// Set when the matrix is an execution of a schedule.
+    pub execution: Option<Execution>,
+}
+
+/// What made a schedule run a matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub schedule_id: String,
+    /// The cron instant, or when the trigger saw the kernel (unix ms).
+    pub at_ms: u64,
+    /// The kernel a trigger ran it for; empty for a cron instant.
+    pub kernel: String,
+}
+
+/// A continuous matrix: its file, when it runs, what it has run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleRecord {
+    pub id: String,
+    pub name: String,
+    pub file_name: String,
+    pub source: String,
+    /// Five-field cron, UTC; empty: none.
+    pub cron: String,
+    /// Kernel glob; empty: no trigger.
+    pub on_new_kernel: String,
+    pub created_ms: u64,
+    /// The latest cron instant executed (at creation: the creation time),
+    /// so that a restart neither repeats nor forgets one.
+    pub last_cron_ms: u64,
+    /// Kernels the trigger has executed for, or that were there already
+    /// when the schedule was made.
+    pub seen_kernels: Vec<String>,
+    pub cancelled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +136,7 @@ pub enum Op {
     PutRun(Box<RunRecord>),
     CancelMatrix(String),
     PutAgent(Box<AgentRecord>),
+    PutSchedule(Box<ScheduleRecord>),
 }
 
 /// Everything the scheduler needs to resume after a restart.
@@ -111,6 +145,7 @@ pub struct Snapshot {
     pub matrices: Vec<MatrixRecord>,
     pub runs: Vec<RunRecord>,
     pub agents: Vec<AgentRecord>,
+    pub schedules: Vec<ScheduleRecord>,
 }
 
 pub struct Store {
@@ -151,6 +186,26 @@ CREATE TABLE IF NOT EXISTS agents (
     capabilities BLOB NOT NULL,
     registered_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS schedules (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    source TEXT NOT NULL,
+    cron TEXT NOT NULL,
+    on_new_kernel TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    last_cron_ms INTEGER NOT NULL,
+    seen_kernels TEXT NOT NULL,
+    cancelled INTEGER NOT NULL
+);
+-- A table of its own rather than columns of `matrices`: stores made before
+-- schedules existed open unchanged.
+CREATE TABLE IF NOT EXISTS executions (
+    matrix_id TEXT PRIMARY KEY,
+    schedule_id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    kernel TEXT NOT NULL
+);
 ";
 
 impl Store {
@@ -186,6 +241,21 @@ impl Store {
                     for r in runs {
                         put_run(&tx, r)?;
                     }
+                    if let Some(e) = &m.execution {
+                        tx.execute(
+                            "INSERT INTO executions (matrix_id, schedule_id, at_ms, kernel) VALUES (?1, ?2, ?3, ?4)",
+                            params![m.id, e.schedule_id, e.at_ms as i64, e.kernel],
+                        )?;
+                    }
+                }
+                Op::PutSchedule(s) => {
+                    // Kernel names hold no newline (the matrix refuses whitespace).
+                    tx.execute(
+                        "INSERT OR REPLACE INTO schedules (id, name, file_name, source, cron, on_new_kernel, created_ms, last_cron_ms, seen_kernels, cancelled)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                        params![s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms as i64,
+                                s.last_cron_ms as i64, s.seen_kernels.join("\n"), s.cancelled],
+                    )?;
                 }
                 Op::PutRun(r) => put_run(&tx, r)?,
                 Op::CancelMatrix(id) => {
@@ -222,10 +292,55 @@ impl Store {
                 timeout_s: r.get(6)?,
                 cancelled: r.get(7)?,
                 cells: Vec::new(),
+                execution: None,
             })
         })?;
         for m in rows {
             snap.matrices.push(m?);
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT matrix_id, schedule_id, at_ms, kernel FROM executions")?;
+        let mut executions: std::collections::HashMap<String, Execution> = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    Execution {
+                        schedule_id: r.get(1)?,
+                        at_ms: r.get::<_, i64>(2)? as u64,
+                        kernel: r.get(3)?,
+                    },
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        for m in &mut snap.matrices {
+            m.execution = executions.remove(&m.id);
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT id, name, file_name, source, cron, on_new_kernel, created_ms, last_cron_ms, seen_kernels, cancelled
+             FROM schedules ORDER BY created_ms, id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(ScheduleRecord {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                file_name: r.get(2)?,
+                source: r.get(3)?,
+                cron: r.get(4)?,
+                on_new_kernel: r.get(5)?,
+                created_ms: r.get::<_, i64>(6)? as u64,
+                last_cron_ms: r.get::<_, i64>(7)? as u64,
+                seen_kernels: r
+                    .get::<_, String>(8)?
+                    .split('\n')
+                    .filter(|k| !k.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                cancelled: r.get(9)?,
+            })
+        })?;
+        for s in rows {
+            snap.schedules.push(s?);
         }
         let mut cells = self
             .conn
@@ -368,13 +483,30 @@ mod tests {
                 name: "c0".into(),
                 ..Default::default()
             }],
+            execution: Some(Execution {
+                schedule_id: "s".into(),
+                at_ms: 3_600_000,
+                kernel: "file:/k/v6.13".into(),
+            }),
+        };
+        let schedule = ScheduleRecord {
+            id: "s".into(),
+            name: "nightly".into(),
+            file_name: "n.toml".into(),
+            source: "name = \"nightly\"".into(),
+            cron: "0 3 * * *".into(),
+            on_new_kernel: "file:/k/*".into(),
+            created_ms: 5,
+            last_cron_ms: 3_600_000,
+            seen_kernels: vec!["file:/k/v6.12".into(), "file:/k/v6.13".into()],
+            cancelled: false,
         };
         {
             let mut s = Store::open(&path).unwrap();
-            s.apply(&[Op::PutMatrix(
-                Box::new(matrix.clone()),
-                vec![run("r0", RunState::Queued)],
-            )])
+            s.apply(&[
+                Op::PutSchedule(Box::new(schedule.clone())),
+                Op::PutMatrix(Box::new(matrix.clone()), vec![run("r0", RunState::Queued)]),
+            ])
             .unwrap();
             let mut done = run("r0", RunState::Finished);
             done.attempt = 2;
@@ -390,6 +522,8 @@ mod tests {
         assert_eq!(snap.matrices.len(), 1);
         assert!(snap.matrices[0].cancelled);
         assert_eq!(snap.matrices[0].cells, matrix.cells);
+        assert_eq!(snap.matrices[0].execution, matrix.execution);
+        assert_eq!(snap.schedules, vec![schedule]);
         assert_eq!(snap.runs.len(), 1);
         assert_eq!(snap.runs[0].state, RunState::Finished);
         assert_eq!(snap.runs[0].attempt, 2);
@@ -411,6 +545,7 @@ mod tests {
             timeout_s: 1,
             cancelled: false,
             cells: vec![],
+            execution: None,
         };
         s.apply(&[Op::PutMatrix(Box::new(m.clone()), vec![])])
             .unwrap();

@@ -27,6 +27,14 @@ pub(super) struct RawMatrix {
     pub baseline: Option<Spanned<BTreeMap<Spanned<String>, Spanned<Scalar>>>>,
     pub verdict: Option<Spanned<RawVerdict>>,
     pub guest: Option<Spanned<RawGuest>>,
+    pub schedule: Option<Spanned<RawSchedule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(super) struct RawSchedule {
+    pub cron: Option<Spanned<String>>,
+    pub on_new_kernel: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -1000,7 +1000,7 @@ fn display() {
     assert_eq!(
         err.to_string(),
         "dir/m.toml:2:1: foo: unknown field `foo`, expected one of `name`, `repetitions`, \
-         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`, `guest`"
+         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`, `guest`, `schedule`"
     );
     let err = parse("m.toml", "name = \"m\n").unwrap_err();
     assert!(
@@ -2059,4 +2059,77 @@ fn an_executor_must_suit_every_kernel() {
         "hosts[0].executor",
         "`running` runs on the agent's own kernel",
     );
+}
+
+#[test]
+fn schedules() {
+    let m = ok(&format!(
+        "{HEAD}[schedule]\ncron = \" 0 3 * * * \"\non_new_kernel = \"file:/srv/k/*\"\n"
+    ));
+    assert_eq!(
+        m.schedule,
+        Some(Schedule {
+            cron: "0 3 * * *".into(),
+            on_new_kernel: "file:/srv/k/*".into(),
+        })
+    );
+    assert_eq!(ok(HEAD).schedule, None);
+    check_err(
+        &format!("{HEAD}[schedule]\ncron = \"0 3 * *\"\n"),
+        5,
+        8,
+        "schedule.cron",
+        "`0 3 * *` has 4 fields; a cron schedule has five",
+    );
+    check_err(
+        &format!("{HEAD}[schedule]\ncron = \"0 25 * * *\"\n"),
+        5,
+        8,
+        "schedule.cron",
+        "`0 25 * * *`",
+    );
+    check_err(
+        &format!("{HEAD}[schedule]\non_new_kernel = \"file:[\"\n"),
+        5,
+        17,
+        "schedule.on_new_kernel",
+        "`file:[`",
+    );
+    check_err(
+        &format!("{HEAD}[schedule]\n"),
+        4,
+        1,
+        "schedule",
+        "a schedule needs `cron`",
+    );
+    check_err(
+        &format!("{HEAD}[schedule]\nevery = \"day\"\n"),
+        5,
+        1,
+        "schedule.every",
+        "unknown field `every`",
+    );
+}
+
+#[test]
+fn executions_add_the_new_kernel_to_the_axis() {
+    let text = format!("{HEAD}[schedule]\non_new_kernel = \"*\"\n");
+    let m = parse_execution(FILE, &text, Some("6.13.0-rc1")).unwrap();
+    assert_eq!(m.schedule, None);
+    let kernels: Vec<&str> = m.cells.iter().map(|c| c.kernel.as_str()).collect();
+    assert_eq!(kernels, ["6.13.0-rc1"]);
+    // After the file's kernels, compared with the file's baseline.
+    let text = format!(
+        "name = \"m\"\nkernels = [\"debian:6.1.0-47-amd64\"]\n[[workloads]]\nname = \"lu\"\n\
+         [baseline]\nkernel = \"debian:6.1.0-47-amd64\"\n[schedule]\non_new_kernel = \"debian:*\"\n"
+    );
+    let m = parse_execution(FILE, &text, Some("debian:6.1.0-57-amd64")).unwrap();
+    let kernels: Vec<&str> = m.cells.iter().map(|c| c.kernel.as_str()).collect();
+    assert_eq!(kernels, ["debian:6.1.0-47-amd64", "debian:6.1.0-57-amd64"]);
+    assert_eq!(m.cells[1].baseline, Some(0));
+    // A kernel name no matrix may hold is refused, pointing at the trigger.
+    let err = parse_execution(FILE, &text, Some("debian:6.1.0-57-sparc")).unwrap_err();
+    assert_eq!(err.key, "schedule.on_new_kernel");
+    assert_eq!(err.line, 8);
+    assert!(err.message.contains("new kernel"), "{err}");
 }

@@ -1,0 +1,286 @@
+//! Continuous matrices on the scheduler thread: schedules are made at
+//! submission, executed when the cron driver says an instant is due or when
+//! an agent's catalogue shows a new kernel, listed and cancelled. When they
+//! run is decided by the pure functions of `crate::schedule`.
+
+use farm_proto::{
+    Capabilities, ExecutionSummary, MatrixState, ScheduleInfo, SubmitMatrixResponse, Verdict,
+};
+use tonic::Status;
+use tracing::{info, warn};
+
+use super::{MatrixMem, Scheduler, now_ms, random_id};
+use crate::matrix::{self, Matrix};
+use crate::results;
+use crate::schedule;
+use crate::store::{Execution, Op, ScheduleRecord};
+
+/// A schedule in memory: its record, parsed once.
+pub(super) struct ScheduleMem {
+    pub(super) rec: ScheduleRecord,
+    cron: Option<croner::Cron>,
+    glob: Option<glob::Pattern>,
+    /// Its executions' matrix ids, oldest first.
+    pub(super) executions: Vec<String>,
+}
+
+/// What the cron driver needs of a schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronEntry {
+    pub schedule_id: String,
+    pub cron: String,
+    /// The latest instant executed; the next is after it.
+    pub last_ms: u64,
+}
+
+impl ScheduleMem {
+    /// Fails only for a record a newer coordinator wrote with syntax this
+    /// one does not know; such a schedule is kept but never runs.
+    pub(super) fn new(rec: ScheduleRecord) -> ScheduleMem {
+        let cron = (!rec.cron.is_empty())
+            .then(|| schedule::cron(&rec.cron))
+            .transpose()
+            .map_err(|e| warn!(schedule = %rec.id, "cron {e}; it will not run"))
+            .ok()
+            .flatten();
+        let glob = (!rec.on_new_kernel.is_empty())
+            .then(|| schedule::kernel_glob(&rec.on_new_kernel))
+            .transpose()
+            .map_err(|e| warn!(schedule = %rec.id, "on_new_kernel {e}; it will not run"))
+            .ok()
+            .flatten();
+        ScheduleMem {
+            rec,
+            cron,
+            glob,
+            executions: Vec::new(),
+        }
+    }
+}
+
+impl Scheduler {
+    /// A matrix file with a `[schedule]`: the schedule is made; nothing runs
+    /// until its first instant or new kernel. Kernels agents already offer
+    /// count as seen: the trigger is for kernels that come later.
+    pub(super) fn create_schedule(
+        &mut self,
+        matrix: Matrix,
+        file_name: String,
+        source: String,
+    ) -> SubmitMatrixResponse {
+        let spec = matrix.schedule.clone().unwrap_or(matrix::Schedule {
+            cron: String::new(),
+            on_new_kernel: String::new(),
+        });
+        let now = now_ms();
+        let mut rec = ScheduleRecord {
+            id: random_id("s"),
+            name: matrix.name.clone(),
+            file_name,
+            source,
+            cron: spec.cron,
+            on_new_kernel: spec.on_new_kernel,
+            created_ms: now,
+            last_cron_ms: now,
+            seen_kernels: Vec::new(),
+            cancelled: false,
+        };
+        let mem = ScheduleMem::new(rec.clone());
+        if let Some(g) = &mem.glob {
+            for a in self.agents.values() {
+                let cat = schedule::catalogue(&a.capabilities);
+                let fresh = schedule::new_kernels(g, &cat, &rec.seen_kernels);
+                rec.seen_kernels.extend(fresh);
+            }
+        }
+        let next = mem
+            .cron
+            .as_ref()
+            .and_then(|c| schedule::next_after(c, now))
+            .unwrap_or(0);
+        info!(schedule = %rec.id, name = %rec.name, cron = %rec.cron,
+              on_new_kernel = %rec.on_new_kernel, seen = rec.seen_kernels.len(), "schedule made");
+        let response = SubmitMatrixResponse {
+            matrix_id: String::new(),
+            cells: matrix.cells.len() as u32,
+            runs: matrix::runs(&matrix).len() as u32,
+            schedule_id: rec.id.clone(),
+            next_unix_ms: next,
+        };
+        self.ops.push(Op::PutSchedule(Box::new(rec.clone())));
+        self.schedules.insert(
+            rec.id.clone(),
+            ScheduleMem {
+                rec,
+                ..mem
+            },
+        );
+        self.schedules_changed = true;
+        response
+    }
+
+    /// The cron driver says `at_ms` is due for `id`. Stale or repeated
+    /// instants (a restart, a cancel racing the timer) are ignored.
+    pub(super) fn cron_due(&mut self, id: &str, at_ms: u64) {
+        let Some(s) = self.schedules.get_mut(id) else {
+            return;
+        };
+        if s.rec.cancelled || s.cron.is_none() || at_ms <= s.rec.last_cron_ms {
+            return;
+        }
+        s.rec.last_cron_ms = at_ms;
+        self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
+        self.schedules_changed = true;
+        self.execute(id, at_ms, None);
+    }
+
+    /// An agent's catalogue as it registered or changed: each schedule with
+    /// a trigger runs once for every matching kernel it has not seen.
+    pub(super) fn catalogue_changed(&mut self, caps: &Capabilities) {
+        let cat = schedule::catalogue(caps);
+        let mut due: Vec<(String, String)> = Vec::new();
+        for (id, s) in &mut self.schedules {
+            let Some(g) = &s.glob else { continue };
+            if s.rec.cancelled {
+                continue;
+            }
+            let fresh = schedule::new_kernels(g, &cat, &s.rec.seen_kernels);
+            if fresh.is_empty() {
+                continue;
+            }
+            s.rec.seen_kernels.extend(fresh.iter().cloned());
+            self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
+            due.extend(fresh.into_iter().map(|k| (id.clone(), k)));
+        }
+        let now = now_ms();
+        for (id, kernel) in due {
+            info!(schedule = %id, %kernel, "new kernel in an agent's catalogue");
+            self.execute(&id, now, Some(kernel));
+        }
+    }
+
+    /// Submits one execution of a schedule as a matrix of its own.
+    fn execute(&mut self, id: &str, at_ms: u64, kernel: Option<String>) {
+        let Some(s) = self.schedules.get(id) else {
+            return;
+        };
+        let parsed = matrix::parse_execution(&s.rec.file_name, &s.rec.source, kernel.as_deref());
+        let m = match parsed {
+            Ok(m) => m,
+            Err(e) => {
+                // Valid when submitted; a kernel name a trigger found may not
+                // be. Nothing is stored; the next instant tries again.
+                warn!(schedule = %id, kernel = ?kernel, "execution refused: {e}");
+                return;
+            }
+        };
+        let (file_name, source) = (s.rec.file_name.clone(), s.rec.source.clone());
+        let execution = Execution {
+            schedule_id: id.to_owned(),
+            at_ms,
+            kernel: kernel.unwrap_or_default(),
+        };
+        let r = self.submit_matrix(m, file_name, source, "", Some(execution));
+        info!(schedule = %id, matrix = %r.matrix_id, at_ms, "schedule executed");
+        if let Some(s) = self.schedules.get_mut(id) {
+            s.executions.push(r.matrix_id);
+        }
+    }
+
+    pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Status> {
+        let s = self
+            .schedules
+            .get_mut(id)
+            .ok_or_else(|| Status::not_found(format!("no schedule {id}")))?;
+        if !s.rec.cancelled {
+            s.rec.cancelled = true;
+            self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
+            self.schedules_changed = true;
+            info!(schedule = %id, "schedule cancelled");
+        }
+        Ok(())
+    }
+
+    /// What the cron driver waits for: active schedules with a cron.
+    pub(super) fn cron_entries(&self) -> Vec<CronEntry> {
+        self.schedules
+            .values()
+            .filter(|s| !s.rec.cancelled && s.cron.is_some())
+            .map(|s| CronEntry {
+                schedule_id: s.rec.id.clone(),
+                cron: s.rec.cron.clone(),
+                last_ms: s.rec.last_cron_ms,
+            })
+            .collect()
+    }
+
+    /// Every schedule that is not cancelled, oldest first, with what its
+    /// latest execution found.
+    pub(super) fn list_schedules(&self) -> Vec<ScheduleInfo> {
+        let mut out: Vec<ScheduleInfo> = self
+            .schedules
+            .values()
+            .filter(|s| !s.rec.cancelled)
+            .map(|s| ScheduleInfo {
+                schedule_id: s.rec.id.clone(),
+                name: s.rec.name.clone(),
+                file_name: s.rec.file_name.clone(),
+                cron: s.rec.cron.clone(),
+                on_new_kernel: s.rec.on_new_kernel.clone(),
+                created_unix_ms: s.rec.created_ms,
+                next_unix_ms: s
+                    .cron
+                    .as_ref()
+                    .and_then(|c| schedule::next_after(c, s.rec.last_cron_ms.max(now_ms())))
+                    .unwrap_or(0),
+                executions: s.executions.len() as u32,
+                last: s
+                    .executions
+                    .last()
+                    .and_then(|id| self.matrices.get(id))
+                    .map(|m| self.execution_summary(m)),
+            })
+            .collect();
+        out.sort_by_key(|s| (s.created_unix_ms, s.schedule_id.clone()));
+        out
+    }
+
+    fn execution_summary(&self, m: &MatrixMem) -> ExecutionSummary {
+        let state = m.status.borrow().state;
+        let mut summary = ExecutionSummary {
+            matrix_id: m.rec.id.clone(),
+            at_unix_ms: m.rec.execution.as_ref().map_or(0, |e| e.at_ms),
+            kernel: m
+                .rec
+                .execution
+                .as_ref()
+                .map(|e| e.kernel.clone())
+                .unwrap_or_default(),
+            state,
+            ..Default::default()
+        };
+        if state != MatrixState::Done as i32 {
+            return summary;
+        }
+        let Ok(r) = self.results(&m.rec.id) else {
+            return summary;
+        };
+        for (cell, c) in m.rec.cells.iter().zip(&r.cells) {
+            match Verdict::try_from(c.verdict) {
+                Ok(Verdict::Regression) => summary.regressions += 1,
+                Ok(Verdict::Improvement) => summary.improvements += 1,
+                _ => {}
+            }
+            for ch in results::change_regressions(cell, c) {
+                summary.change_regressions.push(format!(
+                    "{}: {} ×{:.3} since {} ({})",
+                    c.cell_name, ch.metric, ch.ratio, ch.kernel, ch.matrix_id
+                ));
+            }
+        }
+        summary
+    }
+}
+
+#[cfg(test)]
+mod tests;

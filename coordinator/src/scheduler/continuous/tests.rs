@@ -1,0 +1,103 @@
+//! Schedules on the real scheduler and store, with the cron driver on
+//! tokio's paused clock: days pass in microseconds, and exactly the
+//! instants that are due run, once each, across a restart.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::super::{Event, Handle, Reply, spawn};
+use crate::matrix;
+use crate::store::Store;
+use crate::timer::{self, Clock};
+
+const HOUR: u64 = 3_600_000;
+
+/// Sends an event and waits for its reply blocking this thread, not only
+/// this task: with tokio's clock paused, an idle runtime would jump to the
+/// driver's next timer while the scheduler thread works.
+fn call<T: Send + 'static>(h: &Handle, make: impl FnOnce(Reply<T>) -> Event) -> T {
+    let (tx, rx) = oneshot::channel();
+    h.send(make(tx)).unwrap();
+    std::thread::spawn(move || rx.blocking_recv())
+        .join()
+        .unwrap()
+        .unwrap()
+        .unwrap()
+}
+
+const HOURLY: &str = r#"
+name = "hourly"
+[[workloads]]
+name = "cpu-hog"
+params = { seconds = 1 }
+[schedule]
+cron = "0 * * * *"
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Store::open(&dir.path().join("db")).unwrap();
+    let (h, thread) = spawn(open(), Default::default()).unwrap();
+    let clock = Clock::system();
+    let driver = tokio::spawn(timer::drive(h.clone(), clock));
+
+    let matrix = Box::new(matrix::parse("hourly.toml", HOURLY).unwrap());
+    let made = call(&h, |reply| Event::Submit {
+        matrix,
+        file_name: "hourly.toml".into(),
+        source: HOURLY.into(),
+        traceparent: String::new(),
+        reply,
+    });
+    assert!(made.matrix_id.is_empty(), "a schedule runs nothing at once");
+    assert!(made.schedule_id.starts_with("s-"));
+    let created = clock.now_ms();
+    let first = made.next_unix_ms;
+    assert!(first > created && first <= created + HOUR && first % HOUR == 0);
+
+    // Three hours and a minute: the three instants, each once.
+    tokio::time::sleep(Duration::from_millis(3 * HOUR + 60_000)).await;
+    let s = call(&h, |reply| Event::ListSchedules { reply });
+    assert_eq!(s[0].executions, 3, "{s:?}");
+    let last = s[0].last.clone().unwrap();
+    assert_eq!(last.at_unix_ms, first + 2 * HOUR);
+    assert!(last.kernel.is_empty());
+    assert_eq!(s[0].next_unix_ms, first + 3 * HOUR);
+    let status = call(&h, |reply| Event::Status {
+        matrix_id: last.matrix_id.clone(),
+        reply,
+    });
+    assert_eq!(status.schedule_id, made.schedule_id);
+    assert_eq!(status.counts.unwrap().queued, 1, "an execution is a matrix of its own");
+
+    // The coordinator goes down for five hours and comes back: one
+    // execution, for the latest instant missed, none repeated.
+    driver.abort();
+    let _ = driver.await;
+    drop(h);
+    thread.join().unwrap().unwrap();
+    let (h, thread) = spawn(open(), Default::default()).unwrap();
+    let down_until = clock.now_ms() + 5 * HOUR;
+    let driver = tokio::spawn(timer::drive(h.clone(), Clock::starting_at(down_until)));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let s = call(&h, |reply| Event::ListSchedules { reply });
+    assert_eq!(s[0].executions, 4, "{s:?}");
+    let last = s[0].last.clone().unwrap();
+    assert_eq!(last.at_unix_ms, down_until - down_until % HOUR);
+
+    // Cancelled: the next instants pass without an execution.
+    let id = made.schedule_id.clone();
+    call(&h, |reply| Event::CancelSchedule {
+        schedule_id: id,
+        reply,
+    });
+    tokio::time::sleep(Duration::from_millis(5 * HOUR)).await;
+    assert!(call(&h, |reply| Event::ListSchedules { reply }).is_empty());
+    driver.abort();
+    // The driver's handle goes with its task; then the scheduler stops.
+    let _ = driver.await;
+    drop(h);
+    thread.join().unwrap().unwrap();
+}
