@@ -20,7 +20,8 @@ pub const RESCAN: Duration = Duration::from_secs(10);
 /// the executors they give) for an agent whose `guest_arches` are set.
 pub fn refresh(caps: &mut Capabilities, workload: &WorkloadCommand) {
     let accel_names = [guest::arch::Accel::Tcg, guest::arch::Accel::Kvm].map(|a| a.name());
-    caps.executors.retain(|e| !accel_names.contains(&e.as_str()));
+    caps.executors
+        .retain(|e| !accel_names.contains(&e.as_str()));
     caps.guest_accelerators.clear();
     caps.guest_kernels.clear();
     let Some(cache) = &workload.guest_cache else {

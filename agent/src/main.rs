@@ -73,7 +73,12 @@ struct Args {
     metrics_listen: Option<std::net::SocketAddr>,
     /// How often to look for new kernels (cached Debian ones, images in a
     /// --kernel-dir) and send them to the coordinator, in seconds.
-    #[arg(long, env = "FARM_AGENT_RESCAN_S", value_name = "SECONDS", default_value_t = 10)]
+    #[arg(
+        long,
+        env = "FARM_AGENT_RESCAN_S",
+        value_name = "SECONDS",
+        default_value_t = 10
+    )]
     rescan_s: u64,
     /// Boot no guests, even when QEMU is installed.
     #[arg(long)]

@@ -22,7 +22,15 @@ pub async fn run(
     let toml = read_matrix(file)?;
     let file_name = file.display().to_string();
     // Refuse a bad file before starting anything.
-    farm_coordinator::matrix::parse(&file_name, &toml).map_err(|e| BadInput(e.to_string()))?;
+    let matrix =
+        farm_coordinator::matrix::parse(&file_name, &toml).map_err(|e| BadInput(e.to_string()))?;
+    if matrix.schedule.is_some() {
+        return Err(BadInput(format!(
+            "{file_name}: a matrix with a [schedule] is continuous: `farmctl submit` it to a \
+             coordinator that stays up; `farmctl run` runs a matrix once"
+        ))
+        .into());
+    }
 
     let tmp;
     let dir = match data_dir {

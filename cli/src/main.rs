@@ -58,8 +58,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Submit a matrix file; prints the matrix id.
+    /// Submit a matrix file; prints the matrix id (a schedule's id when
+    /// the file has a [schedule]).
     Submit { file: PathBuf },
+    /// List the continuous matrices: when they run, their executions, and
+    /// what the latest one found.
+    Schedules {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a schedule; executions already submitted run on.
+    Unschedule { id: String },
     /// Follow a matrix until it ends.
     Watch { id: String },
     /// List the agents the coordinator knows.
@@ -137,6 +146,8 @@ impl Command {
     fn name(&self) -> &'static str {
         match self {
             Command::Submit { .. } => "submit",
+            Command::Schedules { .. } => "schedules",
+            Command::Unschedule { .. } => "unschedule",
             Command::Watch { .. } => "watch",
             Command::Agents => "agents",
             Command::Results { .. } => "results",
@@ -270,8 +281,21 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 })
                 .await?
                 .into_inner();
-            eprintln!("submitted {} cells, {} runs", r.cells, r.runs);
-            println!("{}", r.matrix_id);
+            if r.schedule_id.is_empty() {
+                eprintln!("submitted {} cells, {} runs", r.cells, r.runs);
+                println!("{}", r.matrix_id);
+            } else {
+                let next = if r.next_unix_ms > 0 {
+                    format!("; next execution {}", render::utc(r.next_unix_ms))
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "schedule made: {} cells, {} runs an execution{next}",
+                    r.cells, r.runs
+                );
+                println!("{}", r.schedule_id);
+            }
         }
         Command::Watch { id } => {
             watch::watch(&mut c, &id).await?;
@@ -324,6 +348,25 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             std::fs::write(&path, report::render(&r))
                 .with_context(|| format!("writing {}", path.display()))?;
             eprintln!("wrote {}", path.display());
+        }
+        Command::Schedules { json } => {
+            let r = c
+                .list_schedules(farm_proto::ListSchedulesRequest {})
+                .await?
+                .into_inner();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&render::schedules_json(&r.schedules))
+                        .context("encoding JSON")?
+                );
+            } else {
+                print!("{}", render::schedules_table(&r.schedules));
+            }
+        }
+        Command::Unschedule { id } => {
+            c.cancel_schedule(farm_proto::CancelScheduleRequest { schedule_id: id })
+                .await?;
         }
         Command::Cancel { id } => {
             let r = c

@@ -3,6 +3,9 @@
 use farm_proto::{Direction, GetResultsResponse, MatrixState, MatrixStatus, RunCounts, Verdict};
 use serde_json::{Value, json};
 
+mod schedules;
+pub use schedules::{schedules_json, schedules_table, utc};
+
 fn state_name(s: i32) -> &'static str {
     match MatrixState::try_from(s) {
         Ok(MatrixState::Running) => "running",

@@ -8,11 +8,9 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{Farm, serial, wait_for};
-use farm_agent::guest::arch::GuestArch;
 
 /// A coordinator and one agent whose guests share the tests' kernel cache.
 fn guest_farm() -> Farm {
@@ -20,19 +18,7 @@ fn guest_farm() -> Farm {
 }
 
 fn guest_farm_with(env: &[(&str, String)]) -> Farm {
-    for arch in GuestArch::ALL {
-        if let Err(why) = farm_agent::guest::available(arch) {
-            panic!("{arch} guests: run scripts/test.sh, which sets them up: {why}");
-        }
-    }
-    let mut farm = Farm::start(&[]);
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache");
-    let state = farm.dir.path().join("agent-state");
-    let mut env = env.to_vec();
-    env.push(("FARM_GUEST_CACHE", cache.display().to_string()));
-    farm.start_agent_with(&state, &env);
-    farm.wait_agents(1);
-    farm
+    Farm::with_guests(env)
 }
 
 /// QEMU processes on this machine (the agent's guests are its children,
@@ -219,7 +205,7 @@ memory_mib = 1024
 #[test]
 fn a_file_kernel_from_the_agents_kernel_dir_boots_in_a_guest() {
     let _g = serial();
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache");
+    let cache = common::guest_cache();
     let debian = farm_agent::guest::kernels::resolve("debian:6.1.0-57-cloud-amd64", &cache)
         .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();

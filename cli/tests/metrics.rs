@@ -8,12 +8,12 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Farm, serial, wait_for};
+use common::{Farm, scrape, serial, wait_for};
 
 /// A sample line: metric name, labels, value.
 type Line = (String, BTreeMap<String, String>, f64);
@@ -67,21 +67,6 @@ fn samples(text: &str) -> Vec<Line> {
         out.push((name.to_string(), labels, value.parse().unwrap()));
     }
     out
-}
-
-/// `GET /metrics` with a plain socket: the status line, headers and body.
-fn scrape(addr: SocketAddr, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    (head.to_string(), body.to_string())
 }
 
 /// The coordinator's metrics endpoint, once it has written its address.

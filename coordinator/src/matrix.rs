@@ -184,7 +184,8 @@ use toml::Spanned;
 
 use self::location::{Issue, join};
 use self::raw::{
-    Int, Number, RawHost, RawLoad, RawMatrix, RawSchedule, RawState, RawVerdict, RawWorkload, Setting,
+    Int, Number, RawHost, RawLoad, RawMatrix, RawSchedule, RawState, RawVerdict, RawWorkload,
+    Setting,
 };
 
 /// The default limit on the number of cells of one matrix (`max_cells`).
@@ -398,7 +399,11 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
             .and_then(|s| s.get_ref().on_new_kernel.as_ref())
             .map_or(raw.name.span(), |g| g.span());
         if let Err(why) = check_kernel_name(k) {
-            return Err(Issue::new(span, "schedule.on_new_kernel", format!("new kernel: {why}")));
+            return Err(Issue::new(
+                span,
+                "schedule.on_new_kernel",
+                format!("new kernel: {why}"),
+            ));
         }
         if raw.kernels.is_none() {
             kernels = vec![k.to_owned()];

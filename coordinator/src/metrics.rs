@@ -95,6 +95,7 @@ pub struct Metrics {
     series_baseline_median: Replaced,
     regression_ratio: Replaced,
     regression_extra_runs: Replaced,
+    change_ratio: Replaced,
     threads_per_node: Replaced,
     runnable_per_node: Replaced,
     dropped: IntGaugeVec,
@@ -193,8 +194,11 @@ impl Metrics {
             "farm_regression_ratio",
             "Candidate median / baseline median of a primary metric whose verdict is a \
              regression in the latest ended matrix of its series (the matrix label); \
-             gone once a later matrix no longer regresses. Above 1 is slower for times, \
-             below 1 is less throughput.",
+             or, for a history over matrices and kernels (continuous matrices) that now \
+             ends in a worse regime, mean after / mean before its last change point, \
+             labelled with the kernel and matrix where it began. Gone once a later \
+             matrix no longer regresses. Above 1 is slower for times, below 1 is less \
+             throughput.",
             &labels,
         );
         let regression_extra_runs = Replaced::new(
@@ -203,6 +207,14 @@ impl Metrics {
             "Runs a side added to a regressed cell and its baseline beyond the matrix's \
              repetitions because their first comparison was inconclusive: above 0, \
              adaptive reruns confirmed the regression (labels as farm_regression_ratio).",
+            &labels,
+        );
+        let change_ratio = Replaced::new(
+            &registry,
+            "farm_series_change_ratio",
+            "Every change point of a metric's history over matrices and kernels (as the \
+             history's newest matrix left it): mean after / mean before, labelled with the \
+             kernel and matrix of the first point after the change. Annotations on trends.",
             &labels,
         );
         let threads_per_node = Replaced::new(
@@ -253,6 +265,7 @@ impl Metrics {
             series_baseline_median,
             regression_ratio,
             regression_extra_runs,
+            change_ratio,
             threads_per_node,
             runnable_per_node,
             dropped,
@@ -324,6 +337,7 @@ impl Metrics {
         self.regression_ratio.replace(&sel.regression_ratio);
         self.regression_extra_runs
             .replace(&sel.regression_extra_runs);
+        self.change_ratio.replace(&sel.change_ratio);
         self.threads_per_node.replace(&sel.threads_per_node);
         self.runnable_per_node.replace(&sel.runnable_per_node);
         for (family, n) in FAMILIES.iter().zip(sel.dropped) {
@@ -338,11 +352,12 @@ impl Metrics {
 }
 
 /// The results families, in the order of `series::Selection::dropped`.
-const FAMILIES: [&str; 4] = [
+const FAMILIES: [&str; 5] = [
     "farm_series_median",
     "farm_series_baseline_median",
     "farm_regression_ratio",
     "farm_series_threads_per_node",
+    "farm_series_change_ratio",
 ];
 
 #[cfg(test)]

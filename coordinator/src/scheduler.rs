@@ -15,8 +15,7 @@ use farm_proto::trace::{self, TARGET};
 use farm_proto::{
     AgentInfo, Capabilities, CellStatus, CoordinatorMessage, GetResultsResponse, Hello,
     MatrixState, MatrixStatus, RunAssignment, RunCounts, RunRef, RunResult, ScheduleInfo,
-    SubmitMatrixResponse,
-    agent_message, coordinator_message,
+    SubmitMatrixResponse, agent_message, coordinator_message,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tonic::Status;

@@ -5,12 +5,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use farm_proto::{
     AgentMessage, CancelMatrixRequest, CancelMatrixResponse, CancelScheduleRequest,
-    CancelScheduleResponse, CoordinatorMessage, GetMatrixRequest, ListSchedulesRequest,
-    ListSchedulesResponse,
-    GetResultsRequest, GetResultsResponse, ListAgentsRequest, ListAgentsResponse, MatrixState,
-    MatrixStatus, RegisterRequest, RegisterResponse, SubmitMatrixRequest, SubmitMatrixResponse,
-    WatchMatrixRequest, agent_message, agent_service_server::AgentService,
-    farm_service_server::FarmService,
+    CancelScheduleResponse, CoordinatorMessage, GetMatrixRequest, GetResultsRequest,
+    GetResultsResponse, ListAgentsRequest, ListAgentsResponse, ListSchedulesRequest,
+    ListSchedulesResponse, MatrixState, MatrixStatus, RegisterRequest, RegisterResponse,
+    SubmitMatrixRequest, SubmitMatrixResponse, WatchMatrixRequest, agent_message,
+    agent_service_server::AgentService, farm_service_server::FarmService,
 };
 use tokio::sync::mpsc;
 use tokio_stream::{Stream, wrappers::UnboundedReceiverStream};

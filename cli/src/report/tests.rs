@@ -234,6 +234,7 @@ fn sample() -> GetResultsResponse {
             ],
             submitted_unix_ms: 1_764_540_000_000,
             median_run_seconds: 21.0,
+            schedule_id: String::new(),
         }),
         runs,
         cells: vec![

@@ -194,6 +194,24 @@ impl Farm {
         i
     }
 
+    /// A coordinator and one agent that boots guests, with the tests'
+    /// shared kernel cache and extra environment (e.g. `FARM_KERNEL_DIRS`).
+    /// Fails, never skips, where QEMU and the rest are missing.
+    pub fn with_guests(env: &[(&str, String)]) -> Farm {
+        for arch in farm_agent::guest::arch::GuestArch::ALL {
+            if let Err(why) = farm_agent::guest::available(arch) {
+                panic!("{arch} guests: run scripts/test.sh, which sets them up: {why}");
+            }
+        }
+        let mut farm = Farm::start(&[]);
+        let mut env = env.to_vec();
+        env.push(("FARM_GUEST_CACHE", guest_cache().display().to_string()));
+        let state = farm.dir.path().join("agent-state");
+        farm.start_agent_with(&state, &env);
+        farm.wait_agents(1);
+        farm
+    }
+
     /// Runs farmctl against this farm with the submitter token.
     pub fn farmctl(&self, args: &[&str]) -> Output {
         self.farmctl_env(args, &[])
@@ -262,6 +280,11 @@ impl Farm {
             || self.agents().iter().filter(|a| a.1).count() >= n,
         );
     }
+}
+
+/// The guest kernel cache the tests share (downloads are kept).
+pub fn guest_cache() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache")
 }
 
 pub fn wait_for(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
@@ -334,4 +357,21 @@ pub fn written_addr(file: &Path) -> std::net::SocketAddr {
         .trim()
         .parse()
         .unwrap()
+}
+
+/// `GET path` on a metrics endpoint with a plain socket: the status line
+/// and headers, and the body.
+pub fn scrape(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.to_string(), body.to_string())
 }

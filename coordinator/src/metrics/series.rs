@@ -44,6 +44,43 @@ pub struct Sample {
     /// Runs the cell and its baseline got beyond the matrix's repetitions
     /// because their comparison was inconclusive (adaptive reruns).
     pub extra_runs: u32,
+    /// The metric's history (over matrices and kernels) as this matrix
+    /// left it: every change point, and whether it ends in a worse regime.
+    pub changes: Vec<Change>,
+    pub change_regression: Option<Change>,
+}
+
+/// A change point of a series' history: the first point after it (its
+/// kernel and matrix) and the ratio of the means after and before.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub kernel: String,
+    pub matrix_id: String,
+    pub ratio: f64,
+}
+
+impl Sample {
+    /// What names the history the sample's changes belong to: the series
+    /// without its kernel (a history runs across kernels), with the guest
+    /// arch class, since an s390x history never continues an x86_64 one.
+    fn history_key(&self) -> (&str, &str, &str, &str, &str) {
+        let s = &self.series;
+        let arch = match crate::matrix::kernel_kind(&s.kernel) {
+            crate::matrix::KernelKind::Debian { arch } => arch,
+            crate::matrix::KernelKind::File => "file",
+            _ => "",
+        };
+        (&s.workload, &s.metric, &s.state, &s.host, arch)
+    }
+
+    /// Labels of a change: the series', with the kernel and matrix where
+    /// the change begins.
+    fn change_labels(&self, c: &Change) -> Vec<String> {
+        let mut l = self.series.labels();
+        l[2] = c.kernel.clone();
+        l.push(c.matrix_id.clone());
+        l
+    }
 }
 
 /// Threads per NUMA node of one cell's representative run.
@@ -147,12 +184,31 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                 continue;
             }
             let regression = m.verdict == Verdict::Regression as i32 && is_primary(&m.name);
+            let changes = crate::results::change_points(s)
+                .into_iter()
+                .filter(|(metric, _, _)| *metric == m.name)
+                .map(|(_, ratio, p)| Change {
+                    kernel: p.kernel.clone(),
+                    matrix_id: p.matrix_id.clone(),
+                    ratio,
+                })
+                .collect();
+            let change_regression = crate::results::change_regressions(cell, s)
+                .into_iter()
+                .find(|c| c.metric == m.name)
+                .map(|c| Change {
+                    kernel: c.kernel,
+                    matrix_id: c.matrix_id,
+                    ratio: c.ratio,
+                });
             out.push(Sample {
                 series: series(cell, &m.name),
                 median: m.median,
                 baseline_median: m.baseline_median.filter(|v| v.is_finite()),
                 regression_ratio: m.ratio.filter(|r| regression && r.is_finite()),
                 extra_runs: s.extra_runs,
+                changes,
+                change_regression,
             });
         }
     }
@@ -207,12 +263,15 @@ pub struct Selection {
     /// The extra runs behind each regression of `regression_ratio` (same
     /// labels, same cap).
     pub regression_extra_runs: Vec<Point>,
+    /// Every change point of each history's newest matrix; labels as
+    /// `regression_ratio`, the kernel and matrix where the change begins.
+    pub change_ratio: Vec<Point>,
     /// Labels: [`NODE_LABELS`].
     pub threads_per_node: Vec<Point>,
     pub runnable_per_node: Vec<Point>,
     /// Series left out by the cap: median, baseline median, regression
-    /// ratio, threads per node (runnable ones go with them).
-    pub dropped: [usize; 4],
+    /// ratio, threads per node (runnable ones go with them), change ratio.
+    pub dropped: [usize; 5],
     /// The matrices something above comes from; the others need not be kept.
     pub shown: BTreeSet<u64>,
 }
@@ -256,6 +315,48 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         }
         seen_cells.extend(fresh);
     }
+    // Histories run across kernels: their changes come from the newest
+    // matrix that has the history, whatever its kernel. A regression a
+    // history's newest point no longer ends in is gone, even if an older
+    // kernel's series still shows the sample that found it.
+    let mut histories: HashSet<(&str, &str, &str, &str, &str)> = HashSet::new();
+    let mut regressions: HashSet<Vec<String>> = HashSet::new();
+    for (e, s) in &latest {
+        if !histories.insert(s.history_key()) {
+            continue;
+        }
+        let mut seen_changes: HashSet<Vec<String>> = HashSet::new();
+        for c in &s.changes {
+            let labels = s.change_labels(c);
+            if seen_changes.insert(labels.clone()) {
+                push_capped(
+                    &mut sel.change_ratio,
+                    &mut sel.dropped[4],
+                    &mut sel.shown,
+                    limit,
+                    (labels, c.ratio),
+                    e.seq,
+                );
+            }
+        }
+        if let Some(c) = &s.change_regression {
+            let labels = s.change_labels(c);
+            let kept = sel.regression_ratio.len();
+            push_capped(
+                &mut sel.regression_ratio,
+                &mut sel.dropped[2],
+                &mut sel.shown,
+                limit,
+                (labels.clone(), c.ratio),
+                e.seq,
+            );
+            if sel.regression_ratio.len() > kept {
+                // Found by the history, not by adaptive reruns.
+                sel.regression_extra_runs.push((labels.clone(), 0.0));
+                regressions.insert(labels);
+            }
+        }
+    }
     for (e, s) in &latest {
         let labels = s.series.labels();
         push_capped(
@@ -279,6 +380,10 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         if let Some(r) = s.regression_ratio {
             let mut labels = labels;
             labels.push(e.matrix_id.clone());
+            if regressions.contains(&labels) {
+                // The history found it beginning right here too: one series.
+                continue;
+            }
             let kept = sel.regression_ratio.len();
             push_capped(
                 &mut sel.regression_ratio,

@@ -34,6 +34,8 @@ fn ended(seq: u64, workloads: &[(&str, Option<f64>)]) -> Ended {
                 baseline_median: ratio.map(|r| 2.0 / r),
                 regression_ratio: *ratio,
                 extra_runs: 0,
+                changes: Vec::new(),
+                change_regression: None,
             })
             .collect(),
     }

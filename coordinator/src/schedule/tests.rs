@@ -61,6 +61,9 @@ fn new_kernels_are_matching_unseen_and_once() {
         vec!["file:/srv/kernels/v6.13-rc2".to_string()]
     );
     let hosts = kernel_glob("6.12.*").unwrap();
-    assert_eq!(new_kernels(&hosts, &cat, &[]), vec!["6.12.9-amd64".to_string()]);
+    assert_eq!(
+        new_kernels(&hosts, &cat, &[]),
+        vec!["6.12.9-amd64".to_string()]
+    );
     assert!(kernel_glob("file:[").is_err());
 }

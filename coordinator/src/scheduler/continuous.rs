@@ -108,13 +108,8 @@ impl Scheduler {
             next_unix_ms: next,
         };
         self.ops.push(Op::PutSchedule(Box::new(rec.clone())));
-        self.schedules.insert(
-            rec.id.clone(),
-            ScheduleMem {
-                rec,
-                ..mem
-            },
-        );
+        self.schedules
+            .insert(rec.id.clone(), ScheduleMem { rec, ..mem });
         self.schedules_changed = true;
         response
     }

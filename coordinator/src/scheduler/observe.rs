@@ -12,7 +12,8 @@ use crate::store::{RunRecord, RunState};
 
 impl Scheduler {
     /// The samples of an ended matrix: the summaries `GetResults` gives,
-    /// without histories (change points are not shown as metrics).
+    /// histories and their change points included. Change-point detection
+    /// runs here on every new point of every series the matrix extends.
     fn ended_samples(&self, m: &MatrixMem) -> Ended {
         let runs: Vec<&RunRecord> = m
             .runs
@@ -21,7 +22,7 @@ impl Scheduler {
             .map(|r| &r.rec)
             .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
             .collect();
-        let summaries = results::summarise(&m.rec.cells, &runs, Vec::new());
+        let summaries = results::summarise(&m.rec.cells, &runs, self.histories(m));
         Ended {
             seq: m.rec.seq,
             matrix_id: m.rec.id.clone(),

@@ -56,6 +56,8 @@ fn sample(workload: &str, metric: &str, median: f64, ratio: Option<f64>) -> Samp
         baseline_median: ratio.map(|r| median / r),
         regression_ratio: ratio,
         extra_runs: 0,
+        changes: Vec::new(),
+        change_regression: None,
     }
 }
 
@@ -146,7 +148,7 @@ fn the_newest_matrix_of_a_series_wins_and_stale_series_go() {
     assert!(sel.regression_ratio.is_empty(), "{sel:?}");
     assert!(sel.baseline_median.is_empty(), "{sel:?}");
     assert_eq!(sel.shown, BTreeSet::from([1, 2]));
-    assert_eq!(sel.dropped, [0, 0, 0, 0]);
+    assert_eq!(sel.dropped, [0, 0, 0, 0, 0]);
 }
 
 #[test]
@@ -187,7 +189,7 @@ fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
     assert_eq!(sel.median.len(), 7);
     assert_eq!(sel.regression_ratio.len(), 7);
     assert_eq!(sel.regression_extra_runs.len(), 7);
-    assert_eq!(sel.dropped, [8, 8, 8, 0]);
+    assert_eq!(sel.dropped, [8, 8, 8, 0, 0]);
     // Matrices 4 and 3 whole, then the first cell of matrix 2.
     let workloads: Vec<&str> = sel.median.iter().map(|(l, _)| l[0].as_str()).collect();
     assert_eq!(
@@ -198,7 +200,7 @@ fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
     assert_eq!(
         select(&matrices, 0),
         Selection {
-            dropped: [15, 15, 15, 0],
+            dropped: [15, 15, 15, 0, 0],
             ..Default::default()
         }
     );
@@ -250,4 +252,70 @@ fn placement_comes_from_each_cells_newest_matrix() {
     assert_eq!(sel.threads_per_node.len(), 2);
     assert_eq!(sel.runnable_per_node.len(), 2);
     assert_eq!(sel.dropped[3], 1);
+}
+
+#[test]
+fn a_history_ending_worse_is_a_regression_until_its_newest_point_says_otherwise() {
+    let on = |kernel: &str, median: f64| Sample {
+        series: Series {
+            kernel: kernel.into(),
+            ..sample("lu", "wall_s", median, None).series
+        },
+        ..sample("lu", "wall_s", median, None)
+    };
+    let step = Change {
+        kernel: "6.13-rc3".into(),
+        matrix_id: "m3".into(),
+        ratio: 1.4,
+    };
+    // Kernel rc9's execution found the history stepping up at rc3.
+    let found = ended(
+        9,
+        vec![Sample {
+            changes: vec![step.clone()],
+            change_regression: Some(step.clone()),
+            ..on("6.13-rc9", 1.4)
+        }],
+    );
+    let sel = select([&found], 100);
+    let labels = |kernel: &str, matrix: &str| {
+        let mut l = on(kernel, 0.0).series.labels();
+        l.push(matrix.into());
+        l
+    };
+    assert_eq!(sel.regression_ratio, vec![(labels("6.13-rc3", "m3"), 1.4)]);
+    assert_eq!(
+        sel.regression_extra_runs,
+        vec![(labels("6.13-rc3", "m3"), 0.0)]
+    );
+    assert_eq!(sel.change_ratio, vec![(labels("6.13-rc3", "m3"), 1.4)]);
+    // rc10 fixed it: a second change point, back down; the history's newest
+    // point no longer ends worse, though rc9's series still holds its sample.
+    let back = Change {
+        kernel: "6.13-rc10".into(),
+        matrix_id: "m10".into(),
+        ratio: 0.7,
+    };
+    let fixed = ended(
+        10,
+        vec![Sample {
+            changes: vec![step, back],
+            ..on("6.13-rc10", 1.0)
+        }],
+    );
+    let sel = select([&found, &fixed], 100);
+    assert!(
+        sel.regression_ratio.is_empty(),
+        "{:?}",
+        sel.regression_ratio
+    );
+    assert_eq!(
+        sel.change_ratio,
+        vec![
+            (labels("6.13-rc3", "m3"), 1.4),
+            (labels("6.13-rc10", "m10"), 0.7)
+        ]
+    );
+    // Both kernels' medians are still their series' latest.
+    assert_eq!(sel.median.len(), 2);
 }

@@ -70,7 +70,11 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
         reply,
     });
     assert_eq!(status.schedule_id, made.schedule_id);
-    assert_eq!(status.counts.unwrap().queued, 1, "an execution is a matrix of its own");
+    assert_eq!(
+        status.counts.unwrap().queued,
+        1,
+        "an execution is a matrix of its own"
+    );
 
     // The coordinator goes down for five hours and comes back: one
     // execution, for the latest instant missed, none repeated.
