@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{Farm, scrape, serial, wait_for};
@@ -142,41 +141,13 @@ on_new_kernel = "file:{}/*"
     );
 }
 
-/// lu at fixed work on both CPUs: its time grows when something else runs.
-const LU: &str = r#"
-name = "lu-nightly"
-repetitions = 3
-timeout_s = 60
-
-[[workloads]]
-name = "lu"
-params = { threads = 2, size = 24, iterations = 150 }
-"#;
-
 #[test]
 fn a_history_that_steps_up_sets_the_regression_gauge_where_it_began() {
     let _g = serial();
     let mut farm = Farm::start(&["--metrics-listen", "127.0.0.1:0"]);
     farm.start_agent();
     farm.wait_agents(1);
-    let file = farm.write("lu.toml", LU);
-    let run = |farm: &Farm| {
-        let id = farm.submit(&file);
-        let w = farm.farmctl(&["watch", &id]);
-        assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
-        id
-    };
-    let mut ids: Vec<String> = (0..6).map(|_| run(&farm)).collect();
-    // From here on the machine is slower: two spinning threads beside lu.
-    let mut hog = Command::new(env!("CARGO_BIN_EXE_farm-workload"))
-        .args(["cpu-hog", "--param", "threads=2", "--param", "seconds=600"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    ids.extend((0..6).map(|_| run(&farm)));
-    let _ = hog.kill();
-    let _ = hog.wait();
-
+    let ids = common::stepped_history(&farm);
     let r = farm.results(ids.last().unwrap());
     let wall = r["cells"][0]["history"]
         .as_array()

@@ -1,5 +1,5 @@
 //! The Grafana dashboards against a real Prometheus: a real coordinator and
-//! agent run a matrix with a regression, Debian's `prometheus` scrapes the
+//! agent run a history with a change point and a matrix with a regression, Debian's `prometheus` scrapes the
 //! coordinator's /metrics (with the farm's recording rules), and every query
 //! of every panel and annotation of `dashboards/*.json` must return at least
 //! one series through Prometheus's HTTP API.
@@ -115,11 +115,16 @@ fn get(addr: SocketAddr, path: &str) -> Option<(String, String)> {
     Some((head.lines().next().unwrap_or("").to_string(), body))
 }
 
-/// The series an instant query returns (empty while Prometheus is not up).
+/// The series an instant query returns (empty while Prometheus is not up
+/// or not ready).
 fn query(prom: SocketAddr, expr: &str) -> Vec<serde_json::Value> {
     let Some((status, body)) = get(prom, &format!("/api/v1/query?query={}", encode(expr))) else {
         return Vec::new();
     };
+    if status.contains(" 503 ") {
+        // Listening, still loading its storage and rules.
+        return Vec::new();
+    }
     let v: serde_json::Value =
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{status}: not JSON ({e}): {body}"));
     assert_eq!(v["status"], "success", "`{expr}`: {v}");
@@ -164,6 +169,9 @@ fn every_dashboard_query_returns_series_from_a_real_prometheus() {
     let target = common::written_addr(&farm.data_dir().join("metrics.addr"));
     farm.start_agent();
     farm.wait_agents(1);
+    // A history with a change point (the trends' annotations), then a
+    // matrix with a regression against its baseline.
+    common::stepped_history(&farm);
     let matrix = farm.write("m.toml", common::CLEAR_REGRESSION);
     let id = farm.submit(&matrix);
     let out = farm.farmctl(&["watch", &id]);

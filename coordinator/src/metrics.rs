@@ -95,6 +95,7 @@ pub struct Metrics {
     series_baseline_median: Replaced,
     regression_ratio: Replaced,
     regression_extra_runs: Replaced,
+    regression_diagnosis: Replaced,
     change_ratio: Replaced,
     threads_per_node: Replaced,
     runnable_per_node: Replaced,
@@ -209,6 +210,16 @@ impl Metrics {
              adaptive reruns confirmed the regression (labels as farm_regression_ratio).",
             &labels,
         );
+        let mut diagnosis_labels = labels.clone();
+        diagnosis_labels.push("diagnosis");
+        let regression_diagnosis = Replaced::new(
+            &registry,
+            "farm_regression_diagnosis",
+            "Why a regression of farm_regression_ratio happened, in scheduler terms (the \
+             telemetry that moved with it, strongest first: migrations, IPIs, placement, \
+             domains) in the `diagnosis` label; always 1. One series per regression.",
+            &diagnosis_labels,
+        );
         let change_ratio = Replaced::new(
             &registry,
             "farm_series_change_ratio",
@@ -265,6 +276,7 @@ impl Metrics {
             series_baseline_median,
             regression_ratio,
             regression_extra_runs,
+            regression_diagnosis,
             change_ratio,
             threads_per_node,
             runnable_per_node,
@@ -338,6 +350,7 @@ impl Metrics {
         self.regression_extra_runs
             .replace(&sel.regression_extra_runs);
         self.change_ratio.replace(&sel.change_ratio);
+        self.regression_diagnosis.replace(&sel.regression_diagnosis);
         self.threads_per_node.replace(&sel.threads_per_node);
         self.runnable_per_node.replace(&sel.runnable_per_node);
         for (family, n) in FAMILIES.iter().zip(sel.dropped) {

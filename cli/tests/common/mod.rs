@@ -375,3 +375,37 @@ pub fn scrape(addr: std::net::SocketAddr, path: &str) -> (String, String) {
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     (head.to_string(), body.to_string())
 }
+
+/// lu at fixed work on both CPUs: its time grows when something else runs.
+const LU: &str = r#"
+name = "lu-nightly"
+repetitions = 3
+timeout_s = 60
+
+[[workloads]]
+name = "lu"
+params = { threads = 2, size = 24, iterations = 150 }
+"#;
+
+/// A history with a step: the same lu matrix six times, then six times
+/// more with two spinning threads beside it (a machine that got slower
+/// from the 7th matrix on). The matrix ids, in order.
+pub fn stepped_history(farm: &Farm) -> Vec<String> {
+    let file = farm.write("lu.toml", LU);
+    let run = || {
+        let id = farm.submit(&file);
+        let w = farm.farmctl(&["watch", &id]);
+        assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+        id
+    };
+    let mut ids: Vec<String> = (0..6).map(|_| run()).collect();
+    let mut hog = Command::new(env!("CARGO_BIN_EXE_farm-workload"))
+        .args(["cpu-hog", "--param", "threads=2", "--param", "seconds=600"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    ids.extend((0..6).map(|_| run()));
+    let _ = hog.kill();
+    let _ = hog.wait();
+    ids
+}

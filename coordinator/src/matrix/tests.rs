@@ -2119,16 +2119,14 @@ fn executions_add_the_new_kernel_to_the_axis() {
     let kernels: Vec<&str> = m.cells.iter().map(|c| c.kernel.as_str()).collect();
     assert_eq!(kernels, ["6.13.0-rc1"]);
     // After the file's kernels, compared with the file's baseline.
-    let text = format!(
-        "name = \"m\"\nkernels = [\"debian:6.1.0-47-amd64\"]\n[[workloads]]\nname = \"lu\"\n\
-         [baseline]\nkernel = \"debian:6.1.0-47-amd64\"\n[schedule]\non_new_kernel = \"debian:*\"\n"
-    );
-    let m = parse_execution(FILE, &text, Some("debian:6.1.0-57-amd64")).unwrap();
+    let text = "name = \"m\"\nkernels = [\"debian:6.1.0-47-amd64\"]\n[[workloads]]\nname = \"lu\"\n\
+         [baseline]\nkernel = \"debian:6.1.0-47-amd64\"\n[schedule]\non_new_kernel = \"debian:*\"\n";
+    let m = parse_execution(FILE, text, Some("debian:6.1.0-57-amd64")).unwrap();
     let kernels: Vec<&str> = m.cells.iter().map(|c| c.kernel.as_str()).collect();
     assert_eq!(kernels, ["debian:6.1.0-47-amd64", "debian:6.1.0-57-amd64"]);
     assert_eq!(m.cells[1].baseline, Some(0));
     // A kernel name no matrix may hold is refused, pointing at the trigger.
-    let err = parse_execution(FILE, &text, Some("debian:6.1.0-57-sparc")).unwrap_err();
+    let err = parse_execution(FILE, text, Some("debian:6.1.0-57-sparc")).unwrap_err();
     assert_eq!(err.key, "schedule.on_new_kernel");
     assert_eq!(err.line, 8);
     assert!(err.message.contains("new kernel"), "{err}");

@@ -48,6 +48,24 @@ pub struct Sample {
     /// left it: every change point, and whether it ends in a worse regime.
     pub changes: Vec<Change>,
     pub change_regression: Option<Change>,
+    /// Why, in scheduler terms: the cell's diagnosis (strongest first).
+    pub diagnosis: Vec<String>,
+}
+
+/// The diagnosis label of a regression: its strongest few findings, or
+/// what found it when there is no telemetry comparison.
+fn diagnosis_label(lines: &[String]) -> String {
+    /// Enough to name the cause; the report has the rest.
+    const SHOWN: usize = 3;
+    if lines.is_empty() {
+        return "no scheduler telemetry moved with it".into();
+    }
+    lines
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A change point of a series' history: the first point after it (its
@@ -209,6 +227,7 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                 extra_runs: s.extra_runs,
                 changes,
                 change_regression,
+                diagnosis: s.diagnosis.clone(),
             });
         }
     }
@@ -263,6 +282,8 @@ pub struct Selection {
     /// The extra runs behind each regression of `regression_ratio` (same
     /// labels, same cap).
     pub regression_extra_runs: Vec<Point>,
+    /// Each regression's diagnosis: its labels and `diagnosis`, value 1.
+    pub regression_diagnosis: Vec<Point>,
     /// Every change point of each history's newest matrix; labels as
     /// `regression_ratio`, the kernel and matrix where the change begins.
     pub change_ratio: Vec<Point>,
@@ -353,6 +374,12 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
             if sel.regression_ratio.len() > kept {
                 // Found by the history, not by adaptive reruns.
                 sel.regression_extra_runs.push((labels.clone(), 0.0));
+                let mut with_diagnosis = labels.clone();
+                with_diagnosis.push(format!(
+                    "the series' history: its last change point, ×{:.3}, began at {}",
+                    c.ratio, c.kernel
+                ));
+                sel.regression_diagnosis.push((with_diagnosis, 1.0));
                 regressions.insert(labels);
             }
         }
@@ -394,6 +421,9 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
                 e.seq,
             );
             if sel.regression_ratio.len() > kept {
+                let mut with_diagnosis = labels.clone();
+                with_diagnosis.push(diagnosis_label(&s.diagnosis));
+                sel.regression_diagnosis.push((with_diagnosis, 1.0));
                 sel.regression_extra_runs
                     .push((labels, f64::from(s.extra_runs)));
             }

@@ -36,6 +36,7 @@ fn ended(seq: u64, workloads: &[(&str, Option<f64>)]) -> Ended {
                 extra_runs: 0,
                 changes: Vec::new(),
                 change_regression: None,
+                diagnosis: Vec::new(),
             })
             .collect(),
     }
@@ -46,7 +47,13 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
     let mut m = Metrics::new(DEFAULT_SERIES_LIMIT);
     // Families without a series are not exposed: give each one.
     m.set_agents_connected([&Capabilities::default()]);
-    m.recovered([ended(1, &[("a", Some(1.5))])]);
+    let mut e = ended(1, &[("a", Some(1.5))]);
+    e.samples[0].changes.push(series::Change {
+        kernel: "k".into(),
+        matrix_id: "m0".into(),
+        ratio: 1.5,
+    });
+    m.recovered([e]);
     let t = text(&m);
     for line in [
         "farm_runs{state=\"queued\"} 0",
@@ -62,7 +69,7 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(types.len(), 11, "{t}");
+    assert_eq!(types.len(), 13, "{t}");
     for name in types {
         assert!(name.starts_with("farm_"), "{name}");
         let help = t

@@ -58,6 +58,7 @@ fn sample(workload: &str, metric: &str, median: f64, ratio: Option<f64>) -> Samp
         extra_runs: 0,
         changes: Vec::new(),
         change_regression: None,
+        diagnosis: Vec::new(),
     }
 }
 
@@ -166,7 +167,10 @@ fn a_regression_in_the_latest_matrix_is_a_ratio_labelled_with_its_matrix() {
     labels.push("m7".into());
     assert_eq!(sel.regression_ratio, vec![(labels.clone(), 1.5)]);
     // The reruns that confirmed it, under the same labels.
-    assert_eq!(sel.regression_extra_runs, vec![(labels, 10.0)]);
+    assert_eq!(sel.regression_extra_runs, vec![(labels.clone(), 10.0)]);
+    let mut with_diagnosis = labels;
+    with_diagnosis.push("no scheduler telemetry moved with it".into());
+    assert_eq!(sel.regression_diagnosis, vec![(with_diagnosis, 1.0)]);
     assert_eq!(sel.baseline_median.len(), 1);
     assert_eq!(sel.median.len(), 1);
     // Matrix 1 shows nothing any more: it may be forgotten.
@@ -289,6 +293,12 @@ fn a_history_ending_worse_is_a_regression_until_its_newest_point_says_otherwise(
         vec![(labels("6.13-rc3", "m3"), 0.0)]
     );
     assert_eq!(sel.change_ratio, vec![(labels("6.13-rc3", "m3"), 1.4)]);
+    let d = &sel.regression_diagnosis[0].0;
+    assert_eq!(d[..6], labels("6.13-rc3", "m3")[..]);
+    assert!(
+        d[6].contains("change point, ×1.400, began at 6.13-rc3"),
+        "{d:?}"
+    );
     // rc10 fixed it: a second change point, back down; the history's newest
     // point no longer ends worse, though rc9's series still holds its sample.
     let back = Change {
