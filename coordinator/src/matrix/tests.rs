@@ -1413,6 +1413,8 @@ const EXAMPLES: &[&str] = &[
     "udp-stream.toml",
     "group-imbalance.toml",
     "migrations.toml",
+    "kernels.toml",
+    "nightly.toml",
 ];
 
 fn example(name: &str) -> Matrix {
@@ -1444,6 +1446,25 @@ fn examples_parse() {
     assert_eq!((quick.cells.len(), quick.repetitions), (4, 5));
     assert_eq!(runs(&quick).len(), 20);
     assert_eq!(quick.cells[1].verdict.as_ref().unwrap().max_runs, 10);
+}
+
+#[test]
+fn example_nightly_is_a_schedule_whose_executions_parse() {
+    let nightly = example("nightly.toml");
+    let schedule = nightly.schedule.expect("a [schedule]");
+    assert_eq!(schedule.cron, "0 3 * * *");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/nightly.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // A cron execution: the reference kernel alone; a trigger's: the new
+    // image beside it, each of its cells compared with the reference's.
+    let cron = parse_execution("nightly.toml", &text, None).unwrap();
+    assert_eq!(cron.cells.len(), 4);
+    let new = parse_execution("nightly.toml", &text, Some("file:/srv/kernels/v6.13")).unwrap();
+    assert_eq!(new.cells.len(), 8);
+    for c in &new.cells[4..] {
+        assert_eq!(c.kernel, "file:/srv/kernels/v6.13");
+        assert_eq!(c.baseline, Some(c.index - 4));
+    }
 }
 
 #[test]
