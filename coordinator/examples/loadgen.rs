@@ -43,6 +43,56 @@ struct Args {
     /// Connections opened at once while the agents come up.
     #[arg(long, default_value_t = 256)]
     connect_concurrency: usize,
+    /// Have the coordinator export traces (`--otlp-endpoint`) to an OTLP
+    /// receiver in this process that counts the spans: what tracing costs.
+    #[arg(long)]
+    otlp: bool,
+}
+
+/// An OTLP/gRPC trace receiver that only counts what it is sent.
+#[derive(Clone, Default)]
+struct SpanCounter(Arc<std::sync::atomic::AtomicU64>);
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService
+    for SpanCounter
+{
+    async fn export(
+        &self,
+        req: tonic::Request<
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest,
+        >,
+    ) -> Result<
+        tonic::Response<
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse,
+        >,
+        tonic::Status,
+    > {
+        let n: usize = req
+            .get_ref()
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .map(|s| s.spans.len())
+            .sum();
+        self.0
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(tonic::Response::new(Default::default()))
+    }
+}
+
+/// Starts the receiver; its URL.
+async fn span_counter(counter: SpanCounter) -> Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(
+                opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(counter),
+            )
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    Ok(format!("http://{addr}"))
 }
 
 struct Coord {
@@ -213,7 +263,12 @@ async fn main() -> Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let child = Command::new(&args.coordinator)
+    let spans = SpanCounter::default();
+    let mut cmd = Command::new(&args.coordinator);
+    if args.otlp {
+        cmd.args(["--otlp-endpoint", &span_counter(spans.clone()).await?]);
+    }
+    let child = cmd
         .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
         .arg(dir.path())
         .env("RUST_LOG", "warn")
@@ -311,6 +366,17 @@ async fn main() -> Result<()> {
     }
     let run_s = t_run.elapsed().as_secs_f64();
     let rss_peak = peak_rss_mib(pid);
+    let mut coord = coord;
+    if args.otlp {
+        // Stopped as a service manager would, so that it flushes its spans.
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        let t = Instant::now();
+        while coord.child.try_wait()?.is_none() && t.elapsed() < Duration::from_secs(30) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     drop(coord);
     for t in tasks {
         let _ = t.await;
@@ -321,6 +387,12 @@ async fn main() -> Result<()> {
     ack.sort_by(f64::total_cmp);
     res.sort_by(f64::total_cmp);
     println!("agents                         {}", args.agents);
+    if args.otlp {
+        println!(
+            "spans received over OTLP       {}",
+            spans.0.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
     println!("runs                           {}", submitted.runs);
     println!("simulated run time             {} ms", args.work_ms);
     println!("connect + register all agents  {connect_s:.2} s");
