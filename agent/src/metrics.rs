@@ -2,10 +2,12 @@
 //! agent is started with `--metrics-listen`: what this machine ran and how,
 //! beside the coordinator's fleet-wide view. Label values are bounded: an
 //! outcome is `ok` or `failed`; an executor and arch are the few this agent
-//! has.
+//! has; the placement of a run is shown for the latest run only (its id a
+//! label), so that Prometheus keeps it run by run while the endpoint holds
+//! one run's nodes.
 
 use farm_proto::RunResult;
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
 
 pub struct Metrics {
     registry: Registry,
@@ -14,6 +16,8 @@ pub struct Metrics {
     guest_start: HistogramVec,
     running: IntGauge,
     connected: IntGauge,
+    threads_per_node: GaugeVec,
+    runnable_per_node: GaugeVec,
 }
 
 /// Runs last from a second to hours.
@@ -75,6 +79,27 @@ impl Metrics {
             "1 while the agent's stream to the coordinator is open.",
         )
         .expect("valid gauge options");
+        let threads_per_node = GaugeVec::new(
+            Opts::new(
+                "farm_agent_run_threads_per_node",
+                "Average threads of the workload on each NUMA node over the latest run here \
+                 (the run label; the previous run's series are removed): NUMA placement run \
+                 by run.",
+            ),
+            &["run", "node"],
+        )
+        .expect("valid gauge options");
+        let runnable_per_node = GaugeVec::new(
+            Opts::new(
+                "farm_agent_run_runnable_threads_per_node",
+                "Average runnable (running or waiting to run) threads of the workload on each \
+                 NUMA node over the latest run here.",
+            ),
+            &["run", "node"],
+        )
+        .expect("valid gauge options");
+        register(&registry, &threads_per_node);
+        register(&registry, &runnable_per_node);
         register(&registry, &runs);
         register(&registry, &run_duration);
         register(&registry, &guest_start);
@@ -91,6 +116,8 @@ impl Metrics {
             guest_start,
             running,
             connected,
+            threads_per_node,
+            runnable_per_node,
         }
     }
 
@@ -111,6 +138,21 @@ impl Metrics {
         self.run_duration
             .with_label_values(&[executor])
             .observe(elapsed.as_secs_f64());
+        if let (Some(t), Some(run)) = (&result.telemetry, &result.run)
+            && !t.nodes.is_empty()
+        {
+            self.threads_per_node.reset();
+            self.runnable_per_node.reset();
+            for n in &t.nodes {
+                let labels = [run.run_id.as_str(), &n.node.to_string()];
+                self.threads_per_node
+                    .with_label_values(&labels)
+                    .set(n.avg_threads);
+                self.runnable_per_node
+                    .with_label_values(&labels)
+                    .set(n.avg_runnable);
+            }
+        }
         if let Some(m) = result.metrics.iter().find(|m| m.name == "guest_start_s") {
             let arch = match result.arch.as_str() {
                 "x86_64" => "x86_64",
@@ -190,6 +232,43 @@ mod tests {
             "farm_agent_runs_total{executor=\"none\",outcome=\"failed\"} 2",
             "farm_agent_guest_start_seconds_count{arch=\"s390x\",executor=\"tcg\"} 1",
             "farm_agent_run_duration_seconds_count{executor=\"tcg\"} 1",
+        ] {
+            assert!(t.contains(line), "{line} missing from:\n{t}");
+        }
+    }
+
+    #[test]
+    fn placement_is_the_latest_runs_only() {
+        let m = Metrics::new();
+        let run = |id: &str, threads: &[f64]| RunResult {
+            ok: true,
+            run: Some(farm_proto::RunRef {
+                run_id: id.into(),
+                attempt: 1,
+            }),
+            telemetry: Some(farm_proto::Telemetry {
+                nodes: threads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &t)| farm_proto::NodeLoad {
+                        node: i as u32,
+                        avg_threads: t,
+                        avg_runnable: t / 2.0,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        m.run_finished(&run("m-1.c0.r0", &[2.0, 0.0]), std::time::Duration::ZERO);
+        m.run_finished(&run("m-1.c1.r0", &[1.0, 1.0]), std::time::Duration::ZERO);
+        let t = text(&m);
+        assert!(!t.contains("m-1.c0.r0"), "{t}");
+        for line in [
+            "farm_agent_run_threads_per_node{node=\"0\",run=\"m-1.c1.r0\"} 1",
+            "farm_agent_run_threads_per_node{node=\"1\",run=\"m-1.c1.r0\"} 1",
+            "farm_agent_run_runnable_threads_per_node{node=\"1\",run=\"m-1.c1.r0\"} 0.5",
         ] {
             assert!(t.contains(line), "{line} missing from:\n{t}");
         }

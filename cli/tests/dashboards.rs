@@ -1,6 +1,6 @@
 //! The Grafana dashboards against a real Prometheus: a real coordinator and
 //! agent run a history with a change point and a matrix with a regression, Debian's `prometheus` scrapes the
-//! coordinator's /metrics (with the farm's recording rules), and every query
+//! coordinator's and the agent's /metrics (with the farm's recording rules), and every query
 //! of every panel and annotation of `dashboards/*.json` must return at least
 //! one series through Prometheus's HTTP API.
 //!
@@ -37,9 +37,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Starts Prometheus scraping `target` every second, with the farm's
-/// recording rules (the dashboards use them).
-fn start_prometheus(target: SocketAddr) -> Prometheus {
+/// Starts Prometheus scraping the coordinator and the agent every second,
+/// with the farm's recording rules (the dashboards use them).
+fn start_prometheus(coordinator: SocketAddr, agent: SocketAddr) -> Prometheus {
     assert!(
         Path::new(PROMETHEUS).is_file(),
         "{PROMETHEUS} is missing: install the Debian package prometheus (scripts/test.sh does)"
@@ -53,7 +53,8 @@ fn start_prometheus(target: SocketAddr) -> Prometheus {
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
              rule_files:\n  - {}\n\
              scrape_configs:\n  - job_name: farm-coordinator\n    static_configs:\n      \
-             - targets: [\"{target}\"]\n",
+             - targets: [\"{coordinator}\"]\n  - job_name: farm-agents\n    static_configs:\n      \
+             - targets: [\"{agent}\"]\n",
             rules.display()
         ),
     )
@@ -167,7 +168,12 @@ fn every_dashboard_query_returns_series_from_a_real_prometheus() {
     let _g = serial();
     let mut farm = Farm::start(&["--metrics-listen", "127.0.0.1:0"]);
     let target = common::written_addr(&farm.data_dir().join("metrics.addr"));
-    farm.start_agent();
+    let state = farm.dir.path().join("agent-state");
+    farm.start_agent_with(
+        &state,
+        &[("FARM_AGENT_METRICS_LISTEN", "127.0.0.1:0".to_string())],
+    );
+    let agent = common::written_addr(&state.join("metrics.addr"));
     farm.wait_agents(1);
     // A history with a change point (the trends' annotations), then a
     // matrix with a regression against its baseline.
@@ -177,9 +183,9 @@ fn every_dashboard_query_returns_series_from_a_real_prometheus() {
     let out = farm.farmctl(&["watch", &id]);
     assert!(out.status.success(), "{out:?}");
 
-    let prom = start_prometheus(target);
+    let prom = start_prometheus(target, agent);
     wait_for(Duration::from_secs(60), "Prometheus to scrape", || {
-        query(prom.addr, "up{job=\"farm-coordinator\"} == 1").len() == 1
+        query(prom.addr, "up == 1").len() == 2
     });
 
     let mut dashboards: Vec<PathBuf> = std::fs::read_dir(repo().join("dashboards"))
