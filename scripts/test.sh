@@ -31,6 +31,8 @@ need readelf binutils
 # checks the Alertmanager route example.
 need promtool prometheus
 need amtool prometheus-alertmanager
+# The deploy test verifies the systemd units (no running systemd needed).
+need systemd-analyze systemd
 update=0
 if ! dpkg --print-foreign-architectures | grep -qx s390x; then
     echo "adding the foreign architecture s390x"
