@@ -115,8 +115,17 @@ impl Scheduler {
     }
 
     /// The cron driver says `at_ms` is due for `id`. Stale or repeated
-    /// instants (a restart, a cancel racing the timer) are ignored.
+    /// instants (a restart, a cancel racing the timer) are ignored. An
+    /// instant that finds the previous execution still running is skipped:
+    /// two executions would compete for the same machines, and a schedule
+    /// slower than its period would queue without end.
     pub(super) fn cron_due(&mut self, id: &str, at_ms: u64) {
+        let previous_running = self
+            .schedules
+            .get(id)
+            .and_then(|s| s.executions.last())
+            .and_then(|m| self.status(m))
+            .is_some_and(|st| st.state == MatrixState::Running as i32);
         let Some(s) = self.schedules.get_mut(id) else {
             return;
         };
@@ -126,6 +135,11 @@ impl Scheduler {
         s.rec.last_cron_ms = at_ms;
         self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
         self.schedules_changed = true;
+        if previous_running {
+            warn!(schedule = %id, at_ms, "the previous execution is still running; \
+                  this instant is skipped");
+            return;
+        }
         self.execute(id, at_ms, None);
     }
 

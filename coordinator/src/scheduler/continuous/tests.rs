@@ -57,14 +57,29 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let first = made.next_unix_ms;
     assert!(first > created && first <= created + HOUR && first % HOUR == 0);
 
-    // Three hours and a minute: the three instants, each once.
-    tokio::time::sleep(Duration::from_millis(3 * HOUR + 60_000)).await;
+    // Sleeps until the wall clock of the driver reads `ms`.
+    let until = |ms: u64| tokio::time::sleep(Duration::from_millis(ms - clock.now_ms()));
+
+    // No agent: the first execution is still running at the next two
+    // instants, which are skipped rather than queued behind it.
+    until(first + 2 * HOUR + 60_000).await;
     let s = call(&h, |reply| Event::ListSchedules { reply });
-    assert_eq!(s[0].executions, 3, "{s:?}");
-    let last = s[0].last.clone().unwrap();
-    assert_eq!(last.at_unix_ms, first + 2 * HOUR);
-    assert!(last.kernel.is_empty());
+    assert_eq!(s[0].executions, 1, "{s:?}");
+    assert_eq!(s[0].last.as_ref().unwrap().at_unix_ms, first);
     assert_eq!(s[0].next_unix_ms, first + 3 * HOUR);
+    // Once it is cancelled (ended), the next instant runs again.
+    let running = s[0].last.clone().unwrap().matrix_id;
+    call(&h, |reply| Event::Cancel {
+        matrix_id: running,
+        reply,
+    });
+    until(first + 3 * HOUR + 60_000).await;
+    let s = call(&h, |reply| Event::ListSchedules { reply });
+    assert_eq!(s[0].executions, 2, "{s:?}");
+    let last = s[0].last.clone().unwrap();
+    assert_eq!(last.at_unix_ms, first + 3 * HOUR);
+    assert!(last.kernel.is_empty());
+    assert_eq!(s[0].next_unix_ms, first + 4 * HOUR);
     let status = call(&h, |reply| Event::Status {
         matrix_id: last.matrix_id.clone(),
         reply,
@@ -78,6 +93,10 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
 
     // The coordinator goes down for five hours and comes back: one
     // execution, for the latest instant missed, none repeated.
+    call(&h, |reply| Event::Cancel {
+        matrix_id: last.matrix_id.clone(),
+        reply,
+    });
     driver.abort();
     let _ = driver.await;
     drop(h);
@@ -87,7 +106,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let driver = tokio::spawn(timer::drive(h.clone(), Clock::starting_at(down_until)));
     tokio::time::sleep(Duration::from_millis(1)).await;
     let s = call(&h, |reply| Event::ListSchedules { reply });
-    assert_eq!(s[0].executions, 4, "{s:?}");
+    assert_eq!(s[0].executions, 3, "{s:?}");
     let last = s[0].last.clone().unwrap();
     assert_eq!(last.at_unix_ms, down_until - down_until % HOUR);
 
@@ -104,4 +123,13 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let _ = driver.await;
     drop(h);
     thread.join().unwrap().unwrap();
+    // On disk: the three executions, each naming its schedule and instant.
+    let snap = open().load().unwrap();
+    let ats: Vec<u64> = snap
+        .matrices
+        .iter()
+        .map(|m| m.execution.as_ref().unwrap().at_ms)
+        .collect();
+    assert_eq!(ats, [first, first + 3 * HOUR, last.at_unix_ms]);
+    assert!(snap.schedules[0].cancelled);
 }
