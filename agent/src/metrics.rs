@@ -138,11 +138,10 @@ impl Metrics {
         self.run_duration
             .with_label_values(&[executor])
             .observe(elapsed.as_secs_f64());
-        if let (Some(t), Some(run)) = (&result.telemetry, &result.run)
-            && !t.nodes.is_empty()
-        {
-            self.threads_per_node.reset();
-            self.runnable_per_node.reset();
+        // The latest run's placement only, or none when it has none.
+        self.threads_per_node.reset();
+        self.runnable_per_node.reset();
+        if let (Some(t), Some(run)) = (&result.telemetry, &result.run) {
             for n in &t.nodes {
                 let labels = [run.run_id.as_str(), &n.node.to_string()];
                 self.threads_per_node

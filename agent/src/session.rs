@@ -78,11 +78,18 @@ impl Session {
             .clone()
     }
 
-    /// Looks at the catalogue again; the new capabilities when they changed.
-    fn rescan_catalogue(&self) -> Option<Capabilities> {
+    /// Looks at the catalogue again, off the runtime's threads (directory
+    /// listings and image headers, maybe on a slow file system); the new
+    /// capabilities when they changed.
+    async fn rescan_catalogue(&self) -> Option<Capabilities> {
+        let (mut fresh, workload) = (self.capabilities(), self.workload.clone());
+        let fresh = tokio::task::spawn_blocking(move || {
+            crate::catalogue::refresh(&mut fresh, &workload);
+            fresh
+        })
+        .await
+        .ok()?;
         let mut caps = self.capabilities.lock().unwrap_or_else(|e| e.into_inner());
-        let mut fresh = caps.clone();
-        crate::catalogue::refresh(&mut fresh, &self.workload);
         if fresh == *caps {
             return None;
         }
@@ -93,7 +100,7 @@ impl Session {
 
     /// Sends the capabilities when the catalogue changed.
     async fn send_catalogue(&self, tx: &mpsc::Sender<AgentMessage>) -> Result<(), Error> {
-        match self.rescan_catalogue() {
+        match self.rescan_catalogue().await {
             Some(caps) => send(tx, agent_message::Msg::Capabilities(caps)).await,
             None => Ok(()),
         }

@@ -20,7 +20,7 @@
 //! Data the coordinator leaves empty (older results have no verdicts, no
 //! run values, no history) leaves its part of the page out.
 
-mod format;
+pub(crate) mod format;
 mod plots;
 mod svg;
 #[cfg(test)]

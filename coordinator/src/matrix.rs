@@ -398,7 +398,15 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
             .as_ref()
             .and_then(|s| s.get_ref().on_new_kernel.as_ref())
             .map_or(raw.name.span(), |g| g.span());
-        if let Err(why) = check_kernel_name(k) {
+        // As the file's kernels: the store keeps seen kernels one a line.
+        let checked = if k.is_empty() || k.chars().any(char::is_whitespace) {
+            Err(format!(
+                "`{k}`: a kernel name is not empty and has no whitespace"
+            ))
+        } else {
+            check_kernel_name(k)
+        };
+        if let Err(why) = checked {
             return Err(Issue::new(
                 span,
                 "schedule.on_new_kernel",

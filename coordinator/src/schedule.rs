@@ -20,10 +20,6 @@ use croner::parser::{CronParser, Seconds, Year};
 
 use farm_proto::Capabilities;
 
-/// The most instants [`latest_due`] steps over: a minutely schedule missed
-/// for a year is fewer.
-const MAX_STEPS: usize = 1_000_000;
-
 /// Parses a five-field cron expression (minute hour day-of-month month
 /// day-of-week), read in UTC.
 pub fn cron(text: &str) -> Result<Cron, String> {
@@ -59,20 +55,12 @@ pub fn next_after(cron: &Cron, after_ms: u64) -> Option<u64> {
 }
 
 /// The latest instant in `(after_ms, now_ms]`: what is due now, when the
-/// schedule last ran for `after_ms`. `None` when nothing is.
+/// schedule last ran for `after_ms`. `None` when nothing is. One search,
+/// however long the coordinator was down.
 pub fn latest_due(cron: &Cron, after_ms: u64, now_ms: u64) -> Option<u64> {
-    let mut due = None;
-    let mut t = after_ms;
-    for _ in 0..MAX_STEPS {
-        match next_after(cron, t) {
-            Some(n) if n <= now_ms => {
-                due = Some(n);
-                t = n;
-            }
-            _ => return due,
-        }
+    if now_ms <= after_ms {
+        return None;
     }
-    // Still behind after that many: take the instant just before now.
     cron.find_previous_occurrence(&at(now_ms)?, true)
         .ok()
         .and_then(ms)

@@ -281,7 +281,7 @@ pub fn spawn_with(
     Ok((Handle { tx, config, crons }, thread))
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -613,15 +613,20 @@ impl Scheduler {
         id
     }
 
-    /// An agent's capabilities changed while it was connected (a kernel
-    /// appeared in its catalogue, KVM found to work): placement and
-    /// triggers see the new set at once.
-    fn capabilities_changed(&mut self, agent_id: &str, caps: Capabilities) {
+    /// An agent's catalogue changed while it was connected (a kernel
+    /// appeared, KVM found to work): placement and triggers see it at once.
+    /// Only the catalogue is taken; what the agent registered as (arch,
+    /// CPUs, ...) was checked at `Register` and stays.
+    fn capabilities_changed(&mut self, agent_id: &str, fresh: Capabilities) {
         let Some(a) = self.agents.get_mut(agent_id) else {
             return;
         };
+        let mut caps = a.capabilities.clone();
+        caps.guest_kernels = fresh.guest_kernels;
+        caps.guest_accelerators = fresh.guest_accelerators;
+        caps.executors = fresh.executors;
         info!(agent = %agent_id, guest_kernels = caps.guest_kernels.len(),
-              executors = ?caps.executors, "agent capabilities changed");
+              executors = ?caps.executors, "agent catalogue changed");
         a.capabilities = caps.clone();
         self.fleet_changed = true;
         self.ops.push(Op::PutAgent(Box::new(AgentRecord {

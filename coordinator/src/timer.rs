@@ -6,51 +6,57 @@
 //! waiting for the scheduler. The scheduler ignores an instant it already
 //! ran: none is executed twice.
 //!
-//! Time is a [`Clock`]: the wall clock read once, then advanced by tokio's
-//! clock. In tests with tokio's paused time the driver's day passes in
-//! microseconds, deterministically.
+//! Time is a [`Clock`]: the system's wall clock, read at every wake-up (a
+//! sleep is never longer than [`MAX_SLEEP`], so a clock step or a host
+//! suspend is noticed within it); or, in tests, a wall clock advanced by
+//! tokio's, so that with tokio's paused time a day passes in microseconds,
+//! deterministically.
 
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::debug;
 
 use crate::schedule;
-use crate::scheduler::{Event, Handle};
+use crate::scheduler::{Event, Handle, now_ms};
 
-/// The wall clock as tokio's clock moves it.
+/// The longest the driver sleeps before it reads the wall clock again.
+pub const MAX_SLEEP: Duration = Duration::from_secs(60);
+
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    wall_ms: u64,
-    at: Instant,
+pub enum Clock {
+    /// The system's wall clock.
+    System,
+    /// A wall clock that read `wall_ms` at `at` and moves with tokio's.
+    Virtual { wall_ms: u64, at: Instant },
 }
 
 impl Clock {
-    /// Now, by the system's clock.
     pub fn system() -> Clock {
-        let wall_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        Clock::starting_at(wall_ms)
+        Clock::System
     }
 
-    /// A clock that reads `wall_ms` now.
+    /// A clock that reads `wall_ms` now and moves with tokio's clock.
     pub fn starting_at(wall_ms: u64) -> Clock {
-        Clock {
+        Clock::Virtual {
             wall_ms,
             at: Instant::now(),
         }
     }
 
     pub fn now_ms(&self) -> u64 {
-        self.wall_ms + self.at.elapsed().as_millis() as u64
+        match self {
+            Clock::System => now_ms(),
+            Clock::Virtual { wall_ms, at } => wall_ms + at.elapsed().as_millis() as u64,
+        }
     }
 
-    /// The tokio instant at which the wall clock reads `ms`.
-    fn instant_of(&self, ms: u64) -> Instant {
-        self.at + std::time::Duration::from_millis(ms.saturating_sub(self.wall_ms))
+    /// When to wake up for the wall clock to read `ms`: at most
+    /// [`MAX_SLEEP`] from now.
+    fn wake_for(&self, ms: u64) -> Instant {
+        let wait = Duration::from_millis(ms.saturating_sub(self.now_ms()));
+        Instant::now() + wait.min(MAX_SLEEP)
     }
 }
 
@@ -89,7 +95,7 @@ pub async fn drive(handle: Handle, clock: Clock) {
             Some(ms) => {
                 tokio::select! {
                     changed = crons.changed() => if changed.is_err() { return },
-                    () = tokio::time::sleep_until(clock.instant_of(ms)) => {}
+                    () = tokio::time::sleep_until(clock.wake_for(ms)) => {}
                 }
             }
             None => {

@@ -119,6 +119,10 @@ pub fn init(
 /// The span's context as a W3C `traceparent`; empty when the span is not
 /// traced (tracing off, or the span disabled).
 pub fn traceparent(span: &Span) -> String {
+    if span.is_disabled() {
+        // Tracing off: not even a map is made.
+        return String::new();
+    }
     let mut carrier = HashMap::new();
     TraceContextPropagator::new().inject_context(&span.context(), &mut carrier);
     carrier.remove(TRACEPARENT).unwrap_or_default()

@@ -11,11 +11,7 @@ pub fn utc(ms: u64) -> String {
     if ms == 0 {
         return "-".into();
     }
-    i64::try_from(ms)
-        .ok()
-        .and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-        .unwrap_or_else(|| "-".into())
+    crate::report::format::datetime(ms)
 }
 
 /// When a schedule runs, in words: `cron 0 3 * * *`, `new kernel file:/k/*`.

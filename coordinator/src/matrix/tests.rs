@@ -2151,4 +2151,6 @@ fn executions_add_the_new_kernel_to_the_axis() {
     assert_eq!(err.key, "schedule.on_new_kernel");
     assert_eq!(err.line, 8);
     assert!(err.message.contains("new kernel"), "{err}");
+    let err = parse_execution(FILE, text, Some("file:/srv/k/a b")).unwrap_err();
+    assert!(err.message.contains("no whitespace"), "{err}");
 }

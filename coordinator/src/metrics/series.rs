@@ -375,9 +375,11 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
                 // Found by the history, not by adaptive reruns.
                 sel.regression_extra_runs.push((labels.clone(), 0.0));
                 let mut with_diagnosis = labels.clone();
+                // No figure in a label: it would change with every new
+                // point, and each change would be a new alert.
                 with_diagnosis.push(format!(
-                    "the series' history: its last change point, ×{:.3}, began at {}",
-                    c.ratio, c.kernel
+                    "the series' history: a worse regime since {}",
+                    c.kernel
                 ));
                 sel.regression_diagnosis.push((with_diagnosis, 1.0));
                 regressions.insert(labels);

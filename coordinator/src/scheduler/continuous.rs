@@ -120,12 +120,18 @@ impl Scheduler {
     /// two executions would compete for the same machines, and a schedule
     /// slower than its period would queue without end.
     pub(super) fn cron_due(&mut self, id: &str, at_ms: u64) {
-        let previous_running = self
-            .schedules
-            .get(id)
-            .and_then(|s| s.executions.last())
-            .and_then(|m| self.status(m))
-            .is_some_and(|st| st.state == MatrixState::Running as i32);
+        // Any of its executions: a trigger's may have ended after a cron
+        // one that still runs.
+        let previous_running = self.schedules.get(id).is_some_and(|s| {
+            s.executions.iter().rev().any(|m| {
+                self.matrices.get(m).is_some_and(|mm| {
+                    !mm.rec.cancelled
+                        && self
+                            .status(m)
+                            .is_some_and(|st| st.state == MatrixState::Running as i32)
+                })
+            })
+        });
         let Some(s) = self.schedules.get_mut(id) else {
             return;
         };
@@ -154,33 +160,38 @@ impl Scheduler {
                 continue;
             }
             let fresh = schedule::new_kernels(g, &cat, &s.rec.seen_kernels);
-            if fresh.is_empty() {
-                continue;
-            }
-            s.rec.seen_kernels.extend(fresh.iter().cloned());
-            self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
             due.extend(fresh.into_iter().map(|k| (id.clone(), k)));
         }
         let now = now_ms();
         for (id, kernel) in due {
             info!(schedule = %id, %kernel, "new kernel in an agent's catalogue");
-            self.execute(&id, now, Some(kernel));
+            // Seen once submitted, in the same batch; a kernel the matrix
+            // refuses stays unseen and is tried again when a catalogue
+            // changes (its refusal logged each time).
+            if self.execute(&id, now, Some(kernel.clone()))
+                && let Some(s) = self.schedules.get_mut(&id)
+            {
+                s.rec.seen_kernels.push(kernel);
+                self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
+            }
         }
     }
 
-    /// Submits one execution of a schedule as a matrix of its own.
-    fn execute(&mut self, id: &str, at_ms: u64, kernel: Option<String>) {
+    /// Submits one execution of a schedule as a matrix of its own; false
+    /// when the matrix refuses it (nothing is then submitted).
+    fn execute(&mut self, id: &str, at_ms: u64, kernel: Option<String>) -> bool {
         let Some(s) = self.schedules.get(id) else {
-            return;
+            return false;
         };
         let parsed = matrix::parse_execution(&s.rec.file_name, &s.rec.source, kernel.as_deref());
         let m = match parsed {
             Ok(m) => m,
             Err(e) => {
-                // Valid when submitted; a kernel name a trigger found may not
-                // be. Nothing is stored; the next instant tries again.
+                // The file was valid when submitted; a kernel a trigger
+                // found may not be (its name, or an executor that does not
+                // suit it). A cron instant is spent all the same.
                 warn!(schedule = %id, kernel = ?kernel, "execution refused: {e}");
-                return;
+                return false;
             }
         };
         let (file_name, source) = (s.rec.file_name.clone(), s.rec.source.clone());
@@ -194,6 +205,7 @@ impl Scheduler {
         if let Some(s) = self.schedules.get_mut(id) {
             s.executions.push(r.matrix_id);
         }
+        true
     }
 
     pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Status> {
