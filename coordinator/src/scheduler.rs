@@ -223,6 +223,10 @@ struct Scheduler {
     /// An agent connected, left or re-registered: the fleet gauge is redone
     /// at the next tick (not per event: thousands may connect at once).
     fleet_changed: bool,
+    /// Every cell of every matrix by series (`series_key`), as (matrix
+    /// seq, cell index) in submission order: a history is a lookup, not a
+    /// scan of every matrix, now that every ended matrix computes its own.
+    series: HashMap<Vec<u8>, Vec<(u64, u32)>>,
     schedules: BTreeMap<String, ScheduleMem>,
     /// A schedule was made, cancelled or executed in this batch: the cron
     /// driver hears of it after the commit.
@@ -261,6 +265,7 @@ pub fn spawn_with(
         after_commit: Vec::new(),
         metrics,
         fleet_changed: false,
+        series: HashMap::new(),
         schedules: BTreeMap::new(),
         schedules_changed: false,
         crons: watch::channel(Vec::new()).0,
@@ -413,6 +418,12 @@ impl Scheduler {
             }
         }
         let (status, _) = watch::channel(MatrixStatus::default());
+        for c in &rec.cells {
+            self.series
+                .entry(series_key(c))
+                .or_default()
+                .push((rec.seq, c.index));
+        }
         self.by_seq.insert(rec.seq, rec.id.clone());
         self.matrices.insert(
             rec.id.clone(),
@@ -1410,24 +1421,26 @@ impl Scheduler {
     /// class; any kernel, any name) in every matrix, oldest first, and by
     /// cell order within a matrix (kernel-major, so a kernel axis reads in
     /// the order the file gave).
+    /// A series shared by several cells of `m` (they differ only in their
+    /// kernel) is given to the first of them.
     fn histories(&self, m: &MatrixMem) -> Vec<Vec<farm_proto::History>> {
         let keys: Vec<Vec<u8>> = m.rec.cells.iter().map(series_key).collect();
-        let wanted: HashSet<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let mut found: HashMap<&[u8], Vec<(u64, &MatrixMem, u32)>> = HashMap::new();
-        for other in self.matrices.values() {
-            for cell in &other.rec.cells {
-                let key = series_key(cell);
-                if let Some(k) = wanted.get(key.as_slice()) {
-                    found
-                        .entry(*k)
-                        .or_default()
-                        .push((other.rec.seq, other, cell.index));
-                }
-            }
-        }
+        let mut given: HashSet<&[u8]> = HashSet::new();
         keys.iter()
             .map(|key| {
-                let mut cells = found.remove(key.as_slice()).unwrap_or_default();
+                if !given.insert(key.as_slice()) {
+                    return Vec::new();
+                }
+                let mut cells: Vec<(u64, &MatrixMem, u32)> = self
+                    .series
+                    .get(key)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|&(seq, index)| {
+                        let mm = self.by_seq.get(&seq).and_then(|id| self.matrices.get(id))?;
+                        Some((seq, mm, index))
+                    })
+                    .collect();
                 cells.sort_by_key(|(seq, _, index)| (*seq, *index));
                 let series: Vec<results::SeriesCell<'_>> = cells
                     .iter()
