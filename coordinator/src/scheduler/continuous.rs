@@ -3,8 +3,11 @@
 //! an agent's catalogue shows a new kernel, listed and cancelled. When they
 //! run is decided by the pure functions of `crate::schedule`.
 
+use std::collections::HashMap;
+
 use farm_proto::{
-    Capabilities, ExecutionSummary, MatrixState, ScheduleInfo, SubmitMatrixResponse, Verdict,
+    Capabilities, Cell, CellSummary, ExecutionSummary, MatrixState, ScheduleInfo,
+    SubmitMatrixResponse, Verdict,
 };
 use tonic::Status;
 use tracing::{info, warn};
@@ -22,6 +25,40 @@ pub(super) struct ScheduleMem {
     glob: Option<glob::Pattern>,
     /// Its executions' matrix ids, oldest first.
     pub(super) executions: Vec<String>,
+    /// What the executions that ended since the coordinator started found
+    /// (computed when each ended, from the summaries the metrics use).
+    pub(super) verdicts: HashMap<String, Verdicts>,
+}
+
+/// An ended execution's verdicts, for `farmctl schedules`.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Verdicts {
+    regressions: u32,
+    improvements: u32,
+    change_regressions: Vec<String>,
+}
+
+/// Counts the cells' verdicts against their baselines and lists the
+/// histories that now end in a worse regime.
+pub(super) fn verdicts(cells: &[Cell], summaries: &[CellSummary]) -> Verdicts {
+    let mut v = Verdicts::default();
+    for c in summaries {
+        let Some(cell) = cells.get(c.cell_index as usize) else {
+            continue;
+        };
+        match Verdict::try_from(c.verdict) {
+            Ok(Verdict::Regression) => v.regressions += 1,
+            Ok(Verdict::Improvement) => v.improvements += 1,
+            _ => {}
+        }
+        for ch in results::change_regressions(cell, c) {
+            v.change_regressions.push(format!(
+                "{}: {} ×{:.3} since {} ({})",
+                c.cell_name, ch.metric, ch.ratio, ch.kernel, ch.matrix_id
+            ));
+        }
+    }
+    v
 }
 
 /// What the cron driver needs of a schedule.
@@ -54,6 +91,7 @@ impl ScheduleMem {
             cron,
             glob,
             executions: Vec::new(),
+            verdicts: HashMap::new(),
         }
     }
 }
@@ -259,15 +297,17 @@ impl Scheduler {
                     .executions
                     .last()
                     .and_then(|id| self.matrices.get(id))
-                    .map(|m| self.execution_summary(m)),
+                    .map(|m| self.execution_summary(s, m)),
             })
             .collect();
         out.sort_by_key(|s| (s.created_unix_ms, s.schedule_id.clone()));
         out
     }
 
-    fn execution_summary(&self, m: &MatrixMem) -> ExecutionSummary {
-        let state = m.status.borrow().state;
+    fn execution_summary(&self, s: &ScheduleMem, m: &MatrixMem) -> ExecutionSummary {
+        let state = self
+            .status(&m.rec.id)
+            .map_or(m.status.borrow().state, |st| st.state);
         let mut summary = ExecutionSummary {
             matrix_id: m.rec.id.clone(),
             at_unix_ms: m.rec.execution.as_ref().map_or(0, |e| e.at_ms),
@@ -283,22 +323,17 @@ impl Scheduler {
         if state != MatrixState::Done as i32 {
             return summary;
         }
-        let Ok(r) = self.results(&m.rec.id) else {
-            return summary;
+        // Computed when it ended; after a restart, here (at each listing).
+        let v = match s.verdicts.get(&m.rec.id) {
+            Some(v) => v.clone(),
+            None => match self.results(&m.rec.id) {
+                Ok(r) => verdicts(&m.rec.cells, &r.cells),
+                Err(_) => return summary,
+            },
         };
-        for (cell, c) in m.rec.cells.iter().zip(&r.cells) {
-            match Verdict::try_from(c.verdict) {
-                Ok(Verdict::Regression) => summary.regressions += 1,
-                Ok(Verdict::Improvement) => summary.improvements += 1,
-                _ => {}
-            }
-            for ch in results::change_regressions(cell, c) {
-                summary.change_regressions.push(format!(
-                    "{}: {} ×{:.3} since {} ({})",
-                    c.cell_name, ch.metric, ch.ratio, ch.kernel, ch.matrix_id
-                ));
-            }
-        }
+        summary.regressions = v.regressions;
+        summary.improvements = v.improvements;
+        summary.change_regressions = v.change_regressions;
         summary
     }
 }

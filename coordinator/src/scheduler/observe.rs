@@ -14,7 +14,7 @@ impl Scheduler {
     /// The samples of an ended matrix: the summaries `GetResults` gives,
     /// histories and their change points included. Change-point detection
     /// runs here on every new point of every series the matrix extends.
-    fn ended_samples(&self, m: &MatrixMem) -> Ended {
+    fn ended_samples(&self, m: &MatrixMem) -> (Ended, Vec<farm_proto::CellSummary>) {
         let runs: Vec<&RunRecord> = m
             .runs
             .iter()
@@ -23,12 +23,13 @@ impl Scheduler {
             .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
             .collect();
         let summaries = results::summarise(&m.rec.cells, &runs, self.histories(m));
-        Ended {
+        let ended = Ended {
             seq: m.rec.seq,
             matrix_id: m.rec.id.clone(),
             samples: series::samples(&m.rec.cells, &summaries),
             placement: series::placement(&m.rec.cells, &summaries, &runs),
-        }
+        };
+        (ended, summaries)
     }
 
     /// A matrix just ended with every run done (a cancelled one's cells are
@@ -40,7 +41,15 @@ impl Scheduler {
         if m.rec.cancelled {
             return;
         }
-        let ended = self.ended_samples(m);
+        let (ended, summaries) = self.ended_samples(m);
+        // An execution of a schedule: what `farmctl schedules` shows of it,
+        // from the same summaries, once.
+        if let Some(e) = &m.rec.execution {
+            let verdicts = super::continuous::verdicts(&m.rec.cells, &summaries);
+            if let Some(s) = self.schedules.get_mut(&e.schedule_id) {
+                s.verdicts.insert(matrix_id.to_owned(), verdicts);
+            }
+        }
         self.metrics.matrix_ended(ended);
     }
 
@@ -72,7 +81,7 @@ impl Scheduler {
         let ended: Vec<Ended> = newest_first
             .iter()
             .filter(|m| latest.contains(&m.rec.seq))
-            .map(|m| self.ended_samples(m))
+            .map(|m| self.ended_samples(m).0)
             .collect();
         self.metrics.recovered(ended);
     }
