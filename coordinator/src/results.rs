@@ -717,4 +717,56 @@ mod tests {
         assert_eq!(s[1].metrics[0].baseline_median, Some(2.0));
         assert_eq!(s[1].metrics[0].ratio, Some(2.25));
     }
+
+    #[test]
+    fn a_history_ends_worse_by_the_metrics_direction_and_minimum_effect() {
+        // A history whose last change point multiplies the mean by `ratio`.
+        let summary = |metric: &str, direction: WireDirection, ratio: f64| CellSummary {
+            metrics: vec![MetricSummary {
+                name: metric.into(),
+                direction: direction as i32,
+                ..Default::default()
+            }],
+            history: vec![History {
+                metric: metric.into(),
+                points: (0..10)
+                    .map(|i| SeriesPoint {
+                        matrix_id: format!("m{i}"),
+                        kernel: format!("k{i}"),
+                        t_ms: i,
+                        value: if i < 5 { 100.0 } else { 100.0 * ratio },
+                    })
+                    .collect(),
+                change_points: vec![ChangePoint {
+                    index: 5,
+                    mean_before: 100.0,
+                    mean_after: 100.0 * ratio,
+                    p_value: 0.001,
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let cell = Cell::default();
+        let lower = WireDirection::LowerIsBetter;
+        let higher = WireDirection::HigherIsBetter;
+        // Slower times and less throughput are regressions, from k5 in m5.
+        let r = change_regressions(&cell, &summary("wall_s", lower, 1.3));
+        assert_eq!(
+            (r[0].kernel.as_str(), r[0].matrix_id.as_str()),
+            ("k5", "m5")
+        );
+        assert!((r[0].ratio - 1.3).abs() < 1e-12);
+        assert_eq!(
+            change_regressions(&cell, &summary("ops", higher, 0.7)).len(),
+            1
+        );
+        // Faster times and more throughput are not.
+        assert!(change_regressions(&cell, &summary("wall_s", lower, 0.7)).is_empty());
+        assert!(change_regressions(&cell, &summary("ops", higher, 1.3)).is_empty());
+        // Below the default minimum effect (2%), nor is a step in the bad direction.
+        assert!(change_regressions(&cell, &summary("wall_s", lower, 1.01)).is_empty());
+        // Every change point is listed, whatever its direction.
+        assert_eq!(change_points(&summary("ops", higher, 1.3)).len(), 1);
+    }
 }
