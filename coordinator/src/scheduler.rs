@@ -1391,13 +1391,7 @@ impl Scheduler {
             .matrices
             .get(matrix_id)
             .ok_or_else(|| unknown_matrix(matrix_id))?;
-        let runs: Vec<&RunRecord> = m
-            .runs
-            .iter()
-            .filter_map(|id| self.runs.get(id))
-            .map(|r| &r.rec)
-            .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
-            .collect();
+        let runs = self.ended_runs(m);
         let histories = self.histories(m);
         Ok(GetResultsResponse {
             status: self.status(matrix_id),
@@ -1417,6 +1411,16 @@ impl Scheduler {
 }
 
 impl Scheduler {
+    /// The matrix's runs that have a result (finished or failed).
+    fn ended_runs(&self, m: &MatrixMem) -> Vec<&RunRecord> {
+        m.runs
+            .iter()
+            .filter_map(|id| self.runs.get(id))
+            .map(|r| &r.rec)
+            .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
+            .collect()
+    }
+
     /// Each cell's history: the same cell (workload, state, loads, host
     /// class; any kernel, any name) in every matrix, oldest first, and by
     /// cell order within a matrix (kernel-major, so a kernel axis reads in

@@ -8,20 +8,13 @@ use farm_proto::MatrixState;
 use super::{MatrixMem, Scheduler};
 use crate::metrics::{Ended, series};
 use crate::results;
-use crate::store::{RunRecord, RunState};
 
 impl Scheduler {
     /// The samples of an ended matrix: the summaries `GetResults` gives,
     /// histories and their change points included. Change-point detection
     /// runs here on every new point of every series the matrix extends.
     fn ended_samples(&self, m: &MatrixMem) -> (Ended, Vec<farm_proto::CellSummary>) {
-        let runs: Vec<&RunRecord> = m
-            .runs
-            .iter()
-            .filter_map(|id| self.runs.get(id))
-            .map(|r| &r.rec)
-            .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
-            .collect();
+        let runs = self.ended_runs(m);
         let summaries = results::summarise(&m.rec.cells, &runs, self.histories(m));
         let ended = Ended {
             seq: m.rec.seq,
