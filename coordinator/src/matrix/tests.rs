@@ -1455,16 +1455,18 @@ fn example_nightly_is_a_schedule_whose_executions_parse() {
     assert_eq!(schedule.cron, "0 3 * * *");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/nightly.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    // A cron execution: the reference kernel alone; a trigger's: the new
-    // image beside it, each of its cells compared with the reference's.
+    // A cron execution: the hosts' running kernel; a trigger's: the new
+    // image instead, in a guest, with the same comparisons.
     let cron = parse_execution("nightly.toml", &text, None).unwrap();
     assert_eq!(cron.cells.len(), 4);
+    assert!(cron.cells.iter().all(|c| c.kernel == "running"));
     let new = parse_execution("nightly.toml", &text, Some("file:/srv/kernels/v6.13")).unwrap();
-    assert_eq!(new.cells.len(), 8);
-    for c in &new.cells[4..] {
+    assert_eq!(new.cells.len(), 4);
+    for c in &new.cells {
         assert_eq!(c.kernel, "file:/srv/kernels/v6.13");
-        assert_eq!(c.baseline, Some(c.index - 4));
+        assert!(matches!(kernel_kind(&c.kernel), KernelKind::File));
     }
+    assert_eq!(new.cells[1].baseline, Some(0), "autogroup on against off");
 }
 
 #[test]
