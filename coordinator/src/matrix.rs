@@ -392,6 +392,8 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     )?;
     let schedule = schedule(raw.schedule.as_ref())?;
     let mut kernels = kernels(raw.kernels.as_ref())?;
+    // The trigger's kernel, when the file does not run it anyway.
+    let mut added = None;
     if let Some(k) = new_kernel {
         let span = raw
             .schedule
@@ -415,8 +417,10 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
         }
         if raw.kernels.is_none() {
             kernels = vec![k.to_owned()];
+            added = Some(k);
         } else if !kernels.iter().any(|x| x == k) {
             kernels.push(k.to_owned());
+            added = Some(k);
         }
     }
     let workloads = non_empty_axis(&raw.workloads, "workloads")?
@@ -463,6 +467,7 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     );
     for cell in &mut cells {
         cell.verdict = Some(policy.clone());
+        cell.new_kernel = added == Some(cell.kernel.as_str());
         if !matches!(
             kernel_kind(&cell.kernel),
             KernelKind::Running | KernelKind::Release
@@ -877,6 +882,8 @@ fn cells(
                         loads: loads.to_vec(),
                         verdict: None,
                         guest: None,
+                        // Set by `build` for a trigger's kernel.
+                        new_kernel: false,
                     });
                 }
             }

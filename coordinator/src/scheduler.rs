@@ -1489,6 +1489,9 @@ fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
         host.encode_to_vec(),
         guest_arch,
         cell.guest.unwrap_or_default().encode_to_vec(),
+        // New kernels of a trigger trend apart from a file's fixed kernels,
+        // which run again beside each of them.
+        vec![u8::from(cell.new_kernel)],
         cell.loads
             .iter()
             .flat_map(|l| l.encode_length_delimited_to_vec())

@@ -2148,6 +2148,12 @@ fn executions_add_the_new_kernel_to_the_axis() {
     let kernels: Vec<&str> = m.cells.iter().map(|c| c.kernel.as_str()).collect();
     assert_eq!(kernels, ["debian:6.1.0-47-amd64", "debian:6.1.0-57-amd64"]);
     assert_eq!(m.cells[1].baseline, Some(0));
+    // The new kernel's cells trend apart from the file's own kernel's.
+    assert!(!m.cells[0].new_kernel && m.cells[1].new_kernel);
+    // A kernel the file runs anyway is not new.
+    let m = parse_execution(FILE, text, Some("debian:6.1.0-47-amd64")).unwrap();
+    assert_eq!(m.cells.len(), 1);
+    assert!(!m.cells[0].new_kernel);
     // A kernel name no matrix may hold is refused, pointing at the trigger.
     let err = parse_execution(FILE, text, Some("debian:6.1.0-57-sparc")).unwrap_err();
     assert_eq!(err.key, "schedule.on_new_kernel");

@@ -16,6 +16,10 @@ pub struct Series {
     pub kernel: String,
     pub state: String,
     pub host: String,
+    /// The cell is a trigger's new kernel (`Cell.new_kernel`): its history
+    /// is not the one of the file's fixed kernels. Not a label: the kernel
+    /// label already tells them apart.
+    pub new_kernel: bool,
 }
 
 /// Label names of [`Series::labels`], in that order.
@@ -68,6 +72,10 @@ fn diagnosis_label(lines: &[String]) -> String {
         .join("; ")
 }
 
+/// What names a history in the metrics: workload, metric, state, host,
+/// guest arch class, and whether it is a trigger's trend of new kernels.
+type HistoryKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, bool);
+
 /// A change point of a series' history: the first point after it (its
 /// kernel and matrix) and the ratio of the means after and before.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,14 +89,21 @@ impl Sample {
     /// What names the history the sample's changes belong to: the series
     /// without its kernel (a history runs across kernels), with the guest
     /// arch class, since an s390x history never continues an x86_64 one.
-    fn history_key(&self) -> (&str, &str, &str, &str, &str) {
+    fn history_key(&self) -> HistoryKey<'_> {
         let s = &self.series;
         let arch = match crate::matrix::kernel_kind(&s.kernel) {
             crate::matrix::KernelKind::Debian { arch } => arch,
             crate::matrix::KernelKind::File => "file",
             _ => "",
         };
-        (&s.workload, &s.metric, &s.state, &s.host, arch)
+        (
+            &s.workload,
+            &s.metric,
+            &s.state,
+            &s.host,
+            arch,
+            s.new_kernel,
+        )
     }
 
     /// Labels of a change: the series', with the kernel and matrix where
@@ -179,6 +194,7 @@ pub fn series(cell: &Cell, metric: &str) -> Series {
         kernel: cell.kernel.clone(),
         state: state.to_owned(),
         host: host.to_owned(),
+        new_kernel: cell.new_kernel,
     }
 }
 
@@ -340,7 +356,7 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
     // matrix that has the history, whatever its kernel. A regression a
     // history's newest point no longer ends in is gone, even if an older
     // kernel's series still shows the sample that found it.
-    let mut histories: HashSet<(&str, &str, &str, &str, &str)> = HashSet::new();
+    let mut histories: HashSet<HistoryKey<'_>> = HashSet::new();
     let mut regressions: HashSet<Vec<String>> = HashSet::new();
     for (e, s) in &latest {
         if !histories.insert(s.history_key()) {

@@ -18,6 +18,7 @@ fn series(workload: &str) -> series::Series {
         kernel: "running".into(),
         state: "default".into(),
         host: "any".into(),
+        new_kernel: false,
     }
 }
 

@@ -51,6 +51,7 @@ fn sample(workload: &str, metric: &str, median: f64, ratio: Option<f64>) -> Samp
             kernel: "running".into(),
             state: "default".into(),
             host: "any".into(),
+            new_kernel: false,
         },
         median,
         baseline_median: ratio.map(|r| median / r),
@@ -219,6 +220,7 @@ fn placement_comes_from_each_cells_newest_matrix() {
             kernel: "running".into(),
             state: "default".into(),
             host: "any".into(),
+            new_kernel: false,
         },
         node,
         threads,
@@ -325,4 +327,37 @@ fn a_history_ending_worse_is_a_regression_until_its_newest_point_says_otherwise(
     );
     // Both kernels' medians are still their series' latest.
     assert_eq!(sel.median.len(), 2);
+}
+
+#[test]
+fn a_triggers_new_kernels_trend_apart_from_the_files_fixed_kernel() {
+    // One execution: the file's reference kernel and the new image, both
+    // with histories; each history's changes are shown.
+    let cell = |kernel: &str, new_kernel: bool, change: &str| Sample {
+        series: Series {
+            kernel: kernel.into(),
+            new_kernel,
+            ..sample("lu", "wall_s", 1.0, None).series
+        },
+        changes: vec![Change {
+            kernel: change.into(),
+            matrix_id: "m5".into(),
+            ratio: 1.3,
+        }],
+        ..sample("lu", "wall_s", 1.0, None)
+    };
+    let e = ended(
+        9,
+        vec![
+            cell("debian:6.1.0-47-amd64", false, "debian:6.1.0-47-amd64"),
+            cell("file:/k/rc9", true, "file:/k/rc5"),
+        ],
+    );
+    let sel = select([&e], 100);
+    let kernels: Vec<&str> = sel
+        .change_ratio
+        .iter()
+        .map(|(l, _)| l[2].as_str())
+        .collect();
+    assert_eq!(kernels, ["debian:6.1.0-47-amd64", "file:/k/rc5"]);
 }
