@@ -171,6 +171,7 @@ fn a_history_that_steps_up_sets_the_regression_gauge_where_it_began() {
         .unwrap_or_else(|| panic!("no wall_s regression in\n{text}"));
     assert!(line.contains(&format!("matrix=\"{}\"", ids[6])), "{line}");
     assert!(line.contains("kernel=\"running\""), "{line}");
+    assert!(line.contains("found_by=\"history\""), "{line}");
     let ratio: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(ratio > 1.2, "{line}");
     assert!(

@@ -190,6 +190,8 @@ impl Metrics {
         );
         let mut labels = series::SERIES_LABELS.to_vec();
         labels.push("matrix");
+        let change_labels = labels.clone();
+        labels.push("found_by");
         let regression_ratio = Replaced::new(
             &registry,
             "farm_regression_ratio",
@@ -197,9 +199,9 @@ impl Metrics {
              regression in the latest ended matrix of its series (the matrix label); \
              or, for a history over matrices and kernels (continuous matrices) that now \
              ends in a worse regime, mean after / mean before its last change point, \
-             labelled with the kernel and matrix where it began. Gone once a later \
-             matrix no longer regresses. Above 1 is slower for times, below 1 is less \
-             throughput.",
+             labelled with the kernel and matrix where it began. `found_by` says which: \
+             baseline or history. Gone once a later matrix no longer regresses. Above 1 \
+             is slower for times, below 1 is less throughput.",
             &labels,
         );
         let regression_extra_runs = Replaced::new(
@@ -226,7 +228,7 @@ impl Metrics {
             "Every change point of a metric's history over matrices and kernels (as the \
              history's newest matrix left it): mean after / mean before, labelled with the \
              kernel and matrix of the first point after the change. Annotations on trends.",
-            &labels,
+            &change_labels,
         );
         let threads_per_node = Replaced::new(
             &registry,

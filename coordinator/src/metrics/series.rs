@@ -72,6 +72,11 @@ fn diagnosis_label(lines: &[String]) -> String {
         .join("; ")
 }
 
+/// The `found_by` label of a regression: a verdict against the cell's
+/// baseline in one matrix, or a series' history over matrices and kernels.
+pub const FOUND_BY_BASELINE: &str = "baseline";
+pub const FOUND_BY_HISTORY: &str = "history";
+
 /// What names a history in the metrics: workload, metric, state, host,
 /// guest arch class, and whether it is a trigger's trend of new kernels.
 type HistoryKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, bool);
@@ -293,7 +298,7 @@ pub type Point = (Vec<String>, f64);
 pub struct Selection {
     pub median: Vec<Point>,
     pub baseline_median: Vec<Point>,
-    /// Labels: the series', then the matrix id.
+    /// Labels: the series', the matrix id, `found_by`.
     pub regression_ratio: Vec<Point>,
     /// The extra runs behind each regression of `regression_ratio` (same
     /// labels, same cap).
@@ -378,19 +383,21 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         }
         if let Some(c) = &s.change_regression {
             let labels = s.change_labels(c);
+            let mut found = labels.clone();
+            found.push(FOUND_BY_HISTORY.into());
             let kept = sel.regression_ratio.len();
             push_capped(
                 &mut sel.regression_ratio,
                 &mut sel.dropped[2],
                 &mut sel.shown,
                 limit,
-                (labels.clone(), c.ratio),
+                (found.clone(), c.ratio),
                 e.seq,
             );
             if sel.regression_ratio.len() > kept {
                 // Found by the history, not by adaptive reruns.
-                sel.regression_extra_runs.push((labels.clone(), 0.0));
-                let mut with_diagnosis = labels.clone();
+                sel.regression_extra_runs.push((found.clone(), 0.0));
+                let mut with_diagnosis = found;
                 // No figure in a label: it would change with every new
                 // point, and each change would be a new alert.
                 with_diagnosis.push(format!(
@@ -429,6 +436,7 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
                 // The history found it beginning right here too: one series.
                 continue;
             }
+            labels.push(FOUND_BY_BASELINE.into());
             let kept = sel.regression_ratio.len();
             push_capped(
                 &mut sel.regression_ratio,

@@ -166,6 +166,7 @@ fn a_regression_in_the_latest_matrix_is_a_ratio_labelled_with_its_matrix() {
     let sel = select([&new, &old], 100);
     let mut labels = sample("lu", "wall_s", 0.0, None).series.labels();
     labels.push("m7".into());
+    labels.push("baseline".into());
     assert_eq!(sel.regression_ratio, vec![(labels.clone(), 1.5)]);
     // The reruns that confirmed it, under the same labels.
     assert_eq!(sel.regression_extra_runs, vec![(labels.clone(), 10.0)]);
@@ -289,15 +290,14 @@ fn a_history_ending_worse_is_a_regression_until_its_newest_point_says_otherwise(
         l.push(matrix.into());
         l
     };
-    assert_eq!(sel.regression_ratio, vec![(labels("6.13-rc3", "m3"), 1.4)]);
-    assert_eq!(
-        sel.regression_extra_runs,
-        vec![(labels("6.13-rc3", "m3"), 0.0)]
-    );
+    let mut found_by = labels("6.13-rc3", "m3");
+    found_by.push("history".into());
+    assert_eq!(sel.regression_ratio, vec![(found_by.clone(), 1.4)]);
+    assert_eq!(sel.regression_extra_runs, vec![(found_by.clone(), 0.0)]);
     assert_eq!(sel.change_ratio, vec![(labels("6.13-rc3", "m3"), 1.4)]);
     let d = &sel.regression_diagnosis[0].0;
-    assert_eq!(d[..6], labels("6.13-rc3", "m3")[..]);
-    assert_eq!(d[6], "the series' history: a worse regime since 6.13-rc3");
+    assert_eq!(d[..7], found_by[..]);
+    assert_eq!(d[7], "the series' history: a worse regime since 6.13-rc3");
     // rc10 fixed it: a second change point, back down; the history's newest
     // point no longer ends worse, though rc9's series still holds its sample.
     let back = Change {
