@@ -47,6 +47,33 @@ struct Args {
     /// receiver in this process that counts the spans: what tracing costs.
     #[arg(long)]
     otlp: bool,
+    /// Submit the matrix this many times, one after the other: every cell's
+    /// history grows by a point each time, and the time the scheduler
+    /// thread spends when each one ends (summaries, histories, change
+    /// points, gauges: `farm_results_refresh_seconds`) is reported.
+    #[arg(long, default_value_t = 1)]
+    matrices: usize,
+}
+
+/// `farm_results_refresh_seconds` sum and count from the coordinator's /metrics.
+fn results_refresh(addr: &str) -> Result<(f64, u64)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr)?;
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    Ok((
+        value("farm_results_refresh_seconds_sum").unwrap_or(0.0),
+        value("farm_results_refresh_seconds_count").unwrap_or(0.0) as u64,
+    ))
 }
 
 /// An OTLP/gRPC trace receiver that only counts what it is sent.
@@ -228,7 +255,9 @@ async fn agent(
                     ok: true,
                     metrics: vec![Metric {
                         name: "wall_s".into(),
-                        value: 0.0,
+                        // Noisy, as real figures are: analysis (bootstraps,
+                        // change points) does its real amount of work.
+                        value: 1.0 + 0.05 * rand::random::<f64>(),
                         unit: "s".into(),
                         direction: 1,
                     }],
@@ -269,6 +298,7 @@ async fn main() -> Result<()> {
         cmd.args(["--otlp-endpoint", &span_counter(spans.clone()).await?]);
     }
     let child = cmd
+        .args(["--metrics-listen", "127.0.0.1:0"])
         .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
         .arg(dir.path())
         .env("RUST_LOG", "warn")
@@ -345,23 +375,45 @@ async fn main() -> Result<()> {
         "name = \"loadgen\"\nrepetitions = {reps}\n[[workloads]]\nname = \"cpu-hog\"\nparams = {{ threads = [{}], seconds = 0.01 }}\n",
         threads.join(", ")
     );
+    let metrics_addr = std::fs::read_to_string(coord._dir.path().join("metrics.addr"))?
+        .trim()
+        .to_string();
     let t_run = Instant::now();
-    let submitted = farm
-        .submit_matrix(SubmitMatrixRequest {
-            file_name: "loadgen.toml".into(),
-            toml,
-        })
-        .await?
-        .into_inner();
-    let mut watch = farm
-        .watch_matrix(WatchMatrixRequest {
-            matrix_id: submitted.matrix_id.clone(),
-        })
-        .await?
-        .into_inner();
-    while let Some(st) = watch.message().await? {
-        if st.state != farm_proto::MatrixState::Running as i32 {
-            break;
+    let mut submitted = farm_proto::SubmitMatrixResponse::default();
+    let mut walls = Vec::with_capacity(args.matrices);
+    let mut refreshes = Vec::with_capacity(args.matrices);
+    let mut refreshed = results_refresh(&metrics_addr)?;
+    for _ in 0..args.matrices.max(1) {
+        let t = Instant::now();
+        submitted = farm
+            .submit_matrix(SubmitMatrixRequest {
+                file_name: "loadgen.toml".into(),
+                toml: toml.clone(),
+            })
+            .await?
+            .into_inner();
+        let mut watch = farm
+            .watch_matrix(WatchMatrixRequest {
+                matrix_id: submitted.matrix_id.clone(),
+            })
+            .await?
+            .into_inner();
+        while let Some(st) = watch.message().await? {
+            if st.state != farm_proto::MatrixState::Running as i32 {
+                break;
+            }
+        }
+        walls.push(t.elapsed().as_secs_f64());
+        // The gauges are redone right after the final status is published.
+        let t = Instant::now();
+        loop {
+            let now = results_refresh(&metrics_addr)?;
+            if now.1 > refreshed.1 || t.elapsed() > Duration::from_secs(60) {
+                refreshes.push((now.0 - refreshed.0) * 1e3);
+                refreshed = now;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
     let run_s = t_run.elapsed().as_secs_f64();
@@ -396,11 +448,27 @@ async fn main() -> Result<()> {
     println!("runs                           {}", submitted.runs);
     println!("simulated run time             {} ms", args.work_ms);
     println!("connect + register all agents  {connect_s:.2} s");
+    println!("matrices                       {}", walls.len());
     println!("matrix wall time               {run_s:.2} s");
     println!(
         "throughput                     {:.0} runs/s",
-        f64::from(submitted.runs) / run_s
+        f64::from(submitted.runs) * walls.len() as f64 / run_s
     );
+    if walls.len() > 1 {
+        let mut sorted = refreshes.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "matrix end (histories, gauges) first {:.1} ms  median {:.1} ms  last {:.1} ms",
+            refreshes[0],
+            percentile(&sorted, 0.5),
+            refreshes[refreshes.len() - 1]
+        );
+        println!(
+            "matrix wall                    first {:.2} s  last {:.2} s",
+            walls[0],
+            walls[walls.len() - 1]
+        );
+    }
     println!(
         "ack -> next assignment         p50 {:.2} ms  p99 {:.2} ms  (n={})",
         percentile(&ack, 0.5),

@@ -91,6 +91,7 @@ pub struct Metrics {
     assignment_latency: Histogram,
     run_duration: Histogram,
     store_commit_latency: Histogram,
+    results_refresh: Histogram,
     series_median: Replaced,
     series_baseline_median: Replaced,
     regression_ratio: Replaced,
@@ -167,6 +168,16 @@ impl Metrics {
              every ack and assignment waits for it.",
             &[
                 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+            ],
+        );
+        let results_refresh = histogram(
+            &registry,
+            "farm_results_refresh_seconds",
+            "Time the scheduler thread spends when a matrix ends: its summaries with every \
+             cell's history and change points, and the results gauges. Nothing is \
+             dispatched or committed meanwhile.",
+            &[
+                0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
             ],
         );
         let series_median = Replaced::new(
@@ -274,6 +285,7 @@ impl Metrics {
             assignment_latency,
             run_duration,
             store_commit_latency,
+            results_refresh,
             series_median,
             series_baseline_median,
             regression_ratio,
@@ -305,6 +317,11 @@ impl Metrics {
         if let Some(d) = ran {
             self.run_duration.observe(d.as_secs_f64());
         }
+    }
+
+    /// A matrix's end took the scheduler thread `took` (summaries, gauges).
+    pub fn results_refreshed(&self, took: Duration) {
+        self.results_refresh.observe(took.as_secs_f64());
     }
 
     pub fn store_committed(&self, took: Duration) {

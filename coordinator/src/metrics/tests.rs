@@ -70,7 +70,7 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(types.len(), 13, "{t}");
+    assert_eq!(types.len(), 14, "{t}");
     for name in types {
         assert!(name.starts_with("farm_"), "{name}");
         let help = t

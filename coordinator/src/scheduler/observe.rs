@@ -34,6 +34,7 @@ impl Scheduler {
         if m.rec.cancelled {
             return;
         }
+        let t = std::time::Instant::now();
         let (ended, summaries) = self.ended_samples(m);
         // An execution of a schedule: what `farmctl schedules` shows of it,
         // from the same summaries, once.
@@ -44,6 +45,7 @@ impl Scheduler {
             }
         }
         self.metrics.matrix_ended(ended);
+        self.metrics.results_refreshed(t.elapsed());
     }
 
     /// After recovery: run counts, and the results of the done matrices that
