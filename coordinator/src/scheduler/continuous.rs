@@ -164,9 +164,10 @@ impl Scheduler {
             s.executions.iter().rev().any(|m| {
                 self.matrices.get(m).is_some_and(|mm| {
                     !mm.rec.cancelled
-                        && self
-                            .status(m)
-                            .is_some_and(|st| st.state == MatrixState::Running as i32)
+                        && mm
+                            .runs
+                            .iter()
+                            .any(|r| self.runs.get(r).is_some_and(|r| !r.rec.state.is_terminal()))
                 })
             })
         });
