@@ -18,11 +18,29 @@ need iperf3 iperf3
 need chromium chromium
 # The guest tests boot Debian kernels under QEMU TCG with a busybox-static
 # initramfs (the dynamically linked `busybox` package would not do).
-need qemu-system-x86_64 qemu-system-x86
 # s390x guests: QEMU's s390x system emulator, and Debian's s390x packages
 # (kernels, busybox-static, the external workloads and their libraries),
 # which `apt-get download` fetches only once s390x is a foreign architecture.
-need qemu-system-s390x qemu-system-misc
+# QEMU comes from where the machine's qemu-utils came from: some images carry
+# bookworm-backports' qemu-utils (QEMU 10), which Breaks bookworm's
+# qemu-system-common (7.2), so bookworm's qemu-system cannot go beside it;
+# QEMU 10 there, with only its own packages taken from backports.
+qemu_backports=0
+if dpkg-query -W -f='${Status} ${Version}' qemu-utils 2>/dev/null |
+    grep -q "ok installed .*bpo12"; then
+    qemu_backports=1
+fi
+qemu=()
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1 ||
+    ! command -v qemu-system-s390x >/dev/null 2>&1; then
+    if ((qemu_backports)); then
+        qemu=(qemu-system-x86/bookworm-backports qemu-system-s390x/bookworm-backports
+            qemu-system-common/bookworm-backports qemu-system-data/bookworm-backports
+            seabios/bookworm-backports)
+    else
+        qemu=(qemu-system-x86 qemu-system-misc)
+    fi
+fi
 need cpio cpio
 # The ELF reader that finds a foreign binary's shared libraries.
 need readelf binutils
@@ -41,6 +59,19 @@ if ! dpkg --print-foreign-architectures | grep -qx s390x; then
 fi
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" ||
     missing+=(busybox-static)
+if ((${#qemu[@]})) && ((qemu_backports)) &&
+    ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "adding bookworm-backports (for QEMU beside the machine's qemu-utils)"
+    cat >/etc/apt/sources.list.d/farm-bookworm-backports.sources <<'SOURCES'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+    update=1
+fi
+missing+=("${qemu[@]}")
 if ((${#missing[@]})) || ((update)); then
     apt-get update -q
 fi
