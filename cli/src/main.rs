@@ -365,8 +365,15 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Unschedule { id } => {
-            c.cancel_schedule(farm_proto::CancelScheduleRequest { schedule_id: id })
-                .await?;
+            c.cancel_schedule(farm_proto::CancelScheduleRequest {
+                schedule_id: id.clone(),
+            })
+            .await?;
+            // The coordinator stops only future executions: say so, since
+            // one may be running now.
+            println!(
+                "unscheduled {id}: no new executions; one running goes on (farmctl cancel m-…)"
+            );
         }
         Command::Cancel { id } => {
             let r = c

@@ -132,6 +132,11 @@ on_new_kernel = "file:{}/*"
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&format!("unscheduled {id}:")),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_eq!(schedules(&farm), Value::Array(vec![]));
     let out = farm.farmctl(&["unschedule", "s-nothere"]);
     assert_eq!(
