@@ -184,14 +184,12 @@ fn executor_label(executor: &str) -> &'static str {
 mod tests {
     use super::*;
     use farm_proto::{Direction, Metric};
-    use prometheus::{Encoder, TextEncoder};
+    use prometheus::TextEncoder;
 
     fn text(m: &Metrics) -> String {
-        let mut out = Vec::new();
         TextEncoder::new()
-            .encode(&m.registry().gather(), &mut out)
-            .unwrap();
-        String::from_utf8(out).unwrap()
+            .encode_to_string(&m.registry().gather())
+            .unwrap()
     }
 
     #[test]

@@ -1205,18 +1205,16 @@ impl Scheduler {
     fn cancel(&mut self, matrix_id: &str) -> Result<u32, Status> {
         let m = self
             .matrices
-            .get_mut(matrix_id)
+            .get(matrix_id)
             .ok_or_else(|| unknown_matrix(matrix_id))?;
-        let runs = &self.runs;
-        let ended = m
-            .runs
-            .iter()
-            .filter_map(|id| runs.get(id))
-            .all(|r| r.rec.state.is_terminal());
-        if ended {
+        if !self.has_unended_runs(m) {
             // An ended matrix stays as it ended.
             return Ok(0);
         }
+        let m = self
+            .matrices
+            .get_mut(matrix_id)
+            .expect("looked up just above");
         m.rec.cancelled = true;
         m.dirty = true;
         let seq = m.rec.seq;
@@ -1411,6 +1409,14 @@ impl Scheduler {
 }
 
 impl Scheduler {
+    /// Whether any of the matrix's runs is still queued, assigned or running.
+    fn has_unended_runs(&self, m: &MatrixMem) -> bool {
+        m.runs
+            .iter()
+            .filter_map(|id| self.runs.get(id))
+            .any(|r| !r.rec.state.is_terminal())
+    }
+
     /// The matrix's runs that have a result (finished or failed).
     fn ended_runs(&self, m: &MatrixMem) -> Vec<&RunRecord> {
         m.runs

@@ -1,14 +1,12 @@
 use farm_proto::RunCounts;
-use prometheus::{Encoder, TextEncoder};
+use prometheus::TextEncoder;
 
 use super::*;
 
 fn text(m: &Metrics) -> String {
-    let mut out = Vec::new();
     TextEncoder::new()
-        .encode(&m.registry().gather(), &mut out)
-        .unwrap();
-    String::from_utf8(out).unwrap()
+        .encode_to_string(&m.registry().gather())
+        .unwrap()
 }
 
 fn series(workload: &str) -> series::Series {

@@ -71,8 +71,9 @@ pub struct CronEntry {
 }
 
 impl ScheduleMem {
-    /// Fails only for a record a newer coordinator wrote with syntax this
-    /// one does not know; such a schedule is kept but never runs.
+    /// A cron or glob this coordinator cannot parse (a newer one wrote the
+    /// record) is logged, and that half of the schedule never runs; the
+    /// record is kept as it is.
     pub(super) fn new(rec: ScheduleRecord) -> ScheduleMem {
         let cron = (!rec.cron.is_empty())
             .then(|| schedule::cron(&rec.cron))
@@ -162,13 +163,9 @@ impl Scheduler {
         // one that still runs.
         let previous_running = self.schedules.get(id).is_some_and(|s| {
             s.executions.iter().rev().any(|m| {
-                self.matrices.get(m).is_some_and(|mm| {
-                    !mm.rec.cancelled
-                        && mm
-                            .runs
-                            .iter()
-                            .any(|r| self.runs.get(r).is_some_and(|r| !r.rec.state.is_terminal()))
-                })
+                self.matrices
+                    .get(m)
+                    .is_some_and(|mm| !mm.rec.cancelled && self.has_unended_runs(mm))
             })
         });
         let Some(s) = self.schedules.get_mut(id) else {
