@@ -17,11 +17,34 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// The word of the workloads' metric line protocol (`lower`, `higher`).
     pub fn as_str(self) -> &'static str {
         match self {
             Direction::LowerIsBetter => "lower",
             Direction::HigherIsBetter => "higher",
         }
+    }
+}
+
+impl std::str::FromStr for Direction {
+    type Err = crate::cgroup::UnknownName;
+
+    fn from_str(s: &str) -> Result<Direction, Self::Err> {
+        match s {
+            "lower" => Ok(Direction::LowerIsBetter),
+            "higher" => Ok(Direction::HigherIsBetter),
+            _ => Err(crate::cgroup::UnknownName {
+                what: "direction",
+                value: crate::excerpt(s),
+                known: &["lower", "higher"],
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -119,5 +142,12 @@ mod tests {
         }
         assert_eq!(telemetry("cpus_utilised").unwrap().direction, Up);
         assert_eq!(TELEMETRY.len(), 15);
+        for d in [Up, Down] {
+            assert_eq!(d.to_string().parse::<Direction>(), Ok(d));
+        }
+        assert_eq!(
+            "down".parse::<Direction>().unwrap_err().to_string(),
+            "unknown direction `down` (known: lower, higher)"
+        );
     }
 }
