@@ -54,6 +54,9 @@ pub struct Metric {
     pub name: &'static str,
     pub unit: &'static str,
     pub direction: Direction,
+    /// How a diagnosis names it: perf's names for perf's counters, the
+    /// seeds' words for the rest.
+    pub display: &'static str,
 }
 
 const fn m(name: &'static str, unit: &'static str, direction: Direction) -> Metric {
@@ -61,28 +64,36 @@ const fn m(name: &'static str, unit: &'static str, direction: Direction) -> Metr
         name,
         unit,
         direction,
+        display: name,
     }
+}
+
+const fn shown(metric: Metric, display: &'static str) -> Metric {
+    Metric { display, ..metric }
 }
 
 use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
 
 /// Elapsed time of the workload: the one primary metric every run has.
 pub const WALL_S: Metric = m("wall_s", "s", Down);
-pub const USER_S: Metric = m("user_s", "s", Down);
-pub const SYS_S: Metric = m("sys_s", "s", Down);
-pub const TASK_CLOCK_S: Metric = m("task_clock_s", "s", Down);
+pub const USER_S: Metric = shown(m("user_s", "s", Down), "user time");
+pub const SYS_S: Metric = shown(m("sys_s", "s", Down), "system time");
+pub const TASK_CLOCK_S: Metric = shown(m("task_clock_s", "s", Down), "task-clock");
 pub const CPUS_UTILISED: Metric = m("cpus_utilised", "CPUs", Up);
-pub const CONTEXT_SWITCHES: Metric = m("context_switches", "switches", Down);
-pub const CPU_MIGRATIONS: Metric = m("cpu_migrations", "migrations", Down);
-pub const PAGE_FAULTS: Metric = m("page_faults", "faults", Down);
+pub const CONTEXT_SWITCHES: Metric =
+    shown(m("context_switches", "switches", Down), "context-switches");
+pub const CPU_MIGRATIONS: Metric = shown(m("cpu_migrations", "migrations", Down), "cpu-migrations");
+pub const PAGE_FAULTS: Metric = shown(m("page_faults", "faults", Down), "page-faults");
 /// What sampling cost, against the CPU time of what it watched.
 pub const TELEMETRY_OVERHEAD_PCT: Metric = m("telemetry_overhead_pct", "%", Down);
-pub const RESCHEDULING_IPIS: Metric = m("rescheduling_ipis", "IPIs", Down);
-pub const FUNCTION_CALL_IPIS: Metric = m("function_call_ipis", "IPIs", Down);
-pub const TLB_SHOOTDOWNS: Metric = m("tlb_shootdowns", "IPIs", Down);
+pub const RESCHEDULING_IPIS: Metric =
+    shown(m("rescheduling_ipis", "IPIs", Down), "rescheduling IPIs");
+pub const FUNCTION_CALL_IPIS: Metric =
+    shown(m("function_call_ipis", "IPIs", Down), "function-call IPIs");
+pub const TLB_SHOOTDOWNS: Metric = shown(m("tlb_shootdowns", "IPIs", Down), "TLB shootdowns");
 /// s390x counts every IPI on one line.
-pub const MIXED_IPIS: Metric = m("mixed_ipis", "IPIs", Down);
-pub const WASTED_CORE_S: Metric = m("wasted_core_s", "CPU-s", Down);
+pub const MIXED_IPIS: Metric = shown(m("mixed_ipis", "IPIs", Down), "IPIs");
+pub const WASTED_CORE_S: Metric = shown(m("wasted_core_s", "CPU-s", Down), "wasted-core time");
 pub const WASTED_CORE_PCT: Metric = m("wasted_core_pct", "%", Down);
 /// From the agent's start of a guest run to the workload's start.
 pub const GUEST_START_S: Metric = m("guest_start_s", "s", Down);
