@@ -9,7 +9,9 @@
 //! node over time from the representative run, and each series' history
 //! with its change points.
 //!
-//! Layout: this file builds the page; `report/plots.rs` draws the plots,
+//! Layout: this file builds the page; `report/cell.rs` a cell's cards,
+//! telemetry table and history; `report/page.css` is its style sheet;
+//! `report/plots.rs` draws the plots,
 //! `report/svg.rs` holds scales, ticks and colours, `report/format.rs`
 //! escaping and numbers. Everything is a pure function of the
 //! `GetResultsResponse` to a `String`.
@@ -20,6 +22,7 @@
 //! Data the coordinator leaves empty (older results have no verdicts, no
 //! run values, no history) leaves its part of the page out.
 
+mod cell;
 pub(crate) mod format;
 mod plots;
 mod svg;
@@ -29,11 +32,13 @@ mod tests;
 use std::fmt::Write;
 
 use farm_proto::{
-    Cell, CellSummary, Direction, GetResultsResponse, MatrixState, MatrixStatus, MetricSummary,
-    RunRecord, Telemetry, Verdict,
+    Cell, CellSummary, GetResultsResponse, MatrixState, MatrixStatus, MetricSummary, RunRecord,
+    Telemetry, Verdict,
 };
+use farm_spec::metric::WALL_S;
 use farm_workload::catalogue;
 
+use cell::{card, history, interval, is_own_figure, notes, ratio_text, telemetry_table};
 use format::{escape, num};
 
 /// Strip plots per cell; further primary metrics go to the table.
@@ -338,9 +343,9 @@ impl<'a> Page<'a> {
                 primary.extend(c.metrics.iter().find(|m| m.name == s.name));
             }
         }
-        primary.extend(c.metrics.iter().find(|m| m.name == "wall_s"));
+        primary.extend(c.metrics.iter().find(|m| m.name == WALL_S.name));
         if spec.is_none() {
-            primary.extend(c.metrics.iter().filter(|m| is_own_figure(&m.name)));
+            primary.extend(c.metrics.iter().filter(|m| is_own_figure(m)));
         }
         primary.truncate(MAX_STRIPS);
         let rest = c
@@ -709,322 +714,5 @@ impl<'a> Page<'a> {
     }
 }
 
-/// Whether `name` is a workload's own figure rather than one every run has
-/// (the coordinator's rule, for workloads missing from the catalogue);
-/// `wall_s` is drawn with the workload's figures anyway.
-fn is_own_figure(name: &str) -> bool {
-    name != "wall_s" && farm_coordinator::results::is_primary(name)
-}
-
-/// The bootstrap interval of a metric's ratio, when the coordinator sent one.
-fn interval(m: &MetricSummary) -> Option<(f64, f64)> {
-    let judged = Verdict::try_from(m.verdict).is_ok_and(|v| v != Verdict::Unspecified);
-    (judged
-        && m.ci_low.is_finite()
-        && m.ci_high.is_finite()
-        && m.ci_low > 0.0
-        && m.ci_high >= m.ci_low)
-        .then_some((m.ci_low, m.ci_high))
-}
-
-/// `×1.103 [1.061, 1.152]`.
-fn ratio_text(m: &MetricSummary) -> String {
-    let Some(r) = m.ratio else {
-        return "–".into();
-    };
-    match interval(m) {
-        Some((l, u)) => format!("<b>{}</b> [{l:.3}, {u:.3}]", format::ratio(r)),
-        None => format!("<b>{}</b>", format::ratio(r)),
-    }
-}
-
-/// How a ratio reads for this metric: `+10.3%, worse`.
-fn effect(r: f64, direction: i32) -> String {
-    let pct = (r - 1.0) * 100.0;
-    let better = match Direction::try_from(direction) {
-        Ok(Direction::LowerIsBetter) => Some(r < 1.0),
-        Ok(Direction::HigherIsBetter) => Some(r > 1.0),
-        _ => None,
-    };
-    let sign = if pct >= 0.0 { "+" } else { "−" };
-    let word = match better {
-        _ if pct.abs() < 0.05 => "",
-        Some(true) => ", better",
-        Some(false) => ", worse",
-        None => "",
-    };
-    format!("{sign}{:.1}%{word}", pct.abs())
-}
-
-fn direction_text(d: i32) -> &'static str {
-    match Direction::try_from(d) {
-        Ok(Direction::LowerIsBetter) => "lower is better",
-        Ok(Direction::HigherIsBetter) => "higher is better",
-        _ => "",
-    }
-}
-
-/// A primary metric's card: title and verdict, the strip plot, the
-/// comparison in one line, findings.
-fn card(s: &Shown<'_>) -> String {
-    let m = s.m;
-    let plot = plots::strip(&plots::Strip {
-        metric: &m.name,
-        unit: &m.unit,
-        values: &s.values,
-        baseline: s.baseline.as_deref(),
-        badge: s.badge,
-    });
-    if plot.is_empty() {
-        return String::new();
-    }
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        r#"<div class="card metric"><h4>{} <span class="muted">{}{}{}</span>{}</h4>{plot}"#,
-        escape(&m.name),
-        escape(&m.unit),
-        if m.unit.is_empty() || direction_text(m.direction).is_empty() {
-            ""
-        } else {
-            " · "
-        },
-        direction_text(m.direction),
-        if s.badge == Badge::Baseline {
-            String::new()
-        } else {
-            format!(" {}", s.badge.html())
-        },
-    );
-    if let Some(r) = m.ratio.filter(|r| r.is_finite()) {
-        let n = if m.n > 0 {
-            m.n as usize
-        } else {
-            s.values.len()
-        };
-        let bn = if m.baseline_n > 0 {
-            m.baseline_n as usize
-        } else {
-            s.baseline.as_ref().map_or(0, Vec::len)
-        };
-        let mut line = ratio_text(m);
-        if interval(m).is_some() {
-            let _ = write!(line, ", {}", format::p_value(m.p_value));
-        }
-        let _ = write!(line, ", {n} vs {bn} runs");
-        let _ = write!(
-            o,
-            r#"<p class="stat">{line}<br><span class="effect {}">{}</span> <span class="muted">median {} vs {} {}</span></p>"#,
-            s.badge.class(),
-            effect(r, m.direction),
-            format::short(m.median),
-            m.baseline_median.map_or_else(|| "–".into(), format::short),
-            escape(&m.unit)
-        );
-    } else {
-        let _ = write!(
-            o,
-            r#"<p class="stat muted">median {} {} over {} runs</p>"#,
-            num(m.median),
-            escape(&m.unit),
-            s.values.len()
-        );
-    }
-    if !m.findings.is_empty() {
-        o.push_str(r#"<ul class="findings">"#);
-        for f in &m.findings {
-            let _ = write!(o, "<li>{}</li>", escape(f));
-        }
-        o.push_str("</ul>");
-    }
-    o.push_str("</div>");
-    o
-}
-
-/// The other figures (the scheduler telemetry every run has): one row each;
-/// figures zero on both sides say nothing and are left out.
-fn telemetry_table(o: &mut String, c: &CellSummary, rest: &[&MetricSummary]) {
-    let rows: Vec<&&MetricSummary> = rest
-        .iter()
-        .filter(|m| m.median != 0.0 || m.baseline_median.is_some_and(|b| b != 0.0))
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    let moved = rows
-        .iter()
-        .filter(|m| {
-            matches!(
-                Badge::of(m.verdict, false),
-                Badge::Regression | Badge::Improvement
-            )
-        })
-        .count();
-    let _ = write!(
-        o,
-        r#"<details class="figures" open><summary>Scheduler telemetry and other figures: {} metric{}{}</summary><table class="figures"><thead><tr><th>metric</th><th class="num">median</th>"#,
-        rows.len(),
-        if rows.len() == 1 { "" } else { "s" },
-        if moved > 0 {
-            format!(", {moved} moved")
-        } else {
-            String::new()
-        }
-    );
-    let compared = c.baseline.is_some();
-    if compared {
-        o.push_str(r#"<th class="num">baseline</th><th class="num">ratio</th><th>verdict</th>"#);
-    }
-    o.push_str("</tr></thead><tbody>");
-    for m in rows {
-        let _ = write!(
-            o,
-            r#"<tr><td>{} <span class="muted">{}</span></td><td class="num">{}</td>"#,
-            escape(&m.name),
-            escape(&m.unit),
-            num(m.median)
-        );
-        if compared {
-            let b = Badge::of(m.verdict, false);
-            let _ = write!(
-                o,
-                r#"<td class="num">{}</td><td class="num {}">{}</td><td>{}</td>"#,
-                m.baseline_median.map_or_else(|| "–".into(), num),
-                b.class(),
-                m.ratio.map_or_else(|| "–".into(), format::ratio),
-                // Badges for what moved; the rest quietly.
-                match b {
-                    Badge::Regression | Badge::Improvement => b.html(),
-                    Badge::Unjudged => String::new(),
-                    _ => format!(r#"<span class="muted">{}</span>"#, b.label()),
-                }
-            );
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</tbody></table></details>");
-}
-
-fn notes(o: &mut String, notes: &[String]) {
-    if notes.is_empty() {
-        return;
-    }
-    o.push_str(r#"<ul class="notes">"#);
-    for n in notes {
-        let _ = write!(o, "<li>{}</li>", escape(n));
-    }
-    o.push_str("</ul>");
-}
-
-/// Each series' trend over past matrices, with its change points listed.
-fn history(o: &mut String, c: &CellSummary, matrix_id: &str) {
-    let plots: Vec<String> = c
-        .history
-        .iter()
-        .filter_map(|h| {
-            let plot = plots::trend(h, matrix_id);
-            if plot.is_empty() {
-                return None;
-            }
-            let mut card = format!(
-                r#"<div class="card trend"><h4>{} <span class="muted">{} · {} matrices</span></h4>{plot}"#,
-                escape(&h.metric),
-                escape(&h.unit),
-                h.points.len()
-            );
-            let mut cps: Vec<_> = h.change_points.iter().collect();
-            cps.sort_by_key(|c| c.index);
-            if !cps.is_empty() {
-                card.push_str(r#"<ul class="changes">"#);
-                for cp in cps {
-                    let Some(p) = h.points.get(cp.index as usize) else {
-                        continue;
-                    };
-                    let _ = write!(
-                        card,
-                        "<li>from <code>{}</code>{}: {} → {} {} ({})</li>",
-                        escape(&p.matrix_id),
-                        if p.kernel.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (kernel {})", escape(&p.kernel))
-                        },
-                        num(cp.mean_before),
-                        num(cp.mean_after),
-                        escape(&h.unit),
-                        format::p_value(cp.p_value)
-                    );
-                }
-                card.push_str("</ul>");
-            }
-            card.push_str("</div>");
-            Some(card)
-        })
-        .collect();
-    if plots.is_empty() {
-        return;
-    }
-    let _ = write!(
-        o,
-        r#"<h3>History <span class="muted">— this cell's median in past matrices; dashed: change points, orange: the mean between them</span></h3><div class="grid wide">{}</div>"#,
-        plots.concat()
-    );
-}
-
-const CSS: &str = r#"
-:root { --fg: #1f2328; --muted: #59636e; --line: #d8dee4; --soft: #f6f8fa; }
-* { box-sizing: border-box; }
-body { margin: 0; color: var(--fg); background: #fff;
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", "Liberation Sans", Arial, sans-serif; }
-main { max-width: 1360px; margin: 0 auto; padding: 20px 32px 48px; }
-h1 { font-size: 26px; margin: 0 0 4px; }
-h2 { font-size: 19px; margin: 0 0 6px; }
-h3 { font-size: 15px; margin: 18px 0 8px; }
-h4 { font-size: 14px; margin: 0 0 4px; }
-h5 { font-size: 13px; margin: 0 0 2px; }
-code, .id { font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
-.id { color: var(--muted); font-weight: 400; }
-a { color: #0b57d0; text-decoration: none; }
-a:hover { text-decoration: underline; }
-.muted { color: var(--muted); font-weight: 400; }
-.meta { color: var(--muted); margin: 0 0 8px; }
-header { padding-bottom: 8px; }
-.tally { margin: 4px 0; }
-.tally .badge { font-size: 13px; padding: 2px 10px; }
-.warn, .c-failed { color: #c92a2a; }
-.state { font-weight: 600; color: var(--fg); }
-.s-running { color: #1971c2; } .s-cancelled { color: #c92a2a; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600;
-  line-height: 18px; color: #fff; white-space: nowrap; vertical-align: 2px; }
-.badge.v-regression { background: #d6336c; } .badge.v-improvement { background: #2b8a3e; }
-.badge.v-no_change { background: #6c7a89; } .badge.v-inconclusive { background: #e67700; }
-.badge.v-baseline { background: #3b5bdb; } .badge.v-none { background: #adb5bd; }
-td.v-regression, .effect.v-regression { color: #c2255c; font-weight: 600; }
-td.v-improvement, .effect.v-improvement { color: #2b8a3e; font-weight: 600; }
-.effect.v-inconclusive { color: #d9480f; }
-table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
-th, td { padding: 4px 10px; border-bottom: 1px solid #eef1f4; text-align: left; vertical-align: middle; }
-th { font-size: 12px; color: var(--muted); font-weight: 600; }
-.num { text-align: right; white-space: nowrap; }
-table.overview { width: 100%; }
-table.overview svg.plot { display: block; }
-div.scale { display: flex; justify-content: space-between; width: 240px; font-weight: 400; }
-.card.metric svg.plot { width: 100%; }
-section.overview { margin: 8px 0 12px; }
-section.cell { border-top: 2px solid var(--line); margin-top: 26px; padding-top: 16px; }
-.diagnosis { margin: 6px 0 10px; padding-left: 22px; font-size: 15px; }
-.diagnosis li:first-child { font-weight: 600; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(330px, 1fr)); gap: 12px; margin: 8px 0; }
-.grid.wide { grid-template-columns: repeat(auto-fill, minmax(640px, 1fr)); }
-.grid.instances { grid-template-columns: repeat(auto-fill, minmax(460px, 1fr)); }
-.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; background: #fff; }
-.stat { margin: 4px 0 0; font-variant-numeric: tabular-nums; }
-.findings, .changes, .notes { margin: 4px 0 0; padding-left: 18px; font-size: 13px; }
-.notes { color: var(--muted); }
-details.figures { margin: 10px 0; }
-details summary { cursor: pointer; color: var(--muted); font-weight: 600; margin-bottom: 4px; }
-details.failed { margin: 6px 0; } details.failed summary { color: #c92a2a; }
-svg.plot { display: block; max-width: 100%; height: auto; overflow: visible; }
-svg.plot text { font-family: inherit; }
-.empty { color: var(--muted); font-size: 16px; }
-"#;
+/// The page's style sheet, inlined into every page.
+const CSS: &str = include_str!("report/page.css");

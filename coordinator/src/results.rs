@@ -407,6 +407,7 @@ pub fn summarise(
                     n: v.values.len() as u32,
                     median: farm_analysis::median(&v.values).unwrap_or(f64::NAN),
                     values: v.values.clone(),
+                    primary: is_primary(&v.name),
                     ..Default::default()
                 };
                 if let Some(b) = base_i.and_then(|b| vals[b].iter().find(|b| b.name == v.name)) {

@@ -138,6 +138,8 @@ fn summary(name: &str, unit: &str, direction: i32, values: &[f64], base: &[f64])
         ratio: baseline_median.map(|b| median / b),
         values: values.to_vec(),
         baseline_values: base.to_vec(),
+        // As the coordinator decides it.
+        primary: farm_spec::metric::is_primary(name),
         baseline_n: base.len() as u32,
         ..Default::default()
     }
