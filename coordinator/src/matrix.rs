@@ -34,7 +34,6 @@ use std::ops::RangeInclusive;
 use farm_proto::Cell;
 
 pub use self::kernels::{KernelKind, kernel_kind};
-pub use self::states::hotplug_cpus;
 pub use self::verdict::{DEFAULT_MIN_EFFECT_PCT, MAX_RUNS_PER_CELL};
 
 use self::cells::{cells, check_size};
@@ -214,8 +213,9 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     let baseline = match &raw.baseline {
         None => None,
         Some(b) => {
+            let names: Vec<String> = kernels.iter().map(ToString::to_string).collect();
             let axes = baseline::Axes {
-                kernels: &kernels,
+                kernels: &names,
                 states: &states,
                 hosts: &hosts,
                 variants: &variants,
@@ -232,16 +232,11 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
         &hosts,
         &loads,
         baseline.as_ref(),
+        guest,
     );
     for cell in &mut cells {
         cell.verdict = Some(policy.clone());
         cell.new_kernel = added == Some(cell.kernel.as_str());
-        if !matches!(
-            kernel_kind(&cell.kernel),
-            KernelKind::Running | KernelKind::Release
-        ) {
-            cell.guest = guest;
-        }
     }
     Ok(Matrix {
         name,

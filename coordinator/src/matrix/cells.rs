@@ -1,6 +1,7 @@
 //! The product of the axes: its size checked before any cell is built, then the cells.
 
-use farm_proto::{Cell, HostSelector, MachineState, Workload};
+use farm_proto::{Cell, GuestShape, HostSelector, MachineState, Workload};
+use farm_spec::Kernel;
 use farm_workload::catalogue::WorkloadSpec;
 use toml::Spanned;
 
@@ -71,14 +72,15 @@ pub(super) fn check_size(
 }
 
 /// The cells, kernel-major and host-minor, with their baselines; every one
-/// carries the same `loads`.
+/// carries the same `loads`, and those of guest kernels the `[guest]` shape.
 pub(super) fn cells(
-    kernels: &[String],
+    kernels: &[Kernel],
     variants: &[Variant],
     states: &[MachineState],
     hosts: &[HostSelector],
     loads: &[Workload],
     baseline: Option<&baseline::Baseline>,
+    guest: Option<GuestShape>,
 ) -> Vec<Cell> {
     let (n_variants, n_states, n_hosts) = (variants.len(), states.len(), hosts.len());
     let position = |k: usize, w: usize, s: usize, h: usize| {
@@ -86,6 +88,8 @@ pub(super) fn cells(
     };
     let mut cells = Vec::with_capacity(kernels.len() * n_variants * n_states * n_hosts);
     for (k, kernel) in kernels.iter().enumerate() {
+        let guest = if kernel.is_guest() { guest } else { None };
+        let kernel = kernel.to_string();
         for (w, variant) in variants.iter().enumerate() {
             let workload = Workload {
                 name: variant.spec.name.to_owned(),
@@ -129,7 +133,7 @@ pub(super) fn cells(
                         baseline: target.map(|t| t as u32),
                         loads: loads.to_vec(),
                         verdict: None,
-                        guest: None,
+                        guest,
                         // Set by `build` for a trigger's kernel.
                         new_kernel: false,
                     });

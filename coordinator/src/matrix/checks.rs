@@ -1,5 +1,5 @@
-//! The checks every axis shares: a value given, within bounds, one of a few
-//! words, a name not taken; each refusal an [`Issue`] at the value's span.
+//! The checks every axis shares: a value given, an axis not empty, a number
+//! within bounds, a name not taken; each refusal an [`Issue`] at the value's span.
 
 use std::ops::RangeInclusive;
 
@@ -49,24 +49,6 @@ pub(super) fn bounded<T: TryFrom<i64>>(
         return Err(out_of_range());
     }
     T::try_from(n).map_err(|_| out_of_range())
-}
-
-/// One of a few known words.
-pub(super) fn one_of(
-    value: &Spanned<String>,
-    key: &str,
-    what: &str,
-    known: &[&str],
-) -> Checked<String> {
-    let v = value.get_ref();
-    if !known.contains(&v.as_str()) {
-        return Err(Issue::new(
-            value.span(),
-            key,
-            format!("unknown {what} `{v}` (known: {})", known.join(", ")),
-        ));
-    }
-    Ok(v.clone())
 }
 
 /// The `name` of a state or host: not empty, and not taken by an earlier one.

@@ -3,12 +3,12 @@
 use std::ops::RangeInclusive;
 
 use farm_proto::{GuestShape, Workload};
+use farm_spec::{Arch, Kernel};
 use farm_workload::catalogue::{self, WorkloadSpec};
 use toml::Spanned;
 
 use super::Checked;
 use super::checks::bounded;
-use super::kernels::{KernelKind, kernel_kind};
 use super::location::Issue;
 use super::raw::RawMatrix;
 use super::workloads::Axis;
@@ -18,7 +18,7 @@ use super::workloads::Axis;
 /// 4 vCPUs on 2 nodes, s390x 2 vCPUs, 512 MiB). `None` without the table.
 /// The shape must fit every guest kernel's arch (a `file:` image's is known
 /// only to its agent, which checks again: checked here as x86_64).
-pub(super) fn guest_shape(raw: &RawMatrix, kernels: &[String]) -> Checked<Option<GuestShape>> {
+pub(super) fn guest_shape(raw: &RawMatrix, kernels: &[Kernel]) -> Checked<Option<GuestShape>> {
     use farm_proto::guest::{CPUS, MEMORY_MIB, NUMA_NODES};
     let Some(table) = &raw.guest else {
         return Ok(None);
@@ -42,13 +42,11 @@ pub(super) fn guest_shape(raw: &RawMatrix, kernels: &[String]) -> Checked<Option
     };
     let mut any = false;
     for k in kernels {
-        let arch = match kernel_kind(k) {
-            KernelKind::Debian { arch } => arch,
-            KernelKind::File => "x86_64",
-            KernelKind::Running | KernelKind::Release => continue,
+        let Some(arch) = guest_arch(k) else {
+            continue;
         };
         any = true;
-        if let Err(why) = farm_proto::guest::resolve(Some(&shape), arch) {
+        if let Err(why) = farm_proto::guest::resolve(Some(&shape), arch.uname()) {
             return Err(Issue::new(
                 table.span(),
                 "guest",
@@ -81,23 +79,21 @@ const GUEST_TOOLS: &[&str] = &[
 /// cgroup states are applied inside guests.
 pub(super) fn guest_limits(
     raw: &RawMatrix,
-    kernels: &[String],
+    kernels: &[Kernel],
     workloads: &[(&'static WorkloadSpec, Vec<Axis>)],
     loads: &[Workload],
 ) -> Checked<()> {
     for (i, kernel) in kernels.iter().enumerate() {
         // A `file:` image's arch is known only to the agent that has it,
         // which refuses a built-in workload for a non-x86_64 image itself.
-        let arch = match kernel_kind(kernel) {
-            KernelKind::Debian { arch } => arch,
-            KernelKind::File => "x86_64",
-            KernelKind::Running | KernelKind::Release => continue,
+        let Some(arch) = guest_arch(kernel) else {
+            continue;
         };
         let why = if !loads.is_empty() {
             Some("competing loads cannot run there yet: guests run the workload alone".to_owned())
         } else {
             workloads.iter().find_map(|(spec, _)| match spec.origin {
-                catalogue::Origin::BuiltIn if arch != "x86_64" => Some(format!(
+                catalogue::Origin::BuiltIn if arch != Arch::X86_64 => Some(format!(
                     "`{}` is built into the farm, whose binaries exist for x86_64 only; {arch} \
                      guests run {}",
                     spec.name,
@@ -127,4 +123,15 @@ pub(super) fn guest_limits(
         ));
     }
     Ok(())
+}
+
+/// The arch a kernel boots a guest of, `None` for one that runs on the host:
+/// a `debian:` kernel's flavour's, and x86_64 for a `file:` image, whose arch
+/// only its agent knows (and checks again).
+fn guest_arch(kernel: &Kernel) -> Option<Arch> {
+    match kernel {
+        Kernel::Debian(d) => Some(d.arch()),
+        Kernel::File(_) => Some(Arch::X86_64),
+        Kernel::Running | Kernel::Release(_) => None,
+    }
 }

@@ -3,20 +3,17 @@
 use std::ops::RangeInclusive;
 
 use farm_proto::HostSelector;
+use farm_spec::{Executor, Kernel};
 use toml::Spanned;
 
 use super::Checked;
-use super::checks::{bounded, non_empty, non_empty_axis, one_of, unique_name};
-use super::kernels::{KernelKind, kernel_kind};
+use super::checks::{bounded, non_empty, non_empty_axis, unique_name};
 use super::location::{Issue, join};
 use super::raw::{RawHost, RawMatrix};
 
 const MIN_CPUS: RangeInclusive<i64> = 1..=100_000;
 const MIN_NUMA_NODES: RangeInclusive<i64> = 1..=1024;
 const ANY_HOST: &str = "any";
-/// `host` runs on the agent's own kernel; `tcg` and `kvm` boot a guest
-/// kernel under that accelerator.
-const EXECUTORS: &[&str] = &["host", "tcg", "kvm"];
 
 pub(super) fn hosts(raw: Option<&Spanned<Vec<Spanned<RawHost>>>>) -> Checked<Vec<HostSelector>> {
     let Some(raw) = raw else {
@@ -53,7 +50,12 @@ pub(super) fn hosts(raw: Option<&Spanned<Vec<Spanned<RawHost>>>>) -> Checked<Vec
         )?;
         let executor = match &host.executor {
             None => String::new(),
-            Some(e) => one_of(e, &join(&key, "executor"), "executor", EXECUTORS)?,
+            Some(e) => e
+                .get_ref()
+                .parse::<Executor>()
+                .map_err(|why| Issue::new(e.span(), join(&key, "executor"), why.to_string()))?
+                .as_str()
+                .to_owned(),
         };
         out.push(HostSelector {
             name,
@@ -71,19 +73,16 @@ pub(super) fn hosts(raw: Option<&Spanned<Vec<Spanned<RawHost>>>>) -> Checked<Vec
 /// guest, `tcg` and `kvm` only those.
 pub(super) fn executors_fit(
     raw: &RawMatrix,
-    kernels: &[String],
+    kernels: &[Kernel],
     hosts: &[HostSelector],
 ) -> Checked<()> {
     for (h, host) in hosts.iter().enumerate() {
-        let guest_executor = match host.executor.as_str() {
-            "" => continue,
-            "host" => false,
-            _ => true,
+        // Checked by `hosts`; an empty one (left out) suits every kernel.
+        let Ok(executor) = host.executor.parse::<Executor>() else {
+            continue;
         };
-        let Some(kernel) = kernels.iter().find(|k| {
-            let guest = !matches!(kernel_kind(k), KernelKind::Running | KernelKind::Release);
-            guest != guest_executor
-        }) else {
+        let guest_executor = executor.is_guest();
+        let Some(kernel) = kernels.iter().find(|k| k.is_guest() != guest_executor) else {
             continue;
         };
         let span = raw
