@@ -32,6 +32,7 @@ use farm_proto::{
     Cell, CellSummary, Direction, GetResultsResponse, MatrixState, MatrixStatus, MetricSummary,
     RunRecord, Telemetry, Verdict,
 };
+use farm_spec::metric;
 use farm_workload::catalogue;
 
 use format::{escape, num};
@@ -338,7 +339,7 @@ impl<'a> Page<'a> {
                 primary.extend(c.metrics.iter().find(|m| m.name == s.name));
             }
         }
-        primary.extend(c.metrics.iter().find(|m| m.name == "wall_s"));
+        primary.extend(c.metrics.iter().find(|m| m.name == metric::WALL_S.name));
         if spec.is_none() {
             primary.extend(c.metrics.iter().filter(|m| is_own_figure(&m.name)));
         }
@@ -710,10 +711,11 @@ impl<'a> Page<'a> {
 }
 
 /// Whether `name` is a workload's own figure rather than one every run has
-/// (the coordinator's rule, for workloads missing from the catalogue);
-/// `wall_s` is drawn with the workload's figures anyway.
+/// (the rule the coordinator's verdicts follow, `farm_spec::metric`, for
+/// workloads missing from the catalogue); `wall_s` is drawn with the
+/// workload's figures anyway.
 fn is_own_figure(name: &str) -> bool {
-    name != "wall_s" && farm_coordinator::results::is_primary(name)
+    name != metric::WALL_S.name && metric::is_primary(name)
 }
 
 /// The bootstrap interval of a metric's ratio, when the coordinator sent one.
