@@ -7,28 +7,39 @@
 use std::fmt;
 
 use farm_proto::{Capabilities, Cell};
+use farm_spec::{Arch, CpuSet, Executor, HotplugPlan, Kernel, StateKind};
 
-/// The value of a cell's `kernel` that accepts whatever kernel an agent runs.
-pub const RUNNING_KERNEL: &str = "running";
-
-/// One thing a cell asks of an agent.
+/// One thing a cell asks of an agent. The cell's strings are parsed once,
+/// by [`requirements`], into `farm_spec` types; an agent's capabilities stay
+/// the wire's strings and are compared with the types' names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Requirement {
     Arch(String),
     MinCpus(u32),
     MinNumaNodes(u32),
-    Executor(String),
+    Executor(Executor),
+    /// A release the agent must run (`uname -r`).
     Kernel(String),
-    /// A kernel booted in a guest: an agent that boots guests of this arch.
+    /// A `debian:` kernel booted in a guest: an agent that boots guests of this arch.
     GuestKernel {
         kernel: String,
-        arch: String,
+        arch: Arch,
     },
+    /// A `file:` image booted in a guest: an agent that lists it (its own files).
+    GuestImage(String),
     Workload(String),
     /// A machine-state kind the agent must be able to apply and restore.
-    State(&'static str),
+    State(StateKind),
     /// These CPUs must be hotpluggable there, and one CPU must stay online.
-    Hotplug(Vec<u32>),
+    /// Kept as ranges: a cell's `offline:1-4095` is one pair, not 4,095 numbers.
+    Hotplug(CpuSet),
+    /// A value of a stored cell that this build cannot read (matrices are
+    /// validated on submission, so only a damaged store has one): no agent
+    /// satisfies it, and the waiting reason names it.
+    Unreadable {
+        key: &'static str,
+        value: String,
+    },
 }
 
 impl fmt::Display for Requirement {
@@ -39,7 +50,7 @@ impl fmt::Display for Requirement {
             Requirement::MinNumaNodes(n) => write!(f, "numa_nodes>={n}"),
             Requirement::Executor(e) => write!(f, "executor={e}"),
             Requirement::Kernel(k) => write!(f, "kernel={k}"),
-            Requirement::GuestKernel { kernel, .. } if kernel.starts_with("file:") => {
+            Requirement::GuestImage(kernel) => {
                 write!(
                     f,
                     "kernel={kernel} (an agent with that image in its --kernel-dir)"
@@ -51,9 +62,11 @@ impl fmt::Display for Requirement {
             Requirement::Workload(w) => write!(f, "workload={w}"),
             Requirement::State(s) => write!(f, "state={s}"),
             Requirement::Hotplug(cpus) => {
+                // CPU by CPU, as agents list them; only a waiting reason spells it out.
                 let list: Vec<String> = cpus.iter().map(|c| format!("cpu{c}")).collect();
                 write!(f, "hotplug of {}", list.join(","))
             }
+            Requirement::Unreadable { key, value } => write!(f, "{key}={value}"),
         }
     }
 }
@@ -65,19 +78,23 @@ impl Requirement {
             Requirement::MinCpus(n) => caps.cpus_online >= *n,
             // s390x and non-NUMA kernels expose no node directory: that is one node.
             Requirement::MinNumaNodes(n) => (caps.numa_nodes.len().max(1) as u32) >= *n,
-            Requirement::Executor(e) => caps.executors.iter().any(|x| x == e),
-            Requirement::Kernel(k) => k == RUNNING_KERNEL || caps.kernel_release == *k,
-            // A `file:` image only where the agent lists it (its own files).
-            Requirement::GuestKernel { kernel, .. } if kernel.starts_with("file:") => {
-                caps.guest_kernels.iter().any(|k| k == kernel)
+            Requirement::Executor(e) => caps.executors.iter().any(|x| x == e.as_str()),
+            Requirement::Kernel(k) => caps.kernel_release == *k,
+            Requirement::GuestImage(kernel) => caps.guest_kernels.iter().any(|k| k == kernel),
+            Requirement::GuestKernel { arch, .. } => {
+                caps.guest_arches.iter().any(|a| a == arch.uname())
             }
-            Requirement::GuestKernel { arch, .. } => caps.guest_arches.iter().any(|a| a == arch),
             Requirement::Workload(w) => caps.workloads.iter().any(|x| x == w),
-            Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s),
+            Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s.as_str()),
             Requirement::Hotplug(cpus) => {
-                cpus.iter().all(|c| caps.hotpluggable_cpus.contains(c))
-                    && caps.online_cpus.iter().any(|c| !cpus.contains(c))
+                let hotpluggable = &caps.hotpluggable_cpus;
+                // More CPUs than the agent can hotplug fail at once; otherwise
+                // the set is walked lazily, never collected.
+                cpus.count() <= hotpluggable.len()
+                    && cpus.iter().all(|c| hotpluggable.contains(&c))
+                    && caps.online_cpus.iter().any(|&c| !cpus.contains(c))
             }
+            Requirement::Unreadable { .. } => false,
         }
     }
 }
@@ -96,29 +113,32 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
             out.push(Requirement::MinNumaNodes(h.min_numa_nodes));
         }
         if !h.executor.is_empty() {
-            out.push(Requirement::Executor(h.executor.clone()));
+            out.push(match h.executor.parse::<Executor>() {
+                Ok(e) => Requirement::Executor(e),
+                Err(_) => Requirement::Unreadable {
+                    key: "executor",
+                    value: h.executor.clone(),
+                },
+            });
         }
     }
-    match crate::matrix::kernel_kind(&cell.kernel) {
-        crate::matrix::KernelKind::Running => {}
-        crate::matrix::KernelKind::Release => out.push(Requirement::Kernel(cell.kernel.clone())),
-        crate::matrix::KernelKind::Debian { arch } => out.push(Requirement::GuestKernel {
+    match cell.kernel.parse::<Kernel>() {
+        Ok(Kernel::Running) => {}
+        Ok(Kernel::Release(r)) => out.push(Requirement::Kernel(r)),
+        Ok(Kernel::Debian(d)) => out.push(Requirement::GuestKernel {
             kernel: cell.kernel.clone(),
-            arch: arch.to_owned(),
+            arch: d.arch(),
         }),
-        // An image of the user's: for the arch of the host selector, else
-        // for any arch the agent boots guests of (checked when it boots).
-        crate::matrix::KernelKind::File => out.push(Requirement::GuestKernel {
-            kernel: cell.kernel.clone(),
-            arch: cell
-                .host
-                .as_ref()
-                .map(|h| h.arch.clone())
-                .filter(|a| !a.is_empty())
-                .unwrap_or_else(|| "x86_64".to_owned()),
-        }),
+        // An image of the user's: the agents that list it (its arch is
+        // checked when it boots).
+        Ok(Kernel::File(_)) => out.push(Requirement::GuestImage(cell.kernel.clone())),
+        // As a release no agent runs, as before kernels had a type.
+        Err(_) => out.push(Requirement::Kernel(cell.kernel.clone())),
     }
-    if matches!(out.last(), Some(Requirement::GuestKernel { .. })) {
+    if matches!(
+        out.last(),
+        Some(Requirement::GuestKernel { .. } | Requirement::GuestImage(_))
+    ) {
         // The guest brings the workload (the matrix admits only those guests
         // carry) and applies the state inside itself: the host's own tools,
         // CPUs and cgroups do not matter.
@@ -136,16 +156,20 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
     }
     if let Some(s) = &cell.state {
         if !s.hotplug.is_empty() {
-            out.push(Requirement::State("hotplug"));
-            out.push(Requirement::Hotplug(crate::matrix::hotplug_cpus(
-                &s.hotplug,
-            )));
+            out.push(Requirement::State(StateKind::Hotplug));
+            out.push(match s.hotplug.parse::<HotplugPlan>() {
+                Ok(plan) => Requirement::Hotplug(plan.cpus),
+                Err(_) => Requirement::Unreadable {
+                    key: "hotplug",
+                    value: s.hotplug.clone(),
+                },
+            });
         }
         if !s.cgroup.is_empty() {
-            out.push(Requirement::State("cgroup"));
+            out.push(Requirement::State(StateKind::Cgroup));
         }
         if s.autogroup.is_some() {
-            out.push(Requirement::State("autogroup"));
+            out.push(Requirement::State(StateKind::Autogroup));
         }
     }
     out

@@ -6,7 +6,9 @@
 //!
 //! *Primary* metrics are the workload's own figures (its time, throughput,
 //! `wall_s`): they make the cell's verdict. The others are telemetry every
-//! run reports ([`TELEMETRY`]): they explain a verdict, they do not make one.
+//! run reports (`farm_spec::metric::TELEMETRY`): they explain a verdict, they
+//! do not make one. Which is which is `farm_spec::metric::is_primary`, the
+//! list farmctl's reports read too.
 
 use std::collections::BTreeMap;
 
@@ -16,39 +18,9 @@ use farm_proto::{
     Cell, CellSummary, ChangePoint, Direction as WireDirection, History, MetricSummary,
     SeriesPoint, Telemetry, Verdict as WireVerdict, VerdictPolicy,
 };
+use farm_spec::metric::{self, is_primary};
 
 use crate::store::{RunRecord, RunState};
-
-/// Metrics that describe how a run ran rather than what the workload
-/// achieved: never part of a cell's verdict, the material of its diagnosis.
-pub const TELEMETRY: &[&str] = &[
-    "user_s",
-    "sys_s",
-    "task_clock_s",
-    "cpus_utilised",
-    "context_switches",
-    "cpu_migrations",
-    "page_faults",
-    "telemetry_overhead_pct",
-    "rescheduling_ipis",
-    "function_call_ipis",
-    "tlb_shootdowns",
-    "mixed_ipis",
-    "wasted_core_s",
-    "wasted_core_pct",
-    "guest_start_s",
-];
-
-/// Whether `metric` may make a cell's verdict: not telemetry, and not a
-/// per-instance figure (`instance3_triad_mbs`): a workload of hundreds of
-/// instances would otherwise have hundreds of verdicts, and the workload's
-/// total (seed 001's sum of 1/runtime) is the figure that matters.
-pub fn is_primary(metric: &str) -> bool {
-    let per_instance = metric
-        .strip_prefix("instance")
-        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
-    !TELEMETRY.contains(&metric) && !per_instance
-}
 
 /// One metric's values over a cell's finished runs, in run order.
 #[derive(Debug, Clone, Default)]
@@ -433,7 +405,7 @@ pub fn summarise(
                             if worst.is_none_or(|w| severity(c.verdict) > severity(w)) {
                                 worst = Some(c.verdict);
                             }
-                        } else if v.name != "telemetry_overhead_pct" {
+                        } else if v.name != metric::TELEMETRY_OVERHEAD_PCT.name {
                             // The farm's own cost explains nothing about the kernel.
                             moved.push((v.name.clone(), bm, m.median, c.verdict));
                         }
@@ -511,7 +483,7 @@ fn wall(r: &RunRecord) -> Option<f64> {
         .as_ref()?
         .metrics
         .iter()
-        .find(|m| m.name == "wall_s")
+        .find(|m| m.name == metric::WALL_S.name)
         .map(|m| m.value)
 }
 

@@ -21,9 +21,10 @@ use farm_proto::{HostSelector, MachineState};
 use farm_workload::catalogue::{self, Value};
 use toml::Spanned;
 
+use super::Checked;
 use super::location::Issue;
 use super::raw::{Number, Scalar};
-use super::{Checked, ValueKey, Variant, typed};
+use super::workloads::{ValueKey, Variant, typed};
 
 /// The `[baseline]` table after validation.
 pub(super) struct Baseline {

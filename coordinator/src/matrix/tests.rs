@@ -1,8 +1,13 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use farm_proto::{
+    GuestShape, HostSelector, MachineState, Param, Workload, param::Value as ParamValue,
+};
+use farm_workload::catalogue::{self, Value};
 use proptest::prelude::*;
 
+use super::workloads::wire_param;
 use super::*;
 
 const FILE: &str = "m.toml";
@@ -1446,6 +1451,43 @@ fn examples_parse() {
     assert_eq!((quick.cells.len(), quick.repetitions), (4, 5));
     assert_eq!(runs(&quick).len(), 20);
     assert_eq!(quick.cells[1].verdict.as_ref().unwrap().max_runs, 10);
+}
+
+/// The format reference, docs/MATRIX.md, stays true: its example is a valid
+/// matrix and its error is what a matrix gets.
+#[test]
+fn the_format_reference_holds() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/MATRIX.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let blocks: Vec<&str> = doc
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .map(|b| b.split_once('\n').map_or("", |(_, body)| body))
+        .collect();
+    let example = blocks
+        .iter()
+        .find(|b| b.starts_with("name = \"group-imbalance\""))
+        .expect("docs/MATRIX.md has the group-imbalance example");
+    let m = ok(example);
+    let names: Vec<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "lu threads=2 | state=shared",
+            "lu threads=2 | state=separate",
+            "lu threads=3 | state=shared",
+            "lu threads=3 | state=separate",
+        ]
+    );
+    assert_eq!(m.cells[1].baseline, Some(0));
+    assert_eq!(m.cells[0].loads.len(), 2);
+
+    let err = parse(FILE, &format!("{HEAD}params = {{ threads = [1, 2, 1] }}\n")).unwrap_err();
+    assert!(
+        doc.contains(&format!("\n{err}\n")),
+        "docs/MATRIX.md shows another error than `{err}`"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use farm_proto::{Cell, CellSummary, Verdict, param};
 
-use crate::results::{TELEMETRY, is_primary};
+use farm_spec::metric::{self, is_primary};
 
 /// What names a series: the labels every results gauge carries.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -206,7 +206,7 @@ pub fn series(cell: &Cell, metric: &str) -> Series {
 /// Primary and telemetry metrics; not per-instance figures, whose number
 /// grows with a workload's instances and would make cardinality unbounded.
 fn shown(metric: &str) -> bool {
-    is_primary(metric) || TELEMETRY.contains(&metric)
+    is_primary(metric) || metric::telemetry(metric).is_some()
 }
 
 /// The samples of a matrix's cell summaries (as `results::summarise` makes

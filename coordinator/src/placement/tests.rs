@@ -134,7 +134,7 @@ fn guest_kernels_go_to_agents_that_boot_guests_of_their_arch() {
     let reqs = requirements(&debian);
     assert!(reqs.contains(&Requirement::GuestKernel {
         kernel: "debian:6.1.0-57-cloud-amd64".into(),
-        arch: "x86_64".into()
+        arch: farm_spec::Arch::X86_64
     }));
     assert!(!satisfies(&reqs, &plain));
     assert!(satisfies(&reqs, &tcg));

@@ -1,0 +1,145 @@
+//! The product of the axes: its size checked before any cell is built, then the cells.
+
+use farm_proto::{Cell, GuestShape, HostSelector, MachineState, Workload};
+use farm_spec::Kernel;
+use farm_workload::catalogue::WorkloadSpec;
+use toml::Spanned;
+
+use super::baseline;
+use super::location::Issue;
+use super::raw::RawMatrix;
+use super::workloads::{Axis, Variant, wire_param};
+use super::{Checked, MAX_LOAD_COPIES, MAX_RUNS};
+
+/// Refuses a matrix with more cells than `max_cells`, more runs than
+/// [`MAX_RUNS`] or more load copies than [`MAX_LOAD_COPIES`], counting them
+/// from the axes' lengths alone.
+pub(super) fn check_size(
+    raw: &RawMatrix,
+    workloads: &[(&'static WorkloadSpec, Vec<Axis>)],
+    other_axes: [usize; 3],
+    max_cells: usize,
+    repetitions: u32,
+    loads_per_cell: usize,
+) -> Checked<()> {
+    // Saturating: ten axes of a thousand values overflow even a u128.
+    let variant_count = workloads.iter().fold(0u128, |sum, (_, axes)| {
+        let product = axes
+            .iter()
+            .fold(1u128, |p, a| p.saturating_mul(a.values.len() as u128));
+        sum.saturating_add(product)
+    });
+    let cell_count = other_axes
+        .iter()
+        .fold(variant_count, |p, &n| p.saturating_mul(n as u128));
+    if cell_count > max_cells as u128 {
+        let span = raw.max_cells.as_ref().map_or(0..0, Spanned::span);
+        return Err(Issue::new(
+            span,
+            "max_cells",
+            format!(
+                "the matrix has {cell_count} cells, more than the limit of {max_cells}: shrink \
+                 an axis or raise max_cells"
+            ),
+        ));
+    }
+    let run_count = cell_count.saturating_mul(u128::from(repetitions));
+    if run_count > u128::from(MAX_RUNS) {
+        let span = raw.repetitions.as_ref().map_or(0..0, Spanned::span);
+        return Err(Issue::new(
+            span,
+            "repetitions",
+            format!(
+                "the matrix has {run_count} runs ({cell_count} cells × {repetitions} repetitions), \
+                 more than the limit of {MAX_RUNS}"
+            ),
+        ));
+    }
+    let load_copies = cell_count.saturating_mul(loads_per_cell as u128);
+    if load_copies > u128::from(MAX_LOAD_COPIES) {
+        let span = raw.loads.as_ref().map_or(0..0, Spanned::span);
+        return Err(Issue::new(
+            span,
+            "loads",
+            format!(
+                "the matrix has {load_copies} load copies ({cell_count} cells × \
+                 {loads_per_cell} load instances), more than the limit of {MAX_LOAD_COPIES}: \
+                 fewer cells or fewer instances"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The cells, kernel-major and host-minor, with their baselines; every one
+/// carries the same `loads`, and those of guest kernels the `[guest]` shape.
+pub(super) fn cells(
+    kernels: &[Kernel],
+    variants: &[Variant],
+    states: &[MachineState],
+    hosts: &[HostSelector],
+    loads: &[Workload],
+    baseline: Option<&baseline::Baseline>,
+    guest: Option<GuestShape>,
+) -> Vec<Cell> {
+    let (n_variants, n_states, n_hosts) = (variants.len(), states.len(), hosts.len());
+    let position = |k: usize, w: usize, s: usize, h: usize| {
+        ((k * n_variants + w) * n_states + s) * n_hosts + h
+    };
+    let mut cells = Vec::with_capacity(kernels.len() * n_variants * n_states * n_hosts);
+    for (k, kernel) in kernels.iter().enumerate() {
+        let guest = if kernel.is_guest() { guest } else { None };
+        let kernel = kernel.to_string();
+        for (w, variant) in variants.iter().enumerate() {
+            let workload = Workload {
+                name: variant.spec.name.to_owned(),
+                params: variant
+                    .params
+                    .iter()
+                    .map(|&(name, value)| wire_param(name, value))
+                    .collect(),
+            };
+            for (s, state) in states.iter().enumerate() {
+                for (h, host) in hosts.iter().enumerate() {
+                    let index = position(k, w, s, h);
+                    let target = baseline.and_then(|b| {
+                        let t = position(
+                            b.kernel.unwrap_or(k),
+                            b.variant_targets[w]?,
+                            b.state.unwrap_or(s),
+                            b.host.unwrap_or(h),
+                        );
+                        (t != index).then_some(t)
+                    });
+                    // Only the axes that vary name a cell; the workload always does.
+                    let mut name = variant.label.clone();
+                    if kernels.len() > 1 {
+                        name.push_str(&format!(" | kernel={kernel}"));
+                    }
+                    if n_states > 1 {
+                        name.push_str(&format!(" | state={}", state.name));
+                    }
+                    if n_hosts > 1 {
+                        name.push_str(&format!(" | host={}", host.name));
+                    }
+                    cells.push(Cell {
+                        // `max_cells` keeps every index far below 2^32.
+                        index: index as u32,
+                        name,
+                        kernel: kernel.clone(),
+                        workload: Some(workload.clone()),
+                        state: Some(state.clone()),
+                        host: Some(host.clone()),
+                        baseline: target.map(|t| t as u32),
+                        loads: loads.to_vec(),
+                        verdict: None,
+                        guest,
+                        // Set by `build` for a trigger's kernel.
+                        new_kernel: false,
+                    });
+                }
+            }
+        }
+    }
+    cells
+}

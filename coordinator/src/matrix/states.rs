@@ -1,0 +1,166 @@
+//! The `[[states]]` axis: hotplug, cgroup layout and limits, autogroup.
+//!
+//! Each field is parsed by its `farm_spec` type, one at a time so that an
+//! error points at the field; the whole state is then checked as a
+//! `farm_spec::MachineState` (a cpuset keeps a CPU online). The wire keeps
+//! the strings the file gave.
+
+use farm_proto::MachineState;
+use farm_spec::state::{StateError, field};
+use farm_spec::{Autogroup, CgroupShape, CgroupSpec, CpuMax, CpuSet, CpuWeight, HotplugPlan};
+use toml::Spanned;
+
+use super::Checked;
+use super::checks::{non_empty_axis, unique_name};
+use super::location::{Issue, join};
+use super::raw::{Int, RawState};
+
+const DEFAULT_STATE: &str = "default";
+/// What a `cgroup_cpuset` looks like, added to a CPU list's syntax errors.
+const CPUSET_FORM: &str = "expected a CPU list like `1`, `0-3` or `0,2-3`";
+
+pub(super) fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<Vec<MachineState>> {
+    let Some(raw) = raw else {
+        return Ok(vec![MachineState {
+            name: DEFAULT_STATE.to_owned(),
+            ..Default::default()
+        }]);
+    };
+    let mut out: Vec<MachineState> = Vec::new();
+    for (i, state) in non_empty_axis(raw, "states")?.iter().enumerate() {
+        let state = state.get_ref();
+        let key = format!("states[{i}]");
+        let name = unique_name(
+            &state.name,
+            &key,
+            "state",
+            out.iter().map(|s| s.name.as_str()),
+        )?;
+        let at = |span: std::ops::Range<usize>, field: &str, why: String| {
+            Issue::new(span, join(&key, field), why)
+        };
+        let hotplug = match &state.hotplug {
+            None => None,
+            Some(h) => Some(
+                h.get_ref()
+                    .parse::<HotplugPlan>()
+                    .map_err(|e| at(h.span(), field::HOTPLUG, e.to_string()))?,
+            ),
+        };
+        let shape = match &state.cgroup {
+            None => None,
+            Some(c) => Some(
+                c.get_ref()
+                    .parse::<CgroupShape>()
+                    .map_err(|e| at(c.span(), field::CGROUP, e.to_string()))?,
+            ),
+        };
+        // The limits are set on the run's cgroups: there must be some.
+        let needs_cgroup = |field: &'static str, span: std::ops::Range<usize>| -> Checked<()> {
+            if shape.is_none() {
+                let why = StateError::LimitWithoutCgroup { field }.to_string();
+                return Err(at(span, field, why));
+            }
+            Ok(())
+        };
+        let weight = match &state.cgroup_cpu_weight {
+            None => None,
+            Some(w) => {
+                needs_cgroup(field::CPU_WEIGHT, w.span())?;
+                let range = (CpuWeight::MIN, CpuWeight::MAX);
+                Some(
+                    int(w, range, CpuWeight::new)
+                        .map_err(|why| at(w.span(), field::CPU_WEIGHT, why))?,
+                )
+            }
+        };
+        let max = match &state.cgroup_cpu_max {
+            None => None,
+            Some(m) => {
+                needs_cgroup(field::CPU_MAX, m.span())?;
+                Some(
+                    m.get_ref()
+                        .parse::<CpuMax>()
+                        .map_err(|e| at(m.span(), field::CPU_MAX, e.to_string()))?,
+                )
+            }
+        };
+        let cpuset = match &state.cgroup_cpuset {
+            None => None,
+            Some(c) => {
+                needs_cgroup(field::CPUSET, c.span())?;
+                let set = c.get_ref().parse::<CpuSet>().map_err(|e| {
+                    let why = if e.is_syntax() {
+                        format!("{e}: {CPUSET_FORM}")
+                    } else {
+                        e.to_string()
+                    };
+                    at(c.span(), field::CPUSET, why)
+                })?;
+                Some(set)
+            }
+        };
+        let autogroup = match &state.autogroup {
+            None => None,
+            Some(a) => {
+                let range = (Autogroup::Off.value(), Autogroup::On.value());
+                Some(
+                    int(a, range, Autogroup::try_from)
+                        .map_err(|why| at(a.span(), field::AUTOGROUP, why))?,
+                )
+            }
+        };
+        let typed = farm_spec::MachineState {
+            name: name.clone(),
+            hotplug,
+            cgroup: shape.map(|shape| CgroupSpec {
+                shape,
+                weight,
+                max,
+                cpuset,
+            }),
+            autogroup,
+        };
+        if let Err(e) = typed.check() {
+            // Only the cpuset crosses fields today; it names the value as the file gave it.
+            let span = state.cgroup_cpuset.as_ref().map_or(0..0, Spanned::span);
+            let why = match (&e, &state.cgroup_cpuset) {
+                (StateError::CpusetOffline { .. }, Some(c)) => StateError::CpusetOffline {
+                    cpuset: c.get_ref().clone(),
+                }
+                .to_string(),
+                _ => e.to_string(),
+            };
+            return Err(at(span, e.field(), why));
+        }
+        // The wire keeps the file's strings; the typed state only checked them.
+        let text = |v: &Option<Spanned<String>>| {
+            v.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default()
+        };
+        out.push(MachineState {
+            name,
+            hotplug: text(&state.hotplug),
+            cgroup: text(&state.cgroup),
+            autogroup: autogroup.map(Autogroup::value),
+            cgroup_cpu_weight: weight.map_or(0, CpuWeight::get),
+            cgroup_cpu_max: text(&state.cgroup_cpu_max),
+            cgroup_cpuset: text(&state.cgroup_cpuset),
+        });
+    }
+    Ok(out)
+}
+
+/// An integer of the file made into a `farm_spec` value by `make`; out of
+/// `range` (the type's own bounds, for the message) it is refused as the
+/// matrix refuses any number: "N is out of range MIN..=MAX".
+fn int<T, E>(
+    value: &Spanned<Int>,
+    (min, max): (u32, u32),
+    make: impl Fn(u32) -> Result<T, E>,
+) -> Result<T, String> {
+    let n = value.get_ref().0;
+    u32::try_from(n)
+        .ok()
+        .and_then(|v| make(v).ok())
+        .ok_or_else(|| format!("{n} is out of range {min}..={max}"))
+}
