@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::matrix;
-use farm_proto::Heartbeat;
+use farm_proto::{Heartbeat, RunCounts, RunResult, coordinator_message};
 
 type Rx = mpsc::UnboundedReceiver<Result<CoordinatorMessage, Status>>;
 
