@@ -28,7 +28,6 @@ use farm_proto::{
     ScheduleInfo, SubmitMatrixResponse, agent_message,
 };
 use tokio::sync::{mpsc, oneshot, watch};
-use tonic::Status;
 use tracing::{Span, debug};
 
 use crate::matrix::Matrix;
@@ -37,9 +36,11 @@ use crate::placement::Requirement;
 use crate::store::{self, MatrixRecord, Op, RunRecord, Store};
 
 /// The sending half of an agent's stream.
-pub type AgentTx = mpsc::UnboundedSender<Result<CoordinatorMessage, Status>>;
+///
+/// The stream ends with an [`Error`] when the coordinator drops the agent.
+pub type AgentTx = mpsc::UnboundedSender<Result<CoordinatorMessage, Error>>;
 
-type Reply<T> = oneshot::Sender<Result<T, Status>>;
+type Reply<T> = oneshot::Sender<Result<T, Error>>;
 
 /// The most events applied before a commit; bounds the latency of a batch.
 const MAX_BATCH: usize = 4096;
@@ -141,23 +142,36 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub fn send(&self, ev: Event) -> Result<(), Status> {
-        self.tx
-            .send(ev)
-            .map_err(|_| Status::unavailable("coordinator is shutting down"))
+    pub fn send(&self, ev: Event) -> Result<(), Error> {
+        self.tx.send(ev).map_err(|_| Error::ShuttingDown)
     }
 
     /// Sends the event built around a fresh reply channel and awaits the reply.
-    pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Event) -> Result<T, Status> {
+    pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Event) -> Result<T, Error> {
         let (reply, rx) = oneshot::channel();
         self.send(make(reply))?;
-        rx.await
-            .map_err(|_| Status::unavailable("coordinator is shutting down"))?
+        rx.await.map_err(|_| Error::ShuttingDown)?
     }
 }
 
+/// What the scheduler refuses a caller, or why it stopped. Replies and
+/// agents' streams carry the refusals; the thread ends with `Store`. Only
+/// `crate::service` turns them into gRPC statuses.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error("no matrix {0}")]
+    UnknownMatrix(String),
+    #[error("no schedule {0}")]
+    UnknownSchedule(String),
+    #[error("unknown agent id {0}; call Register first")]
+    UnknownAgent(String),
+    /// The agent's stream is closed: it was silent longer than its lease.
+    #[error("lease expired: no heartbeat")]
+    LeaseExpired,
+    /// The scheduler thread is gone (stopping, or stopped by an error).
+    #[error("coordinator is shutting down")]
+    ShuttingDown,
+    /// The store failed a commit: fatal, the thread stops.
     #[error(transparent)]
     Store(#[from] store::Error),
 }
@@ -371,7 +385,7 @@ impl Scheduler {
         self.ticked = true;
     }
 
-    fn reply<T: Send + 'static>(&mut self, reply: Reply<T>, value: Result<T, Status>) {
+    fn reply<T: Send + 'static>(&mut self, reply: Reply<T>, value: Result<T, Error>) {
         self.after_commit.push(Box::new(move || {
             let _ = reply.send(value);
         }));
@@ -411,7 +425,7 @@ impl Scheduler {
             Event::Status { matrix_id, reply } => {
                 let r = self
                     .status(&matrix_id)
-                    .ok_or_else(|| matrices::unknown_matrix(&matrix_id));
+                    .ok_or_else(|| Error::UnknownMatrix(matrix_id.clone()));
                 self.reply(reply, r);
             }
             Event::Watch { matrix_id, reply } => {

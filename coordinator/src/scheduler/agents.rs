@@ -10,10 +10,9 @@ use std::time::Instant;
 use farm_proto::{
     AgentInfo, Capabilities, CoordinatorMessage, Hello, RunRef, agent_message, coordinator_message,
 };
-use tonic::Status;
 use tracing::{debug, info, warn};
 
-use super::{Agent, AgentTx, Scheduler, now_ms, random_id};
+use super::{Agent, AgentTx, Error, Scheduler, now_ms, random_id};
 use crate::store::{AgentRecord, Op, RunState};
 
 impl Scheduler {
@@ -90,13 +89,10 @@ impl Scheduler {
         hello: Hello,
         session: u64,
         tx: AgentTx,
-    ) -> Result<(), Status> {
+    ) -> Result<(), Error> {
         let lease = self.lease();
         let Some(a) = self.agents.get_mut(&hello.agent_id) else {
-            return Err(Status::not_found(format!(
-                "unknown agent id {}; call Register first",
-                hello.agent_id
-            )));
+            return Err(Error::UnknownAgent(hello.agent_id));
         };
         a.session = Some((session, tx));
         a.lease_until = Instant::now() + lease;

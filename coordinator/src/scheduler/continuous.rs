@@ -9,10 +9,9 @@ use farm_proto::{
     Capabilities, Cell, CellSummary, ExecutionSummary, MatrixState, ScheduleInfo,
     SubmitMatrixResponse, Verdict,
 };
-use tonic::Status;
 use tracing::{info, warn};
 
-use super::{MatrixMem, Scheduler, now_ms, random_id};
+use super::{Error, MatrixMem, Scheduler, now_ms, random_id};
 use crate::matrix::{self, Matrix};
 use crate::results;
 use crate::schedule;
@@ -244,11 +243,11 @@ impl Scheduler {
         true
     }
 
-    pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Status> {
+    pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Error> {
         let s = self
             .schedules
             .get_mut(id)
-            .ok_or_else(|| Status::not_found(format!("no schedule {id}")))?;
+            .ok_or_else(|| Error::UnknownSchedule(id.to_owned()))?;
         if !s.rec.cancelled {
             s.rec.cancelled = true;
             self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));

@@ -8,10 +8,9 @@
 use std::time::{Duration, Instant};
 
 use farm_proto::{RunRef, RunResult};
-use tonic::Status;
 use tracing::{Span, warn};
 
-use super::Scheduler;
+use super::{Error, Scheduler};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -74,7 +73,7 @@ impl Scheduler {
             };
             warn!(agent = %id, run = ?a.current, "agent lease expired");
             if let Some((_, tx)) = a.session.take() {
-                let _ = tx.send(Err(Status::unavailable("lease expired: no heartbeat")));
+                let _ = tx.send(Err(Error::LeaseExpired));
                 self.fleet_changed = true;
             }
             if let Some(run) = a.current.take() {

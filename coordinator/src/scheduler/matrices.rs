@@ -14,11 +14,10 @@ use farm_proto::{
     SubmitMatrixResponse,
 };
 use tokio::sync::watch;
-use tonic::Status;
 use tracing::{Span, info, info_span};
 
 use super::agents::cancel_msg;
-use super::{MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms, random_id};
+use super::{Error, MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms, random_id};
 use crate::matrix::Matrix;
 use crate::placement::{self, Requirement};
 use crate::results;
@@ -47,14 +46,14 @@ impl Scheduler {
     pub(super) fn watch(
         &mut self,
         matrix_id: &str,
-    ) -> Result<watch::Receiver<MatrixStatus>, Status> {
+    ) -> Result<watch::Receiver<MatrixStatus>, Error> {
         match self.matrices.get_mut(matrix_id) {
             Some(m) => {
                 m.dirty = true;
                 m.published = None;
                 Ok(m.status.subscribe())
             }
-            None => Err(unknown_matrix(matrix_id)),
+            None => Err(Error::UnknownMatrix(matrix_id.to_owned())),
         }
     }
 
@@ -136,11 +135,11 @@ impl Scheduler {
         response
     }
 
-    pub(super) fn cancel(&mut self, matrix_id: &str) -> Result<u32, Status> {
+    pub(super) fn cancel(&mut self, matrix_id: &str) -> Result<u32, Error> {
         let m = self
             .matrices
             .get(matrix_id)
-            .ok_or_else(|| unknown_matrix(matrix_id))?;
+            .ok_or_else(|| Error::UnknownMatrix(matrix_id.to_owned()))?;
         if !self.has_unended_runs(m) {
             // An ended matrix stays as it ended.
             return Ok(0);
@@ -298,11 +297,11 @@ impl Scheduler {
         }
     }
 
-    pub(super) fn results(&self, matrix_id: &str) -> Result<GetResultsResponse, Status> {
+    pub(super) fn results(&self, matrix_id: &str) -> Result<GetResultsResponse, Error> {
         let m = self
             .matrices
             .get(matrix_id)
-            .ok_or_else(|| unknown_matrix(matrix_id))?;
+            .ok_or_else(|| Error::UnknownMatrix(matrix_id.to_owned()))?;
         let runs = self.ended_runs(m);
         let histories = self.histories(m);
         Ok(GetResultsResponse {
@@ -338,8 +337,4 @@ impl Scheduler {
             .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
             .collect()
     }
-}
-
-pub(super) fn unknown_matrix(id: &str) -> Status {
-    Status::not_found(format!("no matrix {id}"))
 }

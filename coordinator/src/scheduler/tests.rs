@@ -5,7 +5,7 @@ use super::*;
 use crate::matrix;
 use farm_proto::{Heartbeat, RunCounts, RunResult, coordinator_message};
 
-type Rx = mpsc::UnboundedReceiver<Result<CoordinatorMessage, Status>>;
+type Rx = mpsc::UnboundedReceiver<Result<CoordinatorMessage, Error>>;
 
 fn caps() -> Capabilities {
     Capabilities {
