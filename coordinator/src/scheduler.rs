@@ -15,7 +15,8 @@
 //! - `dispatch`: idle agents get the oldest run they can serve;
 //! - `ingest`: results from agents end their runs;
 //! - `reruns`: inconclusive comparisons get more runs;
-//! - `matrices`: submission, cancellation, status, publishing, results;
+//! - `matrices`: submission, cancellation, status, publishing;
+//! - `summaries`: results computed off this thread, cached per matrix;
 //! - `histories`: cells by series and each cell's history;
 //! - `recovery`: memory rebuilt from the store at start-up;
 //! - `continuous`: schedules; `observe`: what the metrics are told.
@@ -114,7 +115,12 @@ pub enum Event {
     },
     Results {
         matrix_id: String,
-        reply: Reply<GetResultsResponse>,
+        reply: Reply<Results>,
+    },
+    /// From the results worker: an ended matrix's summaries.
+    Summarised {
+        matrix_id: String,
+        summary: std::sync::Arc<GetResultsResponse>,
     },
     /// The cron driver: `at_ms` is due for this schedule.
     CronDue {
@@ -207,6 +213,14 @@ struct MatrixMem {
     published: Option<Instant>,
     /// Durations of finished runs, for ETAs.
     durations_s: Vec<f64>,
+    /// Each cell's `series_key`, computed once: every ended run looks up
+    /// the matrices that share its series.
+    series_keys: Vec<Vec<u8>>,
+    /// The state its summaries are of: a new value of `generation` each
+    /// time one of their inputs changes (`summaries`).
+    version: u64,
+    /// The version of the last snapshot sent to the results worker.
+    requested: u64,
     /// The matrix's trace span, from submission until it ends; a matrix
     /// recovered after a restart has none, and its runs' spans are roots.
     span: Span,
@@ -255,6 +269,9 @@ struct Scheduler {
     /// driver hears of it after the commit.
     schedules_changed: bool,
     crons: watch::Sender<Vec<CronEntry>>,
+    /// The counter behind matrices' versions.
+    generation: u64,
+    summaries: summaries::Worker,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
@@ -272,6 +289,9 @@ pub fn spawn_with(
     config: Config,
     metrics: Metrics,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
+    // The worker's end is weak: the scheduler stops once every handle is gone.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let summaries = summaries::Worker::spawn(metrics.results_gauges(), tx.downgrade());
     let mut s = Scheduler {
         store,
         config,
@@ -292,10 +312,11 @@ pub fn spawn_with(
         schedules: BTreeMap::new(),
         schedules_changed: false,
         crons: watch::channel(Vec::new()).0,
+        generation: 0,
+        summaries,
     };
     s.recover()?;
     let crons = s.crons.subscribe();
-    let (tx, mut rx) = mpsc::unbounded_channel();
     let thread = std::thread::Builder::new()
         .name("scheduler".into())
         .spawn(move || {
@@ -440,10 +461,8 @@ impl Scheduler {
                 let r = self.cancel(&matrix_id);
                 self.reply(reply, r);
             }
-            Event::Results { matrix_id, reply } => {
-                let r = self.results(&matrix_id);
-                self.reply(reply, r);
-            }
+            Event::Results { matrix_id, reply } => self.results(&matrix_id, reply),
+            Event::Summarised { matrix_id, summary } => self.summarised(&matrix_id, &summary),
             Event::CronDue { schedule_id, at_ms } => self.cron_due(&schedule_id, at_ms),
             Event::ListSchedules { reply } => {
                 let r = self.list_schedules();
@@ -468,7 +487,9 @@ mod matrices;
 mod observe;
 mod recovery;
 mod reruns;
+mod summaries;
 pub use continuous::CronEntry;
 use continuous::ScheduleMem;
+pub use summaries::Results;
 #[cfg(test)]
 mod tests;

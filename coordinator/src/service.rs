@@ -269,10 +269,11 @@ impl FarmService for Farm {
         req: Request<GetResultsRequest>,
     ) -> Result<Response<GetResultsResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        Ok(Response::new(
-            self.handle
-                .call(|reply| Event::Results { matrix_id, reply })
-                .await?,
-        ))
+        let results = self
+            .handle
+            .call(|reply| Event::Results { matrix_id, reply })
+            .await?;
+        // Copied out of the cache here, off the scheduler thread.
+        Ok(Response::new(results.into_response()))
     }
 }

@@ -2,8 +2,8 @@
 //! history over the matrices of its series.
 //!
 //! Invariant: `series` lists every cell of every matrix in memory under
-//! its `series_key`, in submission order; a history is a lookup there, not
-//! a scan of every matrix.
+//! its `series_key` (which each matrix keeps per cell), in submission
+//! order; a history is a lookup there, not a scan of every matrix.
 
 use std::collections::HashSet;
 
@@ -11,16 +11,16 @@ use super::{MatrixMem, Scheduler};
 use crate::results;
 
 impl Scheduler {
-    /// Each cell's history: the same cell (workload, state, loads, host
+    /// Each cell's series: the same cell (workload, state, loads, host
     /// class; any kernel, any name) in every matrix, oldest first, and by
     /// cell order within a matrix (kernel-major, so a kernel axis reads in
-    /// the order the file gave).
+    /// the order the file gave); its history is made of them.
     /// A series shared by several cells of `m` (they differ only in their
-    /// kernel) is given to the first of them.
-    pub(super) fn histories(&self, m: &MatrixMem) -> Vec<Vec<farm_proto::History>> {
-        let keys: Vec<Vec<u8>> = m.rec.cells.iter().map(series_key).collect();
+    /// kernel) is given to the first of them; the others get none.
+    pub(super) fn series_of(&self, m: &MatrixMem) -> Vec<Vec<results::SeriesCell<'_>>> {
         let mut given: HashSet<&[u8]> = HashSet::new();
-        keys.iter()
+        m.series_keys
+            .iter()
             .map(|key| {
                 if !given.insert(key.as_slice()) {
                     return Vec::new();
@@ -36,7 +36,7 @@ impl Scheduler {
                     })
                     .collect();
                 cells.sort_by_key(|(seq, _, index)| (*seq, *index));
-                let series: Vec<results::SeriesCell<'_>> = cells
+                cells
                     .iter()
                     .map(|(_, mm, index)| results::SeriesCell {
                         matrix_id: mm.rec.id.clone(),
@@ -48,8 +48,7 @@ impl Scheduler {
                             .map(|r| &r.rec)
                             .collect(),
                     })
-                    .collect();
-                results::histories(&series)
+                    .collect()
             })
             .collect()
     }

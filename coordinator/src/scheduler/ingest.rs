@@ -96,6 +96,7 @@ impl Scheduler {
             }
         }
         self.outbox.push(ack);
+        self.results_changed(&matrix_id, cell);
         self.rerun_if_inconclusive(&matrix_id, cell);
     }
 }

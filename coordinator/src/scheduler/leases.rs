@@ -54,8 +54,17 @@ impl Scheduler {
         run.span.record("outcome", "lost");
         run.span = Span::none();
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
-        if let Some(m) = self.matrices.get_mut(&run.rec.matrix_id) {
+        let (matrix_id, cell, failed) = (
+            run.rec.matrix_id.clone(),
+            run.rec.cell,
+            run.rec.state == RunState::Failed,
+        );
+        if let Some(m) = self.matrices.get_mut(&matrix_id) {
             m.dirty = true;
+        }
+        if failed {
+            // A run that ended is in the summaries.
+            self.results_changed(&matrix_id, cell);
         }
     }
 

@@ -1,5 +1,5 @@
-//! Matrices: submission, cancellation, status, publishing statuses to
-//! watchers, and the results clients read.
+//! Matrices: submission, cancellation, status, and publishing statuses to
+//! watchers.
 //!
 //! Invariant: a matrix's status is computed from its runs in memory, and
 //! watchers are only sent a status after the batch it reflects is
@@ -10,8 +10,7 @@ use std::time::Instant;
 
 use farm_proto::trace::{self, TARGET};
 use farm_proto::{
-    Capabilities, CellStatus, GetResultsResponse, MatrixState, MatrixStatus, RunCounts, RunRef,
-    SubmitMatrixResponse,
+    Capabilities, CellStatus, MatrixState, MatrixStatus, RunCounts, RunRef, SubmitMatrixResponse,
 };
 use tokio::sync::watch;
 use tracing::{Span, info, info_span};
@@ -20,7 +19,6 @@ use super::agents::cancel_msg;
 use super::{Error, MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms, random_id};
 use crate::matrix::Matrix;
 use crate::placement::{self, Requirement};
-use crate::results;
 use crate::store::{self, MatrixRecord, Op, RunRecord, RunState};
 
 impl Scheduler {
@@ -293,31 +291,8 @@ impl Scheduler {
         }
         // After the statuses: a watcher is not kept waiting for the summaries.
         for id in just_done {
-            self.matrix_done_metrics(&id);
+            self.matrix_done(&id);
         }
-    }
-
-    pub(super) fn results(&self, matrix_id: &str) -> Result<GetResultsResponse, Error> {
-        let m = self
-            .matrices
-            .get(matrix_id)
-            .ok_or_else(|| Error::UnknownMatrix(matrix_id.to_owned()))?;
-        let runs = self.ended_runs(m);
-        let histories = self.histories(m);
-        Ok(GetResultsResponse {
-            status: self.status(matrix_id),
-            cells: results::summarise(&m.rec.cells, &runs, histories),
-            runs: runs
-                .iter()
-                .map(|r| farm_proto::RunRecord {
-                    run_id: r.run_id.clone(),
-                    cell_index: r.cell,
-                    repetition: r.repetition,
-                    agent_id: r.agent_id.clone(),
-                    result: r.result.clone(),
-                })
-                .collect(),
-        })
     }
 
     /// Whether any of the matrix's runs is still queued, assigned or running.

@@ -135,12 +135,14 @@ impl Scheduler {
             }
         }
         let (status, _) = watch::channel(MatrixStatus::default());
-        for c in &rec.cells {
+        let series_keys: Vec<Vec<u8>> = rec.cells.iter().map(series_key).collect();
+        for (c, key) in rec.cells.iter().zip(&series_keys) {
             self.series
-                .entry(series_key(c))
+                .entry(key.clone())
                 .or_default()
                 .push((rec.seq, c.index));
         }
+        self.generation += 1;
         self.by_seq.insert(rec.seq, rec.id.clone());
         self.matrices.insert(
             rec.id.clone(),
@@ -154,6 +156,9 @@ impl Scheduler {
                 dirty: true,
                 published: None,
                 durations_s: Vec::new(),
+                series_keys,
+                version: self.generation,
+                requested: 0,
                 span: Span::none(),
             },
         );
