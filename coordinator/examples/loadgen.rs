@@ -5,11 +5,16 @@
 //! from /proc) on a fresh data directory, connects N agents, submits one
 //! matrix of `--runs` runs, and reports throughput, the latency from a
 //! result's acknowledgement to the agent's next assignment, and the
-//! coordinator's peak RSS. See docs/BENCHMARKS.md for the commands.
+//! coordinator's peak RSS. With `--results-cells` it first runs a large
+//! matrix of that many cells to its end, and with `--get-results-per-s`
+//! asks for that matrix's results at that rate while the measured matrix
+//! runs: what a `farmctl results` of a large matrix costs everyone else.
+//! See docs/BENCHMARKS.md for the commands.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -53,6 +58,58 @@ struct Args {
     /// points, gauges: `farm_results_refresh_seconds`) is reported.
     #[arg(long, default_value_t = 1)]
     matrices: usize,
+    /// Before the measured matrix, run one of this many cells (cpu-hog,
+    /// one cell per thread count, 5 runs each, compared with the first
+    /// cell) to its end; 0 runs none.
+    #[arg(long, default_value_t = 0)]
+    results_cells: usize,
+    /// Calls of GetResults a second on the `--results-cells` matrix, each
+    /// in its own task (a slow answer does not slow the rate), while the
+    /// measured matrix runs.
+    #[arg(long, default_value_t = 0.0)]
+    get_results_per_s: f64,
+}
+
+/// The large matrix `--results-cells` runs: every cell compared with the
+/// first (so every cell has a verdict with its bootstrap interval), and no
+/// reruns (`max_runs` = repetitions), so that it ends after 5 runs a cell.
+fn results_matrix(cells: usize) -> String {
+    let threads: Vec<String> = (1..=cells).map(|t| t.to_string()).collect();
+    format!(
+        "name = \"results\"\nrepetitions = 5\n[[workloads]]\nname = \"cpu-hog\"\n\
+         params = {{ threads = [{}], seconds = 0.02 }}\n[baseline]\nthreads = 1\n\
+         [verdict]\nmax_runs = 5\n",
+        threads.join(", ")
+    )
+}
+
+/// Submits `toml` and waits for the matrix to end.
+async fn run_matrix(
+    farm: &mut FarmServiceClient<
+        tonic::service::interceptor::InterceptedService<Channel, Interceptor>,
+    >,
+    file_name: &str,
+    toml: &str,
+) -> Result<farm_proto::SubmitMatrixResponse> {
+    let submitted = farm
+        .submit_matrix(SubmitMatrixRequest {
+            file_name: file_name.into(),
+            toml: toml.into(),
+        })
+        .await?
+        .into_inner();
+    let mut watch = farm
+        .watch_matrix(WatchMatrixRequest {
+            matrix_id: submitted.matrix_id.clone(),
+        })
+        .await?
+        .into_inner();
+    while let Some(st) = watch.message().await? {
+        if st.state != farm_proto::MatrixState::Running as i32 {
+            break;
+        }
+    }
+    Ok(submitted)
 }
 
 /// `farm_results_refresh_seconds` sum and count from the coordinator's /metrics.
@@ -154,16 +211,21 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn with_token(
-    token: &str,
-) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone {
-    let header: tonic::metadata::MetadataValue<_> =
-        format!("Bearer {token}").parse().expect("hex token");
-    move |mut req: tonic::Request<()>| {
+/// Adds the bearer token to every request; a type that can be named, so
+/// that a client can be passed around.
+#[derive(Clone)]
+struct Interceptor(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
+
+impl tonic::service::Interceptor for Interceptor {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
         req.metadata_mut()
-            .insert(farm_proto::AUTHORIZATION, header.clone());
+            .insert(farm_proto::AUTHORIZATION, self.0.clone());
         Ok(req)
     }
+}
+
+fn with_token(token: &str) -> Interceptor {
+    Interceptor(format!("Bearer {token}").parse().expect("hex token"))
 }
 
 fn capabilities(i: usize) -> Capabilities {
@@ -193,6 +255,7 @@ async fn agent(
     token: String,
     work: Duration,
     samples: Arc<Mutex<Samples>>,
+    measuring: Arc<AtomicBool>,
 ) -> Result<()> {
     let mut client = AgentServiceClient::with_interceptor(channel, with_token(&token));
     let reg = client
@@ -264,7 +327,8 @@ async fn agent(
                     executor: "host".into(),
                     ..Default::default()
                 };
-                last_result = Some(Instant::now());
+                // Runs of the `--results-cells` matrix are not measured.
+                last_result = measuring.load(Ordering::Relaxed).then(Instant::now);
                 tx.send(AgentMessage {
                     msg: Some(agent_message::Msg::Result(result)),
                 })
@@ -273,7 +337,7 @@ async fn agent(
             }
             CoordinatorMessage {
                 msg: Some(coordinator_message::Msg::Ack(_)),
-            } => last_ack = Some(Instant::now()),
+            } => last_ack = measuring.load(Ordering::Relaxed).then(Instant::now),
             _ => {}
         }
     }
@@ -323,18 +387,20 @@ async fn main() -> Result<()> {
     let rss_idle = peak_rss_mib(pid);
 
     let samples = Arc::new(Mutex::new(Samples::default()));
+    let measuring = Arc::new(AtomicBool::new(false));
     let work = Duration::from_millis(args.work_ms);
     let gate = Arc::new(Semaphore::new(args.connect_concurrency));
     let t_connect = Instant::now();
     let mut tasks = Vec::with_capacity(args.agents);
     let (up_tx, mut up_rx) = mpsc::channel::<()>(args.agents);
     for i in 0..args.agents {
-        let (url, token, samples, gate, up) = (
+        let (url, token, samples, gate, up, measuring) = (
             url.clone(),
             agent_token.clone(),
             samples.clone(),
             gate.clone(),
             up_tx.clone(),
+            measuring.clone(),
         );
         tasks.push(tokio::spawn(async move {
             let permit = gate.acquire_owned().await?;
@@ -344,7 +410,7 @@ async fn main() -> Result<()> {
                 .await?;
             drop(permit);
             let _ = up.send(()).await;
-            agent(i, channel, token, work, samples).await
+            agent(i, channel, token, work, samples, measuring).await
         }));
     }
     for _ in 0..args.agents {
@@ -352,7 +418,9 @@ async fn main() -> Result<()> {
     }
     // Registration follows the connection; give the last ones a moment.
     let farm_channel = Endpoint::from_shared(url.clone())?.connect().await?;
-    let mut farm = FarmServiceClient::with_interceptor(farm_channel, with_token(&submit_token));
+    // A large matrix's results are a few MiB.
+    let mut farm = FarmServiceClient::with_interceptor(farm_channel, with_token(&submit_token))
+        .max_decoding_message_size(256 << 20);
     loop {
         let n = farm
             .list_agents(farm_proto::ListAgentsRequest {})
@@ -378,6 +446,56 @@ async fn main() -> Result<()> {
     let metrics_addr = std::fs::read_to_string(coord._dir.path().join("metrics.addr"))?
         .trim()
         .to_string();
+    // The large matrix runs to its end first; its first GetResults is timed.
+    let mut results_first_ms = None;
+    let mut results_id = String::new();
+    if args.results_cells > 0 {
+        let r = run_matrix(
+            &mut farm,
+            "results.toml",
+            &results_matrix(args.results_cells),
+        )
+        .await?;
+        results_id = r.matrix_id;
+        let t = Instant::now();
+        farm.get_results(farm_proto::GetResultsRequest {
+            matrix_id: results_id.clone(),
+        })
+        .await?;
+        results_first_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let asked = Arc::new(Mutex::new(Vec::<f64>::new()));
+    let asker = (args.get_results_per_s > 0.0 && !results_id.is_empty()).then(|| {
+        let (farm, stop, asked, id) = (
+            farm.clone(),
+            stop.clone(),
+            asked.clone(),
+            results_id.clone(),
+        );
+        let every = Duration::from_secs_f64(1.0 / args.get_results_per_s);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            let mut calls = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let (mut farm, asked, id) = (farm.clone(), asked.clone(), id.clone());
+                calls.push(tokio::spawn(async move {
+                    let t = Instant::now();
+                    let r = farm
+                        .get_results(farm_proto::GetResultsRequest { matrix_id: id })
+                        .await;
+                    if r.is_ok() {
+                        asked.lock().await.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
+                }));
+            }
+            for c in calls {
+                let _ = c.await;
+            }
+        })
+    });
+    measuring.store(true, Ordering::Relaxed);
     let t_run = Instant::now();
     let mut submitted = farm_proto::SubmitMatrixResponse::default();
     let mut walls = Vec::with_capacity(args.matrices);
@@ -417,6 +535,10 @@ async fn main() -> Result<()> {
         }
     }
     let run_s = t_run.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(a) = asker {
+        a.await?;
+    }
     let rss_peak = peak_rss_mib(pid);
     let mut coord = coord;
     if args.otlp {
@@ -481,6 +603,23 @@ async fn main() -> Result<()> {
         percentile(&res, 0.99),
         res.len()
     );
+    if let Some(ms) = results_first_ms {
+        println!(
+            "results matrix                 {} cells, first GetResults {ms:.1} ms",
+            args.results_cells
+        );
+    }
+    if args.get_results_per_s > 0.0 {
+        let mut a = asked.lock().await.clone();
+        a.sort_by(f64::total_cmp);
+        println!(
+            "GetResults while measured      {:.1}/s  p50 {:.1} ms  p99 {:.1} ms  (n={})",
+            a.len() as f64 / run_s,
+            percentile(&a, 0.5),
+            percentile(&a, 0.99),
+            a.len()
+        );
+    }
     println!("coordinator RSS idle           {rss_idle:.0} MiB");
     println!("coordinator RSS agents up      {rss_connected:.0} MiB");
     println!("coordinator peak RSS           {rss_peak:.0} MiB");

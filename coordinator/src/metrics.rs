@@ -5,9 +5,11 @@
 //! takes. Results: each series' latest median and its baseline's, and the
 //! ratio of every regression of a series' latest matrix.
 //!
-//! The scheduler thread owns [`Metrics`] and is its only writer; the HTTP
-//! endpoint only gathers the [`Registry`], so a scrape never waits for the
-//! scheduler nor makes it compute. The results gauges are recomputed when a
+//! The scheduler thread owns [`Metrics`]; the results gauges are a part of
+//! it, [`ResultsGauges`], shared (behind a mutex) with the results worker
+//! that computes a matrix's summaries off the scheduler thread. The HTTP
+//! endpoint only gathers the [`Registry`], so a scrape never waits for
+//! either nor makes them compute. The results gauges are recomputed when a
 //! matrix ends and at start-up, with the pure functions of [`series`].
 //!
 //! Cardinality is bounded: each results family shows at most `series_limit`
@@ -21,6 +23,7 @@ mod fleet;
 pub mod series;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use farm_proto::{Capabilities, RunCounts};
@@ -91,7 +94,19 @@ pub struct Metrics {
     assignment_latency: Histogram,
     run_duration: Histogram,
     store_commit_latency: Histogram,
-    results_refresh: Histogram,
+    results: ResultsGauges,
+}
+
+/// The results gauges: the part of [`Metrics`] that the results worker
+/// writes when a matrix ends. Cheap to clone; every clone is the same
+/// gauges.
+#[derive(Clone)]
+pub struct ResultsGauges {
+    state: Arc<Mutex<Results>>,
+    refresh: Histogram,
+}
+
+struct Results {
     series_median: Replaced,
     series_baseline_median: Replaced,
     regression_ratio: Replaced,
@@ -173,9 +188,9 @@ impl Metrics {
         let results_refresh = histogram(
             &registry,
             "farm_results_refresh_seconds",
-            "Time the scheduler thread spends when a matrix ends: its summaries with every \
-             cell's history and change points, and the results gauges. Nothing is \
-             dispatched or committed meanwhile.",
+            "Time the results worker spends when a matrix ends: its summaries with every \
+             cell's history and change points, and the results gauges. The scheduler \
+             thread goes on dispatching and committing meanwhile.",
             &[
                 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
             ],
@@ -277,15 +292,7 @@ impl Metrics {
         for family in FAMILIES {
             dropped.with_label_values(&[family]).set(0);
         }
-        Metrics {
-            registry,
-            agents_connected,
-            runs,
-            runs_finished,
-            assignment_latency,
-            run_duration,
-            store_commit_latency,
-            results_refresh,
+        let results = Results {
             series_median,
             series_baseline_median,
             regression_ratio,
@@ -297,6 +304,19 @@ impl Metrics {
             dropped,
             series_limit,
             ended: BTreeMap::new(),
+        };
+        Metrics {
+            registry,
+            agents_connected,
+            runs,
+            runs_finished,
+            assignment_latency,
+            run_duration,
+            store_commit_latency,
+            results: ResultsGauges {
+                state: Arc::new(Mutex::new(results)),
+                refresh: results_refresh,
+            },
         }
     }
 
@@ -319,9 +339,9 @@ impl Metrics {
         }
     }
 
-    /// A matrix's end took the scheduler thread `took` (summaries, gauges).
-    pub fn results_refreshed(&self, took: Duration) {
-        self.results_refresh.observe(took.as_secs_f64());
+    /// The results gauges, for the thread that computes summaries.
+    pub fn results_gauges(&self) -> ResultsGauges {
+        self.results.clone()
     }
 
     pub fn store_committed(&self, took: Duration) {
@@ -351,17 +371,44 @@ impl Metrics {
 
     /// A matrix ended (done, not cancelled): its series' latest points.
     pub fn matrix_ended(&mut self, ended: Ended) {
-        self.ended.insert(ended.seq, ended);
-        self.refresh_results();
+        self.results.matrix_ended(ended);
     }
 
     /// Start-up: the ended matrices that may be the latest of a series.
     pub fn recovered(&mut self, ended: impl IntoIterator<Item = Ended>) {
-        self.ended.extend(ended.into_iter().map(|e| (e.seq, e)));
-        self.refresh_results();
+        self.results.recovered(ended);
+    }
+}
+
+impl ResultsGauges {
+    /// A matrix ended (done, not cancelled): its series' latest points.
+    pub fn matrix_ended(&self, ended: Ended) {
+        let mut r = self.lock();
+        r.ended.insert(ended.seq, ended);
+        r.refresh();
     }
 
-    fn refresh_results(&mut self) {
+    /// Start-up: the ended matrices that may be the latest of a series.
+    pub fn recovered(&self, ended: impl IntoIterator<Item = Ended>) {
+        let mut r = self.lock();
+        r.ended.extend(ended.into_iter().map(|e| (e.seq, e)));
+        r.refresh();
+    }
+
+    /// A matrix's end took `took` (summaries, gauges).
+    pub fn refreshed(&self, took: Duration) {
+        self.refresh.observe(took.as_secs_f64());
+    }
+
+    /// A writer that panicked leaves at worst a family half replaced,
+    /// which the next refresh replaces whole: the gauges stay usable.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Results> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Results {
+    fn refresh(&mut self) {
         let sel = series::select(self.ended.values(), self.series_limit);
         self.series_median.replace(&sel.median);
         self.series_baseline_median.replace(&sel.baseline_median);

@@ -154,20 +154,25 @@ pub fn comparable(
 }
 
 /// Compares one metric's runs; `None` when a side has fewer than 2 values.
+/// Without `interval` the bootstrap interval is skipped (its bounds are
+/// NaN): it does not enter the verdict, and it is most of the cost.
 fn compare_metric(
     policy: &VerdictPolicy,
     name: &str,
     wire_direction: i32,
     baseline: &[f64],
     candidate: &[f64],
+    interval: bool,
 ) -> Option<Comparison> {
+    let defaults = compare::Options::default();
     let options = compare::Options {
         min_effect: policy
             .min_effect_by_metric
             .get(name)
             .copied()
             .unwrap_or(policy.min_effect),
-        ..Default::default()
+        resamples: if interval { defaults.resamples } else { 0 },
+        ..defaults
     };
     compare::compare(baseline, candidate, direction(wire_direction), &options).ok()
 }
@@ -175,6 +180,8 @@ fn compare_metric(
 /// The verdict of a cell against its baseline: the worst of its primary
 /// metrics' (regression, then inconclusive, then improvement, then no
 /// change); `None` while a side has too few finished runs to compare.
+/// Only what the verdict needs is computed (no interval, no telemetry, no
+/// history): adaptive reruns ask this on the scheduler thread.
 pub fn pair_verdict(
     cell: &Cell,
     candidate: &[&RunRecord],
@@ -188,7 +195,7 @@ pub fn pair_verdict(
         .filter(|v| is_primary(&v.name))
         .filter_map(|v| {
             let b = base.iter().find(|b| b.name == v.name)?;
-            compare_metric(&policy, &v.name, v.direction, &b.values, &v.values)
+            compare_metric(&policy, &v.name, v.direction, &b.values, &v.values, false)
         })
         .map(|c| c.verdict)
         .max_by_key(|v| severity(*v))
@@ -389,7 +396,7 @@ pub fn summarise(
                     m.baseline_n = b.values.len() as u32;
                     m.baseline_values = b.values.clone();
                     if let Some(c) =
-                        compare_metric(&policy, &v.name, v.direction, &b.values, &v.values)
+                        compare_metric(&policy, &v.name, v.direction, &b.values, &v.values, true)
                             .filter(|_| mixed.is_none())
                     {
                         m.verdict = wire_verdict(c.verdict) as i32;

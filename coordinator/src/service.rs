@@ -12,15 +12,32 @@ use farm_proto::{
     agent_service_server::AgentService, farm_service_server::FarmService,
 };
 use tokio::sync::mpsc;
-use tokio_stream::{Stream, wrappers::UnboundedReceiverStream};
+use tokio_stream::{Stream, StreamExt, wrappers::UnboundedReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
 
 use crate::matrix;
-use crate::scheduler::{Event, Handle};
+use crate::scheduler::{self, Event, Handle};
 
 /// The largest matrix file accepted; a real one is a few KiB.
 pub const MAX_MATRIX_BYTES: usize = 1 << 20;
+
+/// The gRPC status of each refusal of the scheduler: the only place where
+/// its errors become what clients see (codes and messages are part of the
+/// interface: `farmctl` and its tests read them).
+impl From<scheduler::Error> for Status {
+    fn from(e: scheduler::Error) -> Status {
+        use scheduler::Error as E;
+        let message = e.to_string();
+        match e {
+            E::UnknownMatrix(_) | E::UnknownSchedule(_) | E::UnknownAgent(_) => {
+                Status::not_found(message)
+            }
+            E::LeaseExpired | E::ShuttingDown => Status::unavailable(message),
+            E::Store(_) => Status::internal(message),
+        }
+    }
+}
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
@@ -123,7 +140,8 @@ impl AgentService for Agents {
             }
             let _ = handle.send(Event::SessionClosed { agent_id, session });
         });
-        Ok(Response::new(Box::pin(UnboundedReceiverStream::new(rx))))
+        let stream = UnboundedReceiverStream::new(rx).map(|m| m.map_err(Status::from));
+        Ok(Response::new(Box::pin(stream)))
     }
 }
 
@@ -251,10 +269,11 @@ impl FarmService for Farm {
         req: Request<GetResultsRequest>,
     ) -> Result<Response<GetResultsResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        Ok(Response::new(
-            self.handle
-                .call(|reply| Event::Results { matrix_id, reply })
-                .await?,
-        ))
+        let results = self
+            .handle
+            .call(|reply| Event::Results { matrix_id, reply })
+            .await?;
+        // Copied out of the cache here, off the scheduler thread.
+        Ok(Response::new(results.into_response()))
     }
 }

@@ -119,7 +119,10 @@ fn stale_results_series_are_removed_and_the_cap_is_reported() {
         "{t}"
     );
     // Matrix 1 shows nothing any more and is forgotten.
-    assert_eq!(m.ended.keys().copied().collect::<Vec<_>>(), [2]);
+    assert_eq!(
+        m.results.lock().ended.keys().copied().collect::<Vec<_>>(),
+        [2]
+    );
 }
 
 #[test]

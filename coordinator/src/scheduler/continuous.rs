@@ -9,10 +9,9 @@ use farm_proto::{
     Capabilities, Cell, CellSummary, ExecutionSummary, MatrixState, ScheduleInfo,
     SubmitMatrixResponse, Verdict,
 };
-use tonic::Status;
 use tracing::{info, warn};
 
-use super::{MatrixMem, Scheduler, now_ms, random_id};
+use super::{Error, MatrixMem, Scheduler, now_ms, random_id};
 use crate::matrix::{self, Matrix};
 use crate::results;
 use crate::schedule;
@@ -26,7 +25,7 @@ pub(super) struct ScheduleMem {
     /// Its executions' matrix ids, oldest first.
     pub(super) executions: Vec<String>,
     /// What the executions that ended since the coordinator started found
-    /// (computed when each ended, from the summaries the metrics use).
+    /// (from the summaries the results worker made when each ended).
     pub(super) verdicts: HashMap<String, Verdicts>,
 }
 
@@ -244,11 +243,11 @@ impl Scheduler {
         true
     }
 
-    pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Status> {
+    pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Error> {
         let s = self
             .schedules
             .get_mut(id)
-            .ok_or_else(|| Status::not_found(format!("no schedule {id}")))?;
+            .ok_or_else(|| Error::UnknownSchedule(id.to_owned()))?;
         if !s.rec.cancelled {
             s.rec.cancelled = true;
             self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
@@ -321,13 +320,11 @@ impl Scheduler {
         if state != MatrixState::Done as i32 {
             return summary;
         }
-        // Computed when it ended; after a restart, here (at each listing).
+        // Computed when it ended; until the worker's summaries are back, and
+        // after a restart, here (from the cache when it has them).
         let v = match s.verdicts.get(&m.rec.id) {
             Some(v) => v.clone(),
-            None => match self.results(&m.rec.id) {
-                Ok(r) => verdicts(&m.rec.cells, &r.cells),
-                Err(_) => return summary,
-            },
+            None => verdicts(&m.rec.cells, &self.summary_now(m).cells),
         };
         summary.regressions = v.regressions;
         summary.improvements = v.improvements;

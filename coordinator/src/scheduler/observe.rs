@@ -1,5 +1,6 @@
 //! What the scheduler tells [`crate::metrics`]: the parts that read its
-//! state. The gauges themselves are computed by pure functions there.
+//! state. The gauges themselves are computed by pure functions there, and
+//! an ended matrix's samples by the results worker (`summaries`).
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -7,50 +8,25 @@ use farm_proto::MatrixState;
 
 use super::{MatrixMem, Scheduler};
 use crate::metrics::{Ended, series};
-use crate::results;
 
 impl Scheduler {
-    /// The samples of an ended matrix: the summaries `GetResults` gives,
-    /// histories and their change points included. Change-point detection
-    /// runs here on every new point of every series the matrix extends.
-    fn ended_samples(&self, m: &MatrixMem) -> (Ended, Vec<farm_proto::CellSummary>) {
-        let runs = self.ended_runs(m);
-        let summaries = results::summarise(&m.rec.cells, &runs, self.histories(m));
-        let ended = Ended {
-            seq: m.rec.seq,
-            matrix_id: m.rec.id.clone(),
-            samples: series::samples(&m.rec.cells, &summaries),
-            placement: series::placement(&m.rec.cells, &summaries, &runs),
-        };
-        (ended, summaries)
-    }
-
     /// A matrix just ended with every run done (a cancelled one's cells are
     /// partial and show nothing): its cells are now their series' latest.
-    pub(super) fn matrix_done_metrics(&mut self, matrix_id: &str) {
-        let Some(m) = self.matrices.get(matrix_id) else {
-            return;
-        };
-        if m.rec.cancelled {
-            return;
+    /// The worker summarises it and refreshes the gauges; the summaries
+    /// come back for its schedule's verdicts (`summarised`).
+    pub(super) fn matrix_done(&mut self, matrix_id: &str) {
+        if self
+            .matrices
+            .get(matrix_id)
+            .is_some_and(|m| !m.rec.cancelled)
+        {
+            self.summarise_ended(matrix_id);
         }
-        let t = std::time::Instant::now();
-        let (ended, summaries) = self.ended_samples(m);
-        // An execution of a schedule: what `farmctl schedules` shows of it,
-        // from the same summaries, once.
-        if let Some(e) = &m.rec.execution {
-            let verdicts = super::continuous::verdicts(&m.rec.cells, &summaries);
-            if let Some(s) = self.schedules.get_mut(&e.schedule_id) {
-                s.verdicts.insert(matrix_id.to_owned(), verdicts);
-            }
-        }
-        self.metrics.matrix_ended(ended);
-        self.metrics.results_refreshed(t.elapsed());
     }
 
     /// After recovery: run counts, and the results of the done matrices that
     /// are the latest of some cell's series. Only those are summarised, so a
-    /// long history does not slow the start.
+    /// long history does not slow the start; their summaries stay cached.
     pub(super) fn recover_metrics(&mut self) {
         for m in self.matrices.values() {
             self.metrics
@@ -76,7 +52,7 @@ impl Scheduler {
         let ended: Vec<Ended> = newest_first
             .iter()
             .filter(|m| latest.contains(&m.rec.seq))
-            .map(|m| self.ended_samples(m).0)
+            .map(|m| self.ended_now(m))
             .collect();
         self.metrics.recovered(ended);
     }

@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::matrix;
-use farm_proto::Heartbeat;
+use farm_proto::{Heartbeat, RunCounts, RunResult, coordinator_message};
 
-type Rx = mpsc::UnboundedReceiver<Result<CoordinatorMessage, Status>>;
+type Rx = mpsc::UnboundedReceiver<Result<CoordinatorMessage, Error>>;
 
 fn caps() -> Capabilities {
     Capabilities {
@@ -400,6 +400,7 @@ async fn results_of(farm: &Farm, matrix_id: &str) -> GetResultsResponse {
         .call(|reply| Event::Results { matrix_id, reply })
         .await
         .unwrap()
+        .into_response()
 }
 
 const PAIR: &str = "name = \"x\"\nrepetitions = 3\n[[workloads]]\nname = \"cpu-hog\"\n\
@@ -490,4 +491,131 @@ async fn history_spans_matrices_with_its_change_points() {
     );
     let r = results_of(&farm, &other).await;
     assert_eq!(r.cells[0].history[0].points.len(), 1);
+}
+
+/// A finished run of `run_id` whose `wall_s` is `value`.
+fn finished(farm: &Farm, agent: &str, run_id: &str, value: f64) {
+    farm.send(
+        agent,
+        agent_message::Msg::Result(RunResult {
+            run: Some(RunRef {
+                run_id: run_id.into(),
+                attempt: 1,
+            }),
+            ok: true,
+            metrics: vec![farm_proto::Metric {
+                name: "wall_s".into(),
+                value,
+                unit: "s".into(),
+                direction: farm_proto::Direction::LowerIsBetter as i32,
+            }],
+            ..Default::default()
+        }),
+    );
+}
+
+fn wall_n(r: &GetResultsResponse) -> u32 {
+    r.cells[0]
+        .metrics
+        .iter()
+        .find(|m| m.name == "wall_s")
+        .map_or(0, |m| m.n)
+}
+
+/// Results are cached per matrix, and a result that arrives after a
+/// `GetResults` is in the next one: the cache never answers for a state
+/// that has changed since it was computed.
+#[tokio::test]
+async fn results_after_a_new_result_reflect_it() {
+    let farm = Farm::new(60_000, 3);
+    let a = farm.register().await;
+    let m = farm.submit(3).await;
+    let r = results_of(&farm, &m).await;
+    assert!(r.runs.is_empty());
+    assert_eq!(wall_n(&r), 0);
+    finished(&farm, &a, &format!("{m}.c0.r0"), 1.0);
+    let r = results_of(&farm, &m).await;
+    assert_eq!((r.runs.len(), wall_n(&r)), (1, 1));
+    // Asked again with nothing changed: the cached answer, the same.
+    assert_eq!(results_of(&farm, &m).await, r);
+    finished(&farm, &a, &format!("{m}.c0.r1"), 1.1);
+    let r = results_of(&farm, &m).await;
+    assert_eq!((r.runs.len(), wall_n(&r)), (2, 2));
+    let counts = r.status.unwrap().counts.unwrap();
+    assert_eq!((counts.finished, counts.queued), (2, 1));
+}
+
+/// Requests and results interleaved in one batch, none awaited before the
+/// next is sent: each answer is the matrix exactly as it was when its
+/// request was handled, its runs and summaries agreeing with its status,
+/// though the worker computes them later.
+#[tokio::test]
+async fn every_answer_is_of_the_moment_it_was_asked() {
+    let farm = Farm::new(60_000, 3);
+    let a = farm.register().await;
+    let m = farm.submit(20).await;
+    let mut asked = Vec::new();
+    for rep in 0..20u32 {
+        finished(
+            &farm,
+            &a,
+            &format!("{m}.c0.r{rep}"),
+            1.0 + f64::from(rep % 3) * 0.01,
+        );
+        // Twice, so that the second waits for the first's computation.
+        for _ in 0..2 {
+            let (reply, rx) = oneshot::channel();
+            farm.h
+                .send(Event::Results {
+                    matrix_id: m.clone(),
+                    reply,
+                })
+                .unwrap();
+            asked.push((rep + 1, rx));
+        }
+    }
+    for (n, rx) in asked {
+        let r = rx.await.unwrap().unwrap().into_response();
+        let counts = r.status.clone().unwrap().counts.unwrap();
+        assert_eq!(counts.finished, n);
+        assert_eq!((r.runs.len(), wall_n(&r)), (n as usize, n));
+    }
+}
+
+/// A matrix's history shows the same cell in later matrices: their
+/// results change its summaries too, so its cached results are not given
+/// once a later matrix of the series has a new point.
+#[tokio::test]
+async fn a_later_matrix_of_its_series_changes_an_earlier_ones_results() {
+    let farm = Farm::new(60_000, 3);
+    let a = farm.register().await;
+    let one = "name = \"h\"\nrepetitions = 2\n[[workloads]]\nname = \"cpu-hog\"\n\
+               params = { seconds = 1 }\n";
+    let first = submit_text(&farm, one).await;
+    play(&farm, &a, |_, _| 1.0).await;
+    let points = |r: &GetResultsResponse| r.cells[0].history[0].points.len();
+    assert_eq!(points(&results_of(&farm, &first).await), 1);
+    let second = submit_text(&farm, one).await;
+    play(&farm, &a, |_, _| 2.0).await;
+    let r = results_of(&farm, &first).await;
+    assert_eq!(points(&r), 2);
+    assert_eq!(r.cells[0].history[0].points[1].matrix_id, second);
+}
+
+/// The worker's summary of an older snapshot, finishing after a newer one,
+/// never replaces it.
+#[test]
+fn a_stale_summary_never_replaces_a_newer_one() {
+    let cache = summaries::Cache::default();
+    let newer = std::sync::Arc::new(GetResultsResponse {
+        runs: vec![farm_proto::RunRecord::default()],
+        ..Default::default()
+    });
+    cache.put("m", 2, newer.clone());
+    cache.put("m", 1, std::sync::Arc::new(GetResultsResponse::default()));
+    assert_eq!(cache.get("m", 2), Some(newer.clone()));
+    // Nor is a summary given for a version it does not reflect.
+    assert_eq!(cache.get("m", 3), None);
+    cache.put("m", 3, std::sync::Arc::new(GetResultsResponse::default()));
+    assert_ne!(cache.get("m", 3), Some(newer));
 }

@@ -1,0 +1,218 @@
+//! Agents and their sessions: registration, catalogue changes, the stream
+//! opening (and what the agent says it holds), adoption of a run an agent
+//! reports, the idle set, and the listing.
+//!
+//! Invariant: an agent is in `idle` exactly when it has an open stream and
+//! no current run; only agents in `idle` are offered runs.
+
+use std::time::Instant;
+
+use farm_proto::{
+    AgentInfo, Capabilities, CoordinatorMessage, Hello, RunRef, agent_message, coordinator_message,
+};
+use tracing::{debug, info, warn};
+
+use super::{Agent, AgentTx, Error, Scheduler, now_ms, random_id};
+use crate::store::{AgentRecord, Op, RunState};
+
+impl Scheduler {
+    /// A stream closed: the agent is no longer connected, unless the
+    /// stream is an old one that a newer session already replaced.
+    pub(super) fn session_closed(&mut self, agent_id: &str, session: u64) {
+        if let Some(a) = self.agents.get_mut(agent_id)
+            && a.session.as_ref().is_some_and(|(s, _)| *s == session)
+        {
+            info!(agent = %agent_id, "agent stream closed");
+            a.session = None;
+            self.fleet_changed = true;
+            self.idle.remove(agent_id);
+        }
+    }
+
+    pub(super) fn register(&mut self, capabilities: Capabilities, resume: String) -> String {
+        let now = now_ms();
+        let id = if !resume.is_empty() && self.agents.contains_key(&resume) {
+            resume
+        } else {
+            random_id("a")
+        };
+        info!(agent = %id, host = %capabilities.hostname, arch = %capabilities.arch,
+              kernel = %capabilities.kernel_release, cpus = capabilities.cpus_online, "agent registered");
+        let lease = self.lease();
+        let a = self.agents.entry(id.clone()).or_insert_with(|| Agent {
+            capabilities: Capabilities::default(),
+            registered_ms: now,
+            session: None,
+            current: None,
+            lease_until: Instant::now() + lease,
+            last_seen_ms: now,
+        });
+        a.capabilities = capabilities;
+        a.last_seen_ms = now;
+        self.fleet_changed = true;
+        self.ops.push(Op::PutAgent(Box::new(AgentRecord {
+            agent_id: id.clone(),
+            capabilities: a.capabilities.clone(),
+            registered_ms: a.registered_ms,
+        })));
+        let caps = a.capabilities.clone();
+        self.catalogue_changed(&caps);
+        id
+    }
+
+    /// An agent's catalogue changed while it was connected (a kernel
+    /// appeared, KVM found to work): placement and triggers see it at once.
+    /// Only the catalogue is taken; what the agent registered as (arch,
+    /// CPUs, ...) was checked at `Register` and stays.
+    pub(super) fn capabilities_changed(&mut self, agent_id: &str, fresh: Capabilities) {
+        let Some(a) = self.agents.get_mut(agent_id) else {
+            return;
+        };
+        let mut caps = a.capabilities.clone();
+        caps.guest_kernels = fresh.guest_kernels;
+        caps.guest_accelerators = fresh.guest_accelerators;
+        caps.executors = fresh.executors;
+        info!(agent = %agent_id, guest_kernels = caps.guest_kernels.len(),
+              executors = ?caps.executors, "agent catalogue changed");
+        a.capabilities = caps.clone();
+        self.fleet_changed = true;
+        self.ops.push(Op::PutAgent(Box::new(AgentRecord {
+            agent_id: agent_id.to_owned(),
+            capabilities: caps.clone(),
+            registered_ms: a.registered_ms,
+        })));
+        self.catalogue_changed(&caps);
+    }
+
+    pub(super) fn session_open(
+        &mut self,
+        hello: Hello,
+        session: u64,
+        tx: AgentTx,
+    ) -> Result<(), Error> {
+        let lease = self.lease();
+        let Some(a) = self.agents.get_mut(&hello.agent_id) else {
+            return Err(Error::UnknownAgent(hello.agent_id));
+        };
+        a.session = Some((session, tx));
+        a.lease_until = Instant::now() + lease;
+        self.fleet_changed = true;
+        a.last_seen_ms = now_ms();
+        let id = hello.agent_id.clone();
+        let previous = a.current.take();
+        let running = hello.running.filter(|r| !r.run_id.is_empty());
+        if let Some(prev) = previous {
+            let still_running = running.as_ref().is_some_and(|r| *r == prev);
+            let pending = hello.pending_results.contains(&prev);
+            if pending && running.is_none() {
+                // Its result comes right after this hello; until it is in,
+                // the agent stays busy and the lease still guards the run.
+                if let Some(a) = self.agents.get_mut(&id) {
+                    a.current = Some(prev);
+                }
+            } else if !still_running && !pending {
+                // Lost with the agent's previous process: run it elsewhere now.
+                info!(agent = %id, run = %prev.run_id, "agent no longer holds its run; re-queueing");
+                self.requeue(&id, &prev.run_id, "its agent restarted");
+            }
+        }
+        if let Some(r) = running {
+            self.adopt(&id, r);
+        }
+        info!(agent = %id, "agent stream open");
+        self.refresh_idle(&id);
+        Ok(())
+    }
+
+    /// An agent says it is executing `r`: it is busy with it whatever we think.
+    pub(super) fn adopt(&mut self, agent_id: &str, r: RunRef) {
+        if let Some(a) = self.agents.get_mut(agent_id) {
+            a.current = Some(r.clone());
+        }
+        let Some(run) = self.runs.get_mut(&r.run_id) else {
+            self.outbox.push((agent_id.to_string(), cancel_msg(r)));
+            return;
+        };
+        match run.rec.state {
+            RunState::Queued => {
+                // It was re-queued while the agent was away; it is back, so
+                // let it finish rather than start the run again elsewhere.
+                if let Some(q) = self.queues.get_mut(&(run.matrix_seq, run.rec.cell)) {
+                    q.remove(&run.rec.seq);
+                }
+                run.rec.state = RunState::Assigned;
+                run.rec.agent_id = agent_id.to_string();
+                // The attempt the agent runs, so cancels and results match it.
+                run.rec.attempt = r.attempt;
+                self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
+            }
+            RunState::Assigned => {}
+            RunState::Finished | RunState::Failed | RunState::Cancelled => {
+                self.outbox.push((agent_id.to_string(), cancel_msg(r)));
+            }
+        }
+    }
+
+    pub(super) fn refresh_idle(&mut self, agent_id: &str) {
+        match self.agents.get(agent_id) {
+            Some(a) if a.session.is_some() && a.current.is_none() => {
+                self.idle.insert(agent_id.to_string());
+            }
+            _ => {
+                self.idle.remove(agent_id);
+            }
+        }
+    }
+
+    pub(super) fn on_agent_message(&mut self, agent_id: &str, msg: agent_message::Msg) {
+        let lease = self.lease();
+        let Some(a) = self.agents.get_mut(agent_id) else {
+            return;
+        };
+        a.lease_until = Instant::now() + lease;
+        a.last_seen_ms = now_ms();
+        match msg {
+            agent_message::Msg::Hello(_) => {
+                warn!(agent = %agent_id, "second hello on a stream ignored");
+            }
+            agent_message::Msg::Heartbeat(_) => {}
+            agent_message::Msg::Progress(p) => {
+                debug!(agent = %agent_id, run = ?p.run, phase = %p.phase, "progress");
+            }
+            agent_message::Msg::Result(res) => self.result(agent_id, res),
+            agent_message::Msg::Capabilities(caps) => self.capabilities_changed(agent_id, caps),
+        }
+    }
+
+    pub(super) fn list_agents(&self) -> Vec<AgentInfo> {
+        let mut out: Vec<AgentInfo> = self
+            .agents
+            .iter()
+            .map(|(id, a)| AgentInfo {
+                agent_id: id.clone(),
+                capabilities: Some(a.capabilities.clone()),
+                connected: a.session.is_some(),
+                current_run: a
+                    .current
+                    .as_ref()
+                    .map(|r| r.run_id.clone())
+                    .unwrap_or_default(),
+                last_seen_unix_ms: a.last_seen_ms,
+            })
+            .collect();
+        out.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
+        out
+    }
+}
+
+pub(super) fn ack_msg(r: RunRef) -> CoordinatorMessage {
+    CoordinatorMessage {
+        msg: Some(coordinator_message::Msg::Ack(r)),
+    }
+}
+
+pub(super) fn cancel_msg(r: RunRef) -> CoordinatorMessage {
+    CoordinatorMessage {
+        msg: Some(coordinator_message::Msg::Cancel(r)),
+    }
+}

@@ -1,0 +1,93 @@
+//! Histories: every cell of every matrix by series, and each cell's
+//! history over the matrices of its series.
+//!
+//! Invariant: `series` lists every cell of every matrix in memory under
+//! its `series_key` (which each matrix keeps per cell), in submission
+//! order; a history is a lookup there, not a scan of every matrix.
+
+use std::collections::HashSet;
+
+use super::{MatrixMem, Scheduler};
+use crate::results;
+
+impl Scheduler {
+    /// Each cell's series: the same cell (workload, state, loads, host
+    /// class; any kernel, any name) in every matrix, oldest first, and by
+    /// cell order within a matrix (kernel-major, so a kernel axis reads in
+    /// the order the file gave); its history is made of them.
+    /// A series shared by several cells of `m` (they differ only in their
+    /// kernel) is given to the first of them; the others get none.
+    pub(super) fn series_of(&self, m: &MatrixMem) -> Vec<Vec<results::SeriesCell<'_>>> {
+        let mut given: HashSet<&[u8]> = HashSet::new();
+        m.series_keys
+            .iter()
+            .map(|key| {
+                if !given.insert(key.as_slice()) {
+                    return Vec::new();
+                }
+                let mut cells: Vec<(u64, &MatrixMem, u32)> = self
+                    .series
+                    .get(key)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|&(seq, index)| {
+                        let mm = self.by_seq.get(&seq).and_then(|id| self.matrices.get(id))?;
+                        Some((seq, mm, index))
+                    })
+                    .collect();
+                cells.sort_by_key(|(seq, _, index)| (*seq, *index));
+                cells
+                    .iter()
+                    .map(|(_, mm, index)| results::SeriesCell {
+                        matrix_id: mm.rec.id.clone(),
+                        submitted_ms: mm.rec.submitted_ms,
+                        kernel: mm.rec.cells[*index as usize].kernel.clone(),
+                        runs: mm.by_cell[*index as usize]
+                            .iter()
+                            .filter_map(|id| self.runs.get(id))
+                            .map(|r| &r.rec)
+                            .collect(),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// What makes two cells of different matrices points of one series: the
+/// workload and its parameters, the machine state, the competing loads and
+/// the host selector, without the names a file gives states and hosts.
+pub(super) fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
+    use prost::Message;
+    let mut state = cell.state.clone().unwrap_or_default();
+    state.name.clear();
+    let mut host = cell.host.clone().unwrap_or_default();
+    host.name.clear();
+    // A guest kernel's arch and machine are part of what a point measures:
+    // an s390x figure does not continue an x86_64 trend.
+    let guest_arch = match crate::matrix::kernel_kind(&cell.kernel) {
+        crate::matrix::KernelKind::Debian { arch } => arch.as_bytes().to_vec(),
+        // Its arch is the image's: a series of its own, never the host's.
+        crate::matrix::KernelKind::File => b"file".to_vec(),
+        _ => Vec::new(),
+    };
+    let mut key = Vec::new();
+    for part in [
+        cell.workload.clone().unwrap_or_default().encode_to_vec(),
+        state.encode_to_vec(),
+        host.encode_to_vec(),
+        guest_arch,
+        cell.guest.unwrap_or_default().encode_to_vec(),
+        // New kernels of a trigger trend apart from a file's fixed kernels,
+        // which run again beside each of them.
+        vec![u8::from(cell.new_kernel)],
+        cell.loads
+            .iter()
+            .flat_map(|l| l.encode_length_delimited_to_vec())
+            .collect(),
+    ] {
+        key.extend((part.len() as u32).to_le_bytes());
+        key.extend(part);
+    }
+    key
+}

@@ -1,0 +1,315 @@
+//! Matrices: submission, cancellation, status, and publishing statuses to
+//! watchers.
+//!
+//! Invariant: a matrix's status is computed from its runs in memory, and
+//! watchers are only sent a status after the batch it reflects is
+//! committed (`publish` runs after the commit).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use farm_proto::trace::{self, TARGET};
+use farm_proto::{
+    Capabilities, CellStatus, MatrixState, MatrixStatus, RunCounts, RunRef, SubmitMatrixResponse,
+};
+use tokio::sync::watch;
+use tracing::{Span, info, info_span};
+
+use super::agents::cancel_msg;
+use super::{Error, MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms, random_id};
+use crate::matrix::Matrix;
+use crate::placement::{self, Requirement};
+use crate::store::{self, MatrixRecord, Op, RunRecord, RunState};
+
+impl Scheduler {
+    /// A matrix file without a `[schedule]` runs now; one with a schedule
+    /// makes it (`continuous`).
+    pub(super) fn submit(
+        &mut self,
+        matrix: Matrix,
+        file_name: String,
+        source: String,
+        traceparent: &str,
+    ) -> SubmitMatrixResponse {
+        if matrix.schedule.is_some() {
+            self.create_schedule(matrix, file_name, source)
+        } else {
+            self.submit_matrix(matrix, file_name, source, traceparent, None)
+        }
+    }
+
+    /// A new watcher of a matrix. Statuses go out only after the batch is
+    /// committed; the new watcher gets a fresh one then, whatever the
+    /// throttle says.
+    pub(super) fn watch(
+        &mut self,
+        matrix_id: &str,
+    ) -> Result<watch::Receiver<MatrixStatus>, Error> {
+        match self.matrices.get_mut(matrix_id) {
+            Some(m) => {
+                m.dirty = true;
+                m.published = None;
+                Ok(m.status.subscribe())
+            }
+            None => Err(Error::UnknownMatrix(matrix_id.to_owned())),
+        }
+    }
+
+    pub(super) fn submit_matrix(
+        &mut self,
+        matrix: Matrix,
+        file_name: String,
+        source: String,
+        traceparent: &str,
+        execution: Option<store::Execution>,
+    ) -> SubmitMatrixResponse {
+        let id = random_id("m");
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let runs: Vec<RunRecord> = crate::matrix::runs(&matrix)
+            .into_iter()
+            .map(|r| RunRecord {
+                run_id: format!("{id}.c{}.r{}", r.cell_index, r.repetition),
+                matrix_id: id.clone(),
+                cell: r.cell_index,
+                repetition: r.repetition,
+                seq: r.seq,
+                state: RunState::Queued,
+                attempt: 0,
+                agent_id: String::new(),
+                result: None,
+            })
+            .collect();
+        let rec = MatrixRecord {
+            id: id.clone(),
+            seq,
+            name: matrix.name,
+            file_name,
+            source,
+            submitted_ms: now_ms(),
+            timeout_s: matrix.timeout_s,
+            cancelled: false,
+            cells: matrix.cells,
+            execution,
+        };
+        let response = SubmitMatrixResponse {
+            matrix_id: id.clone(),
+            cells: rec.cells.len() as u32,
+            runs: runs.len() as u32,
+            ..Default::default()
+        };
+        info!(matrix = %id, name = %rec.name, cells = response.cells, runs = response.runs, "matrix submitted");
+        self.ops
+            .push(Op::PutMatrix(Box::new(rec.clone()), runs.clone()));
+        self.insert_matrix(rec);
+        if let Some(m) = self.matrices.get_mut(&id) {
+            let span = info_span!(target: TARGET, "matrix", matrix = %id, name = %m.rec.name,
+                cells = response.cells, runs = response.runs, state = tracing::field::Empty);
+            trace::set_parent(&span, traceparent);
+            m.span = span;
+        }
+        for r in runs {
+            self.queues
+                .entry((seq, r.cell))
+                .or_default()
+                .insert(r.seq, r.run_id.clone());
+            if let Some(m) = self.matrices.get_mut(&id) {
+                m.runs.push(r.run_id.clone());
+                if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+                    c.push(r.run_id.clone());
+                }
+            }
+            self.runs.insert(
+                r.run_id.clone(),
+                RunMem {
+                    rec: r,
+                    matrix_seq: seq,
+                    assigned_at: None,
+                    queued_at: Instant::now(),
+                    span: Span::none(),
+                },
+            );
+        }
+        response
+    }
+
+    pub(super) fn cancel(&mut self, matrix_id: &str) -> Result<u32, Error> {
+        let m = self
+            .matrices
+            .get(matrix_id)
+            .ok_or_else(|| Error::UnknownMatrix(matrix_id.to_owned()))?;
+        if !self.has_unended_runs(m) {
+            // An ended matrix stays as it ended.
+            return Ok(0);
+        }
+        let m = self
+            .matrices
+            .get_mut(matrix_id)
+            .expect("looked up just above");
+        m.rec.cancelled = true;
+        m.dirty = true;
+        let seq = m.rec.seq;
+        let ids = m.runs.clone();
+        self.ops.push(Op::CancelMatrix(matrix_id.to_string()));
+        let mut n = 0;
+        for id in ids {
+            let Some(run) = self.runs.get_mut(&id) else {
+                continue;
+            };
+            match run.rec.state {
+                RunState::Queued => {}
+                RunState::Assigned => {
+                    let r = RunRef {
+                        run_id: id.clone(),
+                        attempt: run.rec.attempt,
+                    };
+                    self.outbox.push((run.rec.agent_id.clone(), cancel_msg(r)));
+                }
+                _ => continue,
+            }
+            run.rec.state = RunState::Cancelled;
+            run.span.record("outcome", "cancelled");
+            run.span = Span::none();
+            self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
+            n += 1;
+        }
+        self.queues.retain(|(mseq, _), _| *mseq != seq);
+        info!(matrix = %matrix_id, runs = n, "matrix cancelled");
+        Ok(n)
+    }
+
+    pub(super) fn status(&self, matrix_id: &str) -> Option<MatrixStatus> {
+        let m = self.matrices.get(matrix_id)?;
+        let mut cells: Vec<CellStatus> = m
+            .rec
+            .cells
+            .iter()
+            .map(|c| CellStatus {
+                cell: Some(c.clone()),
+                counts: Some(RunCounts::default()),
+                waiting_reason: String::new(),
+            })
+            .collect();
+        let mut total = RunCounts::default();
+        for id in &m.runs {
+            let Some(run) = self.runs.get(id) else {
+                continue;
+            };
+            let Some(c) = cells
+                .get_mut(run.rec.cell as usize)
+                .and_then(|c| c.counts.as_mut())
+            else {
+                continue;
+            };
+            for counts in [c, &mut total] {
+                counts.total += 1;
+                match run.rec.state {
+                    RunState::Queued => counts.queued += 1,
+                    RunState::Assigned => counts.running += 1,
+                    RunState::Finished => counts.finished += 1,
+                    RunState::Failed => counts.failed += 1,
+                    RunState::Cancelled => counts.cancelled += 1,
+                }
+            }
+        }
+        let connected: Vec<&Capabilities> = self
+            .agents
+            .values()
+            .filter(|a| a.session.is_some())
+            .map(|a| &a.capabilities)
+            .collect();
+        // Many cells share requirements; explain each distinct set once.
+        let mut reasons: HashMap<&[Requirement], Option<String>> = HashMap::new();
+        for (i, c) in cells.iter_mut().enumerate() {
+            if c.counts.as_ref().is_some_and(|k| k.queued > 0) {
+                let reqs = m.reqs[i].as_slice();
+                let reason = reasons
+                    .entry(reqs)
+                    .or_insert_with(|| placement::waiting_reason(reqs, connected.iter().copied()));
+                c.waiting_reason = reason.clone().unwrap_or_default();
+            }
+        }
+        let state = if m.rec.cancelled {
+            MatrixState::Cancelled
+        } else if total.queued + total.running == 0 {
+            MatrixState::Done
+        } else {
+            MatrixState::Running
+        };
+        Some(MatrixStatus {
+            matrix_id: m.rec.id.clone(),
+            name: m.rec.name.clone(),
+            state: state as i32,
+            counts: Some(total),
+            cells,
+            submitted_unix_ms: m.rec.submitted_ms,
+            median_run_seconds: farm_analysis::median(&m.durations_s).unwrap_or(0.0),
+            schedule_id: m
+                .rec
+                .execution
+                .as_ref()
+                .map(|e| e.schedule_id.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Sends fresh statuses to watchers of changed matrices, at most every
+    /// [`PUBLISH_EVERY`] while a matrix runs, and at once when it ends.
+    pub(super) fn publish(&mut self, tick: bool) {
+        let mut just_done = Vec::new();
+        let dirty: Vec<String> = self
+            .matrices
+            .iter()
+            .filter(|(_, m)| m.dirty)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in dirty {
+            let Some(st) = self.status(&id) else { continue };
+            let Some(m) = self.matrices.get_mut(&id) else {
+                continue;
+            };
+            let ended = st.state != MatrixState::Running as i32;
+            if ended || tick || m.published.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY) {
+                if ended && m.status.borrow().state == MatrixState::Running as i32 {
+                    info!(matrix = %id, state = ?MatrixState::try_from(st.state).ok(), "matrix ended");
+                }
+                if ended {
+                    let state = if m.rec.cancelled { "cancelled" } else { "done" };
+                    m.span.record("state", state);
+                    m.span = Span::none();
+                }
+                let done = MatrixState::Done as i32;
+                if st.state == done && m.status.borrow().state != done {
+                    just_done.push(id.clone());
+                }
+                self.metrics
+                    .run_counts_changed(m.status.borrow().counts.as_ref(), st.counts.as_ref());
+                m.status.send_replace(st);
+                m.dirty = false;
+                m.published = Some(Instant::now());
+            }
+        }
+        // After the statuses: a watcher is not kept waiting for the summaries.
+        for id in just_done {
+            self.matrix_done(&id);
+        }
+    }
+
+    /// Whether any of the matrix's runs is still queued, assigned or running.
+    pub(super) fn has_unended_runs(&self, m: &MatrixMem) -> bool {
+        m.runs
+            .iter()
+            .filter_map(|id| self.runs.get(id))
+            .any(|r| !r.rec.state.is_terminal())
+    }
+
+    /// The matrix's runs that have a result (finished or failed).
+    pub(super) fn ended_runs(&self, m: &MatrixMem) -> Vec<&RunRecord> {
+        m.runs
+            .iter()
+            .filter_map(|id| self.runs.get(id))
+            .map(|r| &r.rec)
+            .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
+            .collect()
+    }
+}

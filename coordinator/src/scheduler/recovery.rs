@@ -1,0 +1,166 @@
+//! Recovery: memory rebuilt from the store after a (re)start, and the
+//! in-memory indexes of a matrix built as it is inserted.
+//!
+//! Invariant: after `recover`, memory is what the store holds and nothing
+//! more; every run of a matrix is in its `runs` and `by_cell` in seq order,
+//! and every queued run is in its cell's queue.
+
+use std::time::{Duration, Instant};
+
+use farm_proto::{MatrixStatus, RunRef};
+use tokio::sync::watch;
+use tracing::{Span, info, warn};
+
+use super::continuous::ScheduleMem;
+use super::histories::series_key;
+use super::{Agent, Error, MatrixMem, RunMem, Scheduler};
+use crate::placement;
+use crate::store::{MatrixRecord, RunState};
+
+impl Scheduler {
+    /// Rebuilds memory from the store after a (re)start.
+    pub(super) fn recover(&mut self) -> Result<(), Error> {
+        let snap = self.store.load()?;
+        let lease = Duration::from_millis(u64::from(self.config.lease_ms));
+        let now = Instant::now();
+        for a in snap.agents {
+            self.agents.insert(
+                a.agent_id.clone(),
+                Agent {
+                    capabilities: a.capabilities,
+                    registered_ms: a.registered_ms,
+                    session: None,
+                    current: None,
+                    lease_until: now + lease,
+                    last_seen_ms: 0,
+                },
+            );
+        }
+        for s in snap.schedules {
+            self.schedules.insert(s.id.clone(), ScheduleMem::new(s));
+        }
+        for m in snap.matrices {
+            self.next_seq = self.next_seq.max(m.seq + 1);
+            if let Some(s) = m
+                .execution
+                .as_ref()
+                .and_then(|e| self.schedules.get_mut(&e.schedule_id))
+            {
+                // Matrices load in submission order: executions stay in order.
+                s.executions.push(m.id.clone());
+            }
+            self.insert_matrix(m);
+        }
+        self.crons.send_replace(self.cron_entries());
+        let (mut queued, mut assigned) = (0, 0);
+        for r in snap.runs {
+            let Some(m) = self.matrices.get_mut(&r.matrix_id) else {
+                warn!(run = %r.run_id, "run of an unknown matrix in the store; ignored");
+                continue;
+            };
+            m.runs.push(r.run_id.clone());
+            if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+                c.push(r.run_id.clone());
+            }
+            let matrix_seq = m.rec.seq;
+            if let Some(res) = &r.result
+                && r.state == RunState::Finished
+            {
+                let d = res.finished_unix_ms.saturating_sub(res.started_unix_ms) as f64 / 1e3;
+                m.durations_s.push(d);
+            }
+            match r.state {
+                RunState::Queued => {
+                    queued += 1;
+                    self.queues
+                        .entry((matrix_seq, r.cell))
+                        .or_default()
+                        .insert(r.seq, r.run_id.clone());
+                }
+                RunState::Assigned => {
+                    // Its agent gets one lease from now to come back and claim it.
+                    assigned += 1;
+                    if let Some(a) = self.agents.get_mut(&r.agent_id) {
+                        a.current = Some(RunRef {
+                            run_id: r.run_id.clone(),
+                            attempt: r.attempt,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            self.runs.insert(
+                r.run_id.clone(),
+                RunMem {
+                    rec: r,
+                    matrix_seq,
+                    assigned_at: None,
+                    queued_at: now,
+                    span: Span::none(),
+                },
+            );
+        }
+        for m in self.matrices.values_mut() {
+            let runs = &self.runs;
+            m.runs.sort_by_key(|id| runs.get(id).map(|r| r.rec.seq));
+            for c in &mut m.by_cell {
+                c.sort_by_key(|id| runs.get(id).map(|r| r.rec.seq));
+            }
+        }
+        let ids: Vec<String> = self.matrices.keys().cloned().collect();
+        for id in ids {
+            let st = self.status(&id);
+            if let (Some(st), Some(m)) = (st, self.matrices.get_mut(&id)) {
+                m.status.send_replace(st);
+            }
+        }
+        info!(
+            matrices = self.matrices.len(),
+            agents = self.agents.len(),
+            queued,
+            assigned,
+            "recovered state from the store"
+        );
+        self.recover_metrics();
+        Ok(())
+    }
+
+    pub(super) fn insert_matrix(&mut self, rec: MatrixRecord) {
+        let reqs = rec.cells.iter().map(placement::requirements).collect();
+        let by_cell = vec![Vec::new(); rec.cells.len()];
+        let mut candidates = vec![Vec::new(); rec.cells.len()];
+        for c in &rec.cells {
+            if let Some(b) = c.baseline.and_then(|b| candidates.get_mut(b as usize)) {
+                b.push(c.index);
+            }
+        }
+        let (status, _) = watch::channel(MatrixStatus::default());
+        let series_keys: Vec<Vec<u8>> = rec.cells.iter().map(series_key).collect();
+        for (c, key) in rec.cells.iter().zip(&series_keys) {
+            self.series
+                .entry(key.clone())
+                .or_default()
+                .push((rec.seq, c.index));
+        }
+        self.generation += 1;
+        self.by_seq.insert(rec.seq, rec.id.clone());
+        self.matrices.insert(
+            rec.id.clone(),
+            MatrixMem {
+                rec,
+                reqs,
+                runs: Vec::new(),
+                by_cell,
+                candidates,
+                status,
+                dirty: true,
+                published: None,
+                durations_s: Vec::new(),
+                series_keys,
+                version: self.generation,
+                requested: 0,
+                span: Span::none(),
+            },
+        );
+    }
+}

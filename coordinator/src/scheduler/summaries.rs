@@ -1,0 +1,428 @@
+//! Summaries off the scheduler thread. A matrix's summaries — verdicts,
+//! intervals, histories with their change points, diagnoses: what
+//! `GetResults` gives — are computed by the results worker, a thread of
+//! its own, from a snapshot of the matrix's ended runs and its cells'
+//! series, once per change of the matrix, and cached per matrix with the
+//! version of the state they reflect. `GetResults` and the results gauges
+//! read the cache; the scheduler thread only counts versions and copies
+//! snapshots, so summarising a large matrix never holds up dispatch or
+//! commits.
+//!
+//! Why an answer is never stale (the invariant of this file):
+//! - A matrix's `version` is set, on the scheduler thread, to a fresh value
+//!   of one counter whenever an input of its summaries changes: one of its
+//!   runs ends, or a run ends in a cell of a series that one of its cells is
+//!   on (its histories show that cell). Nothing else enters the summaries:
+//!   cells never change, and runs that have not ended are not summarised.
+//! - A snapshot is copied on the scheduler thread together with the version
+//!   it reflects. The cache keeps a summary only over an older one, so a
+//!   slow computation of an old snapshot never replaces a newer summary.
+//! - `GetResults` answers from the cache only when the cached version is the
+//!   matrix's version now. Otherwise it sends the worker a snapshot (unless
+//!   one of this version is already on its way) and then a wait for this
+//!   version, both on the one channel that the single worker reads in order:
+//!   when the worker reads the wait, the summary of that version is in the
+//!   cache, and no newer one can be (its snapshot was sent after the wait).
+//!   So the answer is the matrix as it was when the request was handled, as
+//!   when it was computed on the spot, and its status (computed on the
+//!   scheduler thread then, since it also depends on the agents) is of that
+//!   same moment.
+//! - Snapshots and waits leave after the batch's commit, like every reply:
+//!   nobody is shown what is not on disk.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, mpsc as std_mpsc};
+use std::time::Instant;
+
+use farm_proto::{Cell, GetResultsResponse, MatrixStatus, RunResult};
+use tokio::sync::mpsc;
+use tracing::error;
+
+use super::{Error, Event, MatrixMem, Reply, Scheduler};
+use crate::metrics::{Ended, ResultsGauges, series};
+use crate::results::{self, SeriesCell};
+use crate::store::{RunRecord, RunState};
+
+/// What `GetResults` answers: the matrix's status when the request was
+/// handled, and its summaries as the cache shares them.
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub status: Option<MatrixStatus>,
+    /// The response but its status.
+    pub summary: Arc<GetResultsResponse>,
+}
+
+impl Results {
+    /// The response as the wire has it.
+    pub fn into_response(self) -> GetResultsResponse {
+        let mut r = Arc::unwrap_or_clone(self.summary);
+        r.status = self.status;
+        r
+    }
+}
+
+/// The summaries of each matrix, by id, with the version they reflect:
+/// written by the worker (and by the scheduler thread at start-up), read
+/// by the scheduler thread.
+#[derive(Clone, Default)]
+pub(super) struct Cache(Arc<RwLock<HashMap<String, Versioned>>>);
+
+/// A summary and the version of the matrix it reflects.
+type Versioned = (u64, Arc<GetResultsResponse>);
+
+impl Cache {
+    /// The summaries of `matrix_id` if they reflect `version` or later.
+    pub(super) fn get(&self, matrix_id: &str, version: u64) -> Option<Arc<GetResultsResponse>> {
+        // Entries are replaced whole: a poisoned lock still holds whole ones.
+        let map = self.0.read().unwrap_or_else(|e| e.into_inner());
+        map.get(matrix_id)
+            .filter(|(v, _)| *v >= version)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// Keeps `summary` unless the cache has a later version already.
+    pub(super) fn put(&self, matrix_id: &str, version: u64, summary: Arc<GetResultsResponse>) {
+        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
+        match map.get(matrix_id) {
+            Some((v, _)) if *v >= version => {}
+            _ => {
+                map.insert(matrix_id.to_owned(), (version, summary));
+            }
+        }
+    }
+}
+
+/// A point of a cell's series, copied: what a history reads of a cell of
+/// this or another matrix.
+struct Point {
+    matrix_id: String,
+    submitted_ms: u64,
+    kernel: String,
+    runs: Vec<RunRecord>,
+}
+
+/// Everything a matrix's summaries are computed from, at one version.
+pub(super) struct Snapshot {
+    matrix_id: String,
+    version: u64,
+    cells: Vec<Cell>,
+    /// The ended runs, in dispatch order.
+    runs: Vec<RunRecord>,
+    /// Each cell's series (empty for a cell whose series an earlier cell has).
+    series: Vec<Vec<Point>>,
+    /// Set when the matrix has just ended (its seq): the results gauges
+    /// take its samples, and the scheduler its schedule's verdicts.
+    ended: Option<u64>,
+}
+
+enum Job {
+    Summarise(Box<Snapshot>),
+    /// Answer `GetResults` from the summary of `version`.
+    Wait {
+        matrix_id: String,
+        version: u64,
+        status: Option<MatrixStatus>,
+        reply: Reply<Results>,
+    },
+}
+
+/// The scheduler's end of the results worker.
+pub(super) struct Worker {
+    tx: std_mpsc::Sender<Job>,
+    cache: Cache,
+}
+
+impl Worker {
+    /// Starts the worker thread. It tells the scheduler of each ended
+    /// matrix's summaries through `events`, weakly: the worker never keeps
+    /// the scheduler alive, and it stops once the scheduler drops its end.
+    pub(super) fn spawn(gauges: ResultsGauges, events: mpsc::WeakUnboundedSender<Event>) -> Worker {
+        let (tx, rx) = std_mpsc::channel();
+        let cache = Cache::default();
+        let shared = cache.clone();
+        std::thread::Builder::new()
+            .name("results".into())
+            .spawn(move || {
+                for job in rx {
+                    match job {
+                        Job::Summarise(snap) => {
+                            summarise_snapshot(*snap, &shared, &gauges, &events)
+                        }
+                        Job::Wait {
+                            matrix_id,
+                            version,
+                            status,
+                            reply,
+                        } => match shared.get(&matrix_id, version) {
+                            Some(summary) => {
+                                let _ = reply.send(Ok(Results { status, summary }));
+                            }
+                            // Its snapshot was read first (one channel, in
+                            // order): this cannot happen.
+                            None => {
+                                error!(matrix = %matrix_id, version, "no summary to answer with")
+                            }
+                        },
+                    }
+                }
+            })
+            .expect("spawning the results thread");
+        Worker { tx, cache }
+    }
+}
+
+/// A matrix's summaries as `GetResults` gives them, but its status: each
+/// cell's summary with its history, and the ended runs. `series[i]` is cell
+/// i's series, oldest first.
+fn summarise(
+    cells: &[Cell],
+    runs: &[&RunRecord],
+    series: &[Vec<SeriesCell<'_>>],
+) -> GetResultsResponse {
+    let histories = series.iter().map(|s| results::histories(s)).collect();
+    GetResultsResponse {
+        status: None,
+        cells: results::summarise(cells, runs, histories),
+        runs: runs
+            .iter()
+            .map(|r| farm_proto::RunRecord {
+                run_id: r.run_id.clone(),
+                cell_index: r.cell,
+                repetition: r.repetition,
+                agent_id: r.agent_id.clone(),
+                result: r.result.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The samples the results gauges take of an ended matrix.
+fn ended(
+    seq: u64,
+    matrix_id: &str,
+    cells: &[Cell],
+    summary: &GetResultsResponse,
+    runs: &[&RunRecord],
+) -> Ended {
+    Ended {
+        seq,
+        matrix_id: matrix_id.to_owned(),
+        samples: series::samples(cells, &summary.cells),
+        placement: series::placement(cells, &summary.cells, runs),
+    }
+}
+
+/// The worker's job: the summaries of a snapshot, into the cache; for an
+/// ended matrix, the results gauges first, so that whoever reads these
+/// summaries finds the gauges already showing them.
+fn summarise_snapshot(
+    snap: Snapshot,
+    cache: &Cache,
+    gauges: &ResultsGauges,
+    events: &mpsc::WeakUnboundedSender<Event>,
+) {
+    let t = Instant::now();
+    let runs: Vec<&RunRecord> = snap.runs.iter().collect();
+    // A `GetResults` of this very version may have come first.
+    let summary = cache.get(&snap.matrix_id, snap.version).unwrap_or_else(|| {
+        let series: Vec<Vec<SeriesCell<'_>>> = snap
+            .series
+            .iter()
+            .map(|points| {
+                points
+                    .iter()
+                    .map(|p| SeriesCell {
+                        matrix_id: p.matrix_id.clone(),
+                        submitted_ms: p.submitted_ms,
+                        kernel: p.kernel.clone(),
+                        runs: p.runs.iter().collect(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Arc::new(summarise(&snap.cells, &runs, &series))
+    });
+    if let Some(seq) = snap.ended {
+        gauges.matrix_ended(ended(seq, &snap.matrix_id, &snap.cells, &summary, &runs));
+        gauges.refreshed(t.elapsed());
+        if let Some(tx) = events.upgrade() {
+            let _ = tx.send(Event::Summarised {
+                matrix_id: snap.matrix_id.clone(),
+                summary: summary.clone(),
+            });
+        }
+    }
+    cache.put(&snap.matrix_id, snap.version, summary);
+}
+
+/// The part of a run a history reads: its state, repetition and metrics,
+/// without its telemetry (the bulk of a result).
+fn history_run(r: &RunRecord) -> RunRecord {
+    RunRecord {
+        run_id: r.run_id.clone(),
+        matrix_id: r.matrix_id.clone(),
+        cell: r.cell,
+        repetition: r.repetition,
+        seq: r.seq,
+        state: r.state,
+        attempt: r.attempt,
+        agent_id: String::new(),
+        result: r.result.as_ref().map(|x| RunResult {
+            metrics: x.metrics.clone(),
+            ..Default::default()
+        }),
+    }
+}
+
+impl Scheduler {
+    /// `GetResults`: from the cache when it has this version of the
+    /// matrix, else from the worker once it has computed it (see the top of
+    /// this file for why the answer is never stale).
+    pub(super) fn results(&mut self, matrix_id: &str, reply: Reply<Results>) {
+        let Some(m) = self.matrices.get(matrix_id) else {
+            self.reply(reply, Err(Error::UnknownMatrix(matrix_id.to_owned())));
+            return;
+        };
+        let version = m.version;
+        let status = self.status(matrix_id);
+        if let Some(summary) = self.summaries.cache.get(matrix_id, version) {
+            self.reply(reply, Ok(Results { status, summary }));
+            return;
+        }
+        let snapshot = (m.requested != version).then(|| Box::new(self.snapshot(m, false)));
+        if let Some(m) = self.matrices.get_mut(matrix_id) {
+            m.requested = version;
+        }
+        let tx = self.summaries.tx.clone();
+        let matrix_id = matrix_id.to_owned();
+        self.after_commit.push(Box::new(move || {
+            if let Some(s) = snapshot {
+                let _ = tx.send(Job::Summarise(s));
+            }
+            // A worker that is gone drops the reply: "shutting down".
+            let _ = tx.send(Job::Wait {
+                matrix_id,
+                version,
+                status,
+                reply,
+            });
+        }));
+    }
+
+    /// An input of the summaries of the matrix's `cell` changed (a run of
+    /// it ended): that matrix and every matrix with a cell on the same
+    /// series (their histories show this cell) get a new version.
+    pub(super) fn results_changed(&mut self, matrix_id: &str, cell: u32) {
+        self.generation += 1;
+        let g = self.generation;
+        let Some(m) = self.matrices.get_mut(matrix_id) else {
+            return;
+        };
+        m.version = g;
+        let Some(key) = m.series_keys.get(cell as usize) else {
+            return;
+        };
+        let seqs: Vec<u64> = self
+            .series
+            .get(key)
+            .into_iter()
+            .flatten()
+            .map(|&(seq, _)| seq)
+            .collect();
+        for seq in seqs {
+            if let Some(m) = self
+                .by_seq
+                .get(&seq)
+                .and_then(|id| self.matrices.get_mut(id))
+            {
+                m.version = g;
+            }
+        }
+    }
+
+    /// A matrix just ended with every run done: the worker summarises it
+    /// for the gauges and the cache now, not at the first `GetResults`.
+    /// Called after the commit.
+    pub(super) fn summarise_ended(&mut self, matrix_id: &str) {
+        let Some(m) = self.matrices.get(matrix_id) else {
+            return;
+        };
+        let snapshot = Box::new(self.snapshot(m, true));
+        let version = m.version;
+        if let Some(m) = self.matrices.get_mut(matrix_id) {
+            m.requested = version;
+        }
+        let _ = self.summaries.tx.send(Job::Summarise(snapshot));
+    }
+
+    /// The worker computed an ended matrix's summaries: an execution of a
+    /// schedule keeps what `farmctl schedules` shows of it.
+    pub(super) fn summarised(&mut self, matrix_id: &str, summary: &GetResultsResponse) {
+        let Some(m) = self.matrices.get(matrix_id) else {
+            return;
+        };
+        if let Some(e) = &m.rec.execution {
+            let verdicts = super::continuous::verdicts(&m.rec.cells, &summary.cells);
+            if let Some(s) = self.schedules.get_mut(&e.schedule_id) {
+                s.verdicts.insert(matrix_id.to_owned(), verdicts);
+            }
+        }
+    }
+
+    /// The summaries of `m` now, computed on this thread when the cache
+    /// does not have them: for start-up, and the rare listing of a schedule
+    /// whose execution ended before it.
+    pub(super) fn summary_now(&self, m: &MatrixMem) -> Arc<GetResultsResponse> {
+        if let Some(s) = self.summaries.cache.get(&m.rec.id, m.version) {
+            return s;
+        }
+        let runs = self.ended_runs(m);
+        let s = Arc::new(summarise(&m.rec.cells, &runs, &self.series_of(m)));
+        self.summaries.cache.put(&m.rec.id, m.version, s.clone());
+        s
+    }
+
+    /// The samples of an ended matrix for the results gauges, from its
+    /// summaries now (start-up).
+    pub(super) fn ended_now(&self, m: &MatrixMem) -> Ended {
+        let summary = self.summary_now(m);
+        ended(
+            m.rec.seq,
+            &m.rec.id,
+            &m.rec.cells,
+            &summary,
+            &self.ended_runs(m),
+        )
+    }
+
+    fn snapshot(&self, m: &MatrixMem, ended: bool) -> Snapshot {
+        let series = self
+            .series_of(m)
+            .into_iter()
+            .map(|cells| {
+                cells
+                    .into_iter()
+                    .map(|c| Point {
+                        matrix_id: c.matrix_id,
+                        submitted_ms: c.submitted_ms,
+                        kernel: c.kernel,
+                        runs: c
+                            .runs
+                            .into_iter()
+                            .filter(|r| r.state == RunState::Finished)
+                            .map(history_run)
+                            .collect(),
+                    })
+                    .collect()
+            })
+            .collect();
+        Snapshot {
+            matrix_id: m.rec.id.clone(),
+            version: m.version,
+            cells: m.rec.cells.clone(),
+            runs: self.ended_runs(m).into_iter().cloned().collect(),
+            series,
+            ended: ended.then_some(m.rec.seq),
+        }
+    }
+}
