@@ -18,6 +18,7 @@ use farm_proto::{
     Cell, CellSummary, ChangePoint, Direction as WireDirection, History, MetricSummary,
     SeriesPoint, Telemetry, Verdict as WireVerdict, VerdictPolicy,
 };
+use farm_spec::Executor;
 use farm_spec::metric::{self, is_primary};
 
 use crate::store::{RunRecord, RunState};
@@ -135,8 +136,8 @@ pub fn comparable(
     let emulated = |runs: &[&RunRecord]| -> (bool, bool) {
         let mut seen = (false, false);
         for r in runs.iter().filter(|r| r.state == RunState::Finished) {
-            match r.result.as_ref().map(|x| x.executor.as_str()) {
-                Some("tcg") => seen.0 = true,
+            match r.result.as_ref().map(|x| x.executor.parse::<Executor>()) {
+                Some(Ok(Executor::Tcg)) => seen.0 = true,
                 _ => seen.1 = true,
             }
         }

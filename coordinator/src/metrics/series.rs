@@ -96,9 +96,9 @@ impl Sample {
     /// arch class, since an s390x history never continues an x86_64 one.
     fn history_key(&self) -> HistoryKey<'_> {
         let s = &self.series;
-        let arch = match crate::matrix::kernel_kind(&s.kernel) {
-            crate::matrix::KernelKind::Debian { arch } => arch,
-            crate::matrix::KernelKind::File => "file",
+        let arch = match s.kernel.parse::<farm_spec::Kernel>() {
+            Ok(farm_spec::Kernel::Debian(d)) => d.arch().uname(),
+            Ok(farm_spec::Kernel::File(_)) => "file",
             _ => "",
         };
         (

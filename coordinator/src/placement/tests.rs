@@ -182,3 +182,41 @@ fn guest_kernels_go_to_agents_that_boot_guests_of_their_arch() {
         )
     );
 }
+
+#[test]
+fn hotplug_sets_stay_ranges_and_state_kinds_are_typed() {
+    let reqs = requirements(&cell("", 0, 0, "running", "offline:1-99998"));
+    assert_eq!(
+        reqs[1..],
+        [
+            Requirement::State(farm_spec::StateKind::Hotplug),
+            Requirement::Hotplug(farm_spec::CpuSet::from_ranges([(1, 99_998)])),
+        ]
+    );
+    if let Requirement::Hotplug(cpus) = &reqs[2] {
+        assert_eq!(cpus.ranges().len(), 1);
+    }
+    // An agent with four CPUs cannot hotplug 99,998 of them: refused without
+    // walking the set.
+    let hot = Capabilities {
+        online_cpus: vec![0, 1, 2, 3],
+        hotpluggable_cpus: vec![1, 2, 3],
+        state_kinds: vec!["hotplug".into()],
+        ..caps("x86_64", 4, 1, "6.1.0-57-amd64")
+    };
+    assert!(!satisfies(&reqs, &hot));
+    // Every Debian flavour's arch, from the one table the agent uses too.
+    for (kernel, arch) in [
+        ("debian:6.1.0-57-arm64", farm_spec::Arch::Aarch64),
+        ("debian:6.1.0-57-powerpc64le", farm_spec::Arch::Ppc64le),
+        ("debian:6.1.0-50-s390x", farm_spec::Arch::S390x),
+    ] {
+        assert_eq!(
+            requirements(&cell("", 0, 0, kernel, "")),
+            [Requirement::GuestKernel {
+                kernel: kernel.into(),
+                arch
+            }]
+        );
+    }
+}
