@@ -33,7 +33,6 @@ use std::ops::RangeInclusive;
 
 use farm_proto::Cell;
 
-pub use self::kernels::{KernelKind, kernel_kind};
 pub use self::verdict::{DEFAULT_MIN_EFFECT_PCT, MAX_RUNS_PER_CELL};
 
 use self::cells::{cells, check_size};

@@ -10,36 +10,6 @@ use super::checks::{non_empty, non_empty_axis};
 use super::location::Issue;
 use super::raw::RawMatrix;
 
-/// What a matrix's kernel name asks for, for callers that hold a cell's
-/// kernel as the wire's string (`farm_spec::Kernel` is the type; this is its
-/// shape without the name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelKind {
-    /// `running`: whatever the agent runs, on the host.
-    Running,
-    /// A release (`6.1.0-57-amd64`): an agent running exactly it, on the host.
-    Release,
-    /// `debian:<version>`: Debian's package of that version, booted in a guest
-    /// of the arch its flavour names (`uname -m`).
-    Debian { arch: &'static str },
-    /// `file:<absolute path>`: a kernel image of the user's, booted in a guest.
-    File,
-}
-
-/// The kind of a kernel name the matrix accepted, by `farm_spec::Kernel`; a
-/// name it refuses (never stored: matrices are validated on submission) is
-/// a release no agent runs.
-pub fn kernel_kind(name: &str) -> KernelKind {
-    match name.parse::<Kernel>() {
-        Ok(Kernel::Running) => KernelKind::Running,
-        Ok(Kernel::Debian(d)) => KernelKind::Debian {
-            arch: d.arch().uname(),
-        },
-        Ok(Kernel::File(_)) => KernelKind::File,
-        Ok(Kernel::Release(_)) | Err(_) => KernelKind::Release,
-    }
-}
-
 /// The kernel axis, in file order; `running` when the file gives none.
 pub(super) fn kernels(raw: Option<&Spanned<Vec<Spanned<String>>>>) -> Checked<Vec<Kernel>> {
     let Some(raw) = raw else {

@@ -1506,7 +1506,7 @@ fn example_nightly_is_a_schedule_whose_executions_parse() {
     assert_eq!(new.cells.len(), 4);
     for c in &new.cells {
         assert_eq!(c.kernel, "file:/srv/kernels/v6.13");
-        assert!(matches!(kernel_kind(&c.kernel), KernelKind::File));
+        assert!(matches!(c.kernel.parse(), Ok(farm_spec::Kernel::File(_))));
     }
     assert_eq!(new.cells[1].baseline, Some(0), "autogroup on against off");
 }
@@ -1937,15 +1937,24 @@ fn kernel_names() {
          \"debian:6.12.107+deb12-cloud-amd64\", \"debian:6.1.0-50-s390x\"]\n\
          name = \"m\"\n[[workloads]]\nname = \"stress-ng\"\n",
     );
-    let kinds: Vec<KernelKind> = m.cells.iter().map(|c| kernel_kind(&c.kernel)).collect();
+    let kinds: Vec<String> = m
+        .cells
+        .iter()
+        .map(|c| match c.kernel.parse::<farm_spec::Kernel>().unwrap() {
+            farm_spec::Kernel::Running => "running".to_owned(),
+            farm_spec::Kernel::Release(_) => "release".to_owned(),
+            farm_spec::Kernel::Debian(d) => format!("debian {}", d.arch()),
+            farm_spec::Kernel::File(_) => "file".to_owned(),
+        })
+        .collect();
     assert_eq!(
         kinds,
         [
-            KernelKind::Running,
-            KernelKind::Release,
-            KernelKind::Debian { arch: "x86_64" },
-            KernelKind::Debian { arch: "x86_64" },
-            KernelKind::Debian { arch: "s390x" },
+            "running",
+            "release",
+            "debian x86_64",
+            "debian x86_64",
+            "debian s390x"
         ]
     );
     for (kernel, message) in [

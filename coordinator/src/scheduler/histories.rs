@@ -65,10 +65,10 @@ pub(super) fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
     host.name.clear();
     // A guest kernel's arch and machine are part of what a point measures:
     // an s390x figure does not continue an x86_64 trend.
-    let guest_arch = match crate::matrix::kernel_kind(&cell.kernel) {
-        crate::matrix::KernelKind::Debian { arch } => arch.as_bytes().to_vec(),
+    let guest_arch = match cell.kernel.parse::<farm_spec::Kernel>() {
+        Ok(farm_spec::Kernel::Debian(d)) => d.arch().uname().as_bytes().to_vec(),
         // Its arch is the image's: a series of its own, never the host's.
-        crate::matrix::KernelKind::File => b"file".to_vec(),
+        Ok(farm_spec::Kernel::File(_)) => b"file".to_vec(),
         _ => Vec::new(),
     };
     let mut key = Vec::new();
