@@ -44,10 +44,26 @@ pub fn host_arch() -> Option<GuestArch> {
 /// and the probe (run now if it never ran against this cache) saw KVM boot
 /// a guest; TCG otherwise.
 pub fn accel_for(arch: GuestArch, cache: &Path) -> Accel {
-    if Some(arch) != host_arch() || !Path::new("/dev/kvm").exists() {
+    decide_accel(
+        Some(arch) == host_arch(),
+        Path::new("/dev/kvm").exists(),
+        || verdict(cache),
+    )
+}
+
+/// The decision of [`accel_for`] over what it looks up, apart so that tests
+/// can give it every input whatever the machine: KVM only for a guest of the
+/// host's arch, with `/dev/kvm`, and a probe (asked only then) that saw KVM
+/// boot a guest.
+pub fn decide_accel(
+    host_arch: bool,
+    dev_kvm: bool,
+    probe: impl FnOnce() -> Option<Verdict>,
+) -> Accel {
+    if !host_arch || !dev_kvm {
         return Accel::Tcg;
     }
-    match verdict(cache) {
+    match probe() {
         Some(Verdict::Works) => Accel::Kvm,
         Some(Verdict::Fails(_)) | None => Accel::Tcg,
     }

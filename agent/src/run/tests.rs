@@ -563,15 +563,87 @@ fn executes_iperf3_with_its_server() {
     );
 }
 
+/// The process groups in /proc: `(pid, pgrp)` of every process, zombies
+/// included (a zombie is not gone).
+fn process_groups() -> Vec<(i32, i32)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: fields resume after the last ')'.
+        let pgrp = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(2))
+            .and_then(|g| g.parse().ok());
+        if let Some(pgrp) = pgrp {
+            out.push((pid, pgrp));
+        }
+    }
+    out
+}
+
 #[test]
 fn executes_an_external_load_beside_a_built_in_workload() {
     let agent = Agent::new();
     agent.require("stress-ng", "stress-ng");
+    // The load's pid, from the journal while the run goes on: each
+    // background process is journalled as soon as it starts, and leads a
+    // process group of its own (stress-ng's workers are in it).
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (journal, done) = (agent.journal.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut pids = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                for e in lock(&journal).entries().expect("read the journal") {
+                    if let crate::state::journal::Entry::Process { pid, .. } = e
+                        && !pids.contains(&pid)
+                    {
+                        pids.push(pid);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            pids
+        })
+    };
     let r = agent.execute(
         workload("cpu-hog", vec![float("seconds", 0.5)]),
         vec![workload("stress-ng", vec![int("seconds", 60)])],
     );
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let pids = watcher.join().expect("the journal watcher");
     check_ok(&r, "cpu-hog");
+    assert_eq!(pids.len(), 1, "the load was journalled once: {pids:?}");
+    // The 60 s load was stopped with the 0.5 s workload: none of its
+    // processes is left, not even a zombie. Its leader is reaped before the
+    // run ends; the workers, killed with it, may take a moment to die and
+    // be reaped by init, far less than the load's 60 s.
+    let of_the_load = || -> Vec<(i32, i32)> {
+        process_groups()
+            .into_iter()
+            .filter(|&(pid, pgrp)| pid == pids[0] || pgrp == pids[0])
+            .collect()
+    };
+    assert!(
+        !of_the_load().iter().any(|&(pid, _)| pid == pids[0]),
+        "the load's leader {} is left",
+        pids[0]
+    );
+    let t = std::time::Instant::now();
+    while !of_the_load().is_empty() && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        of_the_load(),
+        [],
+        "processes of the load {} are left",
+        pids[0]
+    );
 }
 
 #[test]

@@ -20,20 +20,30 @@ fn ok(toml: &str) -> Matrix {
     parse(FILE, toml).unwrap_or_else(|e| panic!("unexpected error: {e}\n{toml}"))
 }
 
-/// Parses a matrix that must be refused at `line`:`column`, with a key
-/// containing `key` and a message containing `message`.
+/// Parses a matrix that must be refused at exactly `FILE`:`line`:`column`,
+/// naming exactly `key` (empty for an error about no key, such as a syntax
+/// error), with a message containing `message`. Position and key are checked
+/// on the fields and on the error as displayed, which must begin
+/// `m.toml:LINE:COLUMN: KEY: `: what the README promises a user.
 fn check_err(toml: &str, line: usize, column: usize, key: &str, message: &str) {
+    let key_part = if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    };
+    let expected = format!("{FILE}:{line}:{column}: {key_part}");
     let err = match parse(FILE, toml) {
-        Ok(_) => panic!("accepted, expected {line}:{column}: {key}: {message}\n{toml}"),
+        Ok(_) => panic!("accepted, expected {expected}{message}\n{toml}"),
         Err(err) => err,
     };
-    let ok = err.file == FILE
+    let exact = err.file == FILE
         && (err.line, err.column) == (line, column)
-        && err.key.contains(key)
+        && err.key == key
+        && err.to_string().starts_with(&expected)
         && err.message.contains(message);
     assert!(
-        ok,
-        "got      {err}\nexpected {FILE}:{line}:{column}: {key}: {message}\n{toml}"
+        exact,
+        "got      {err}\nexpected {expected}...{message}...\n{toml}"
     );
 }
 
@@ -402,8 +412,8 @@ fn out_of_range() {
         "name = \"m\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = { seconds = nan }\n",
         4,
         22,
-        "seconds",
-        "out of range",
+        "workloads[0].params.seconds",
+        "parameter `seconds` = NaN is out of range 0.01..=86400",
     );
     check_err(
         &format!("{HEAD}[[hosts]]\nname = \"h\"\nmin_cpus = 0\n"),
@@ -1925,7 +1935,7 @@ fn bad_verdict_policies() {
         &format!("{HEAD}[verdict]\nmin_effect = 2\n"),
         5,
         1,
-        "",
+        "verdict.min_effect",
         "unknown field `min_effect`",
     );
 }
@@ -2206,10 +2216,21 @@ fn executions_add_the_new_kernel_to_the_axis() {
     assert_eq!(m.cells.len(), 1);
     assert!(!m.cells[0].new_kernel);
     // A kernel name no matrix may hold is refused, pointing at the trigger.
-    let err = parse_execution(FILE, text, Some("debian:6.1.0-57-sparc")).unwrap_err();
-    assert_eq!(err.key, "schedule.on_new_kernel");
-    assert_eq!(err.line, 8);
-    assert!(err.message.contains("new kernel"), "{err}");
-    let err = parse_execution(FILE, text, Some("file:/srv/k/a b")).unwrap_err();
-    assert!(err.message.contains("no whitespace"), "{err}");
+    for (kernel, message) in [
+        ("debian:6.1.0-57-sparc", "new kernel"),
+        ("file:/srv/k/a b", "no whitespace"),
+    ] {
+        let err = parse_execution(FILE, text, Some(kernel)).unwrap_err();
+        assert_eq!(
+            (err.file.as_str(), err.line, err.column, err.key.as_str()),
+            (FILE, 8, 17, "schedule.on_new_kernel"),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("m.toml:8:17: schedule.on_new_kernel: ")
+                && err.message.contains(message),
+            "{err}"
+        );
+    }
 }

@@ -341,10 +341,11 @@ async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
 }
 
 /// Plays one agent through a matrix: every assignment gets a result whose
-/// `wall_s` is `value(cell, repetition)`, until no more runs come.
-async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> u32 {
+/// `wall_s` is `value(cell, repetition)`, until no more runs come. Returns
+/// the runs played, as `(cell, repetition)` in the order they were assigned.
+async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> Vec<(u32, u32)> {
     let mut rx = farm.open(agent, 1, None, vec![]).await;
-    let mut played = 0;
+    let mut played = Vec::new();
     loop {
         farm.sync().await;
         let got = drain(&mut rx);
@@ -373,8 +374,8 @@ async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> u32 
                 ..Default::default()
             }),
         );
-        played += 1;
-        assert!(played < 100, "runs never stop coming");
+        played.push((cell, rep));
+        assert!(played.len() < 100, "runs never stop coming");
     }
 }
 
@@ -418,7 +419,25 @@ async fn an_inconclusive_comparison_adds_runs_until_it_is_decided() {
         f64::from(cell + 1) * (1.0 + 0.01 * f64::from(rep % 3))
     })
     .await;
-    assert_eq!(played, 12);
+    // The matrix's own runs, repetition-major; then the added ones, the
+    // candidate (cell 1) and its baseline (cell 0) alternating.
+    assert_eq!(
+        played,
+        [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (1, 1),
+            (0, 2),
+            (1, 2),
+            (1, 3),
+            (0, 3),
+            (1, 4),
+            (0, 4),
+            (1, 5),
+            (0, 5),
+        ]
+    );
     let c = farm.counts(&m).await;
     assert_eq!((c.total, c.finished), (12, 12));
     let r = results_of(&farm, &m).await;
@@ -443,7 +462,13 @@ async fn reruns_stop_at_the_cap() {
         noise[((rep + 4 * cell) % 9) as usize]
     })
     .await;
-    assert_eq!(played, 18);
+    // Two added rounds of three, each alternating candidate and baseline.
+    let added: Vec<(u32, u32)> = (3..9).flat_map(|rep| [(1, rep), (0, rep)]).collect();
+    assert_eq!(
+        played[..6],
+        [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
+    );
+    assert_eq!(played[6..], added[..]);
     let r = results_of(&farm, &m).await;
     assert_eq!(r.cells[1].extra_runs, 6);
     assert_eq!(r.cells[1].verdict, farm_proto::Verdict::Inconclusive as i32);

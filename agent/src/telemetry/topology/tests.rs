@@ -464,5 +464,17 @@ fn reads_this_machine() {
             online
         );
     }
-    assert!(diff(&topology, &topology).is_empty());
+    // This machine with cpu0 in an MC domain, and then in a NUMA one too:
+    // the added level is the whole difference, the rest of the machine none.
+    let cpu0_in = |levels: &[&str]| {
+        let mut t = topology.clone();
+        let levels = levels.iter().map(|name| level(name, "", "")).collect();
+        t.domains.per_cpu.insert(0, levels);
+        t
+    };
+    check_diff(
+        &cpu0_in(&["MC"]),
+        &cpu0_in(&["MC", "NUMA"]),
+        &["cpu0: sched domain level NUMA added after (was MC, now MC NUMA)"],
+    );
 }
