@@ -15,7 +15,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::arch::{Accel, GuestArch};
-use super::{initramfs, qemu};
+use super::qemu;
+use crate::executor::guest::image::initramfs;
 
 /// A KVM guest reaches init in a second or two; a nested KVM that hangs
 /// never does.
@@ -215,22 +216,4 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Probe {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_are_kept_per_key() {
-        let key = "host 6.1.0-1 qemu 123";
-        let works = record(key, &Verdict::Works);
-        assert_eq!(parse_record(&works, key), Some(Verdict::Works));
-        let fails = record(key, &Verdict::Fails("hung\nat boot".into()));
-        assert_eq!(
-            parse_record(&fails, key),
-            Some(Verdict::Fails("hung at boot".into()))
-        );
-        // Another host kernel or QEMU: probe again.
-        assert_eq!(parse_record(&works, "host 6.2 qemu 123"), None);
-        assert_eq!(parse_record("", key), None);
-        assert_eq!(parse_record(&format!("{key}\nmaybe\n"), key), None);
-    }
-}
+mod tests;

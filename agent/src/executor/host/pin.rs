@@ -26,7 +26,7 @@ use tracing::{debug, warn};
 
 /// One thread to pin, found by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Pin {
+pub(crate) struct Pin {
     /// The thread's name, as `comm` shows it.
     pub thread: &'static str,
     pub cpu: usize,
@@ -37,7 +37,7 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The pins a built-in workload's resolved parameters ask for: udp-stream's
 /// `sender_cpu` and `receiver_cpu`, where not -1.
-pub(super) fn wanted(workload: &str, params: &[(&'static str, Value)]) -> Vec<Pin> {
+pub(crate) fn wanted(workload: &str, params: &[(&'static str, Value)]) -> Vec<Pin> {
     if workload != "udp-stream" {
         return Vec::new();
     }

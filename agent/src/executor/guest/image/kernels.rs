@@ -12,8 +12,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::arch::GuestArch;
 use super::{run_tool, sha256_file, unique_suffix};
+use crate::executor::guest::machine::arch::GuestArch;
 
 const APT_GET: &str = "/usr/bin/apt-get";
 const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
@@ -128,7 +128,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
     let built = (|| {
         let package = download(version, arch, &tmp).map_err(step("apt-get download"))?;
         let deb = find_deb(&tmp).map_err(step("find the downloaded .deb"))?;
-        let sha = sha256_file(&deb).map_err(step("sha256 of the .deb"))?;
+        let sha = sha256_file(&deb).map_err(|e| step("sha256 of the .deb")(e.to_string()))?;
         run_tool(
             Path::new(DPKG_DEB),
             &[
@@ -138,7 +138,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
             ],
             None,
         )
-        .map_err(step("dpkg-deb -x"))?;
+        .map_err(|e| step("dpkg-deb -x")(e.to_string()))?;
         let deb_name = deb.file_name().unwrap_or_default().to_string_lossy();
         fs::write(
             tmp.join("manifest"),
@@ -268,7 +268,7 @@ pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch),
             real.display()
         ))
     })?;
-    let sha = sha256_file(&real).map_err(bad)?;
+    let sha = sha256_file(&real).map_err(|e| bad(e.to_string()))?;
     let modules = PathBuf::from(format!("{}.modules", real.display()));
     let version = real
         .file_name()
@@ -339,7 +339,7 @@ fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, String
     if deb.contains('/') {
         return Err(format!("manifest names a bad .deb `{deb}`"));
     }
-    let actual = sha256_file(&entry.join(&deb))?;
+    let actual = sha256_file(&entry.join(&deb)).map_err(|e| e.to_string())?;
     if actual != sha {
         return Err(format!(
             "{deb} has sha256 {actual}, the manifest says {sha}"
@@ -366,116 +366,4 @@ fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, String
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_validated_strictly() {
-        assert_eq!(
-            parse_name("debian:6.1.0-57-cloud-amd64").unwrap(),
-            "6.1.0-57-cloud-amd64"
-        );
-        assert_eq!(
-            parse_name("debian:6.12.107+deb12-amd64").unwrap(),
-            "6.12.107+deb12-amd64"
-        );
-        for bad in [
-            "6.1.0-57-amd64",
-            "debian:",
-            "debian:../../etc",
-            "debian:6.1/x",
-            "debian:-o",
-            "debian:6.1 x",
-            "debian:6.1;rm",
-            "ubuntu:6.1",
-        ] {
-            let err = parse_name(bad).unwrap_err().to_string();
-            assert!(err.contains(bad), "{err}");
-        }
-    }
-
-    #[test]
-    fn file_kernels_stay_inside_the_agents_kernel_directories() {
-        let dir = tempfile::tempdir().unwrap();
-        let kernels = dir.path().join("kernels");
-        fs::create_dir(&kernels).unwrap();
-        let mut bz = vec![0u8; 0x400];
-        bz[0x202..0x206].copy_from_slice(b"HdrS");
-        fs::write(kernels.join("vmlinuz-test"), &bz).unwrap();
-        let mut s390 = vec![0u8; 0x10100];
-        s390[0x10008..0x1000e].copy_from_slice(b"S390EP");
-        fs::write(kernels.join("image-s390"), &s390).unwrap();
-        fs::write(kernels.join("notes.txt"), b"not a kernel").unwrap();
-        fs::write(dir.path().join("outside"), &bz).unwrap();
-        let dirs = vec![kernels.clone()];
-
-        let name = format!("file:{}", kernels.join("vmlinuz-test").display());
-        let (k, arch) = resolve_file(&name, &dirs).unwrap();
-        assert_eq!(arch, GuestArch::X86_64);
-        assert_eq!(k.version, "vmlinuz-test");
-        assert_eq!(k.deb_sha256.len(), 64);
-        let (_, arch) = resolve_file(
-            &format!("file:{}", kernels.join("image-s390").display()),
-            &dirs,
-        )
-        .unwrap();
-        assert_eq!(arch, GuestArch::S390x);
-        for (bad, why) in [
-            (
-                format!("file:{}", dir.path().join("outside").display()),
-                "not inside",
-            ),
-            (
-                format!("file:{}/../outside", kernels.display()),
-                "not inside",
-            ),
-            (
-                format!("file:{}", kernels.join("notes.txt").display()),
-                "neither",
-            ),
-            (format!("file:{}", kernels.display()), "not inside"),
-            ("file:relative".to_string(), "absolute"),
-            (
-                format!("file:{}", kernels.join("missing").display()),
-                "No such file",
-            ),
-            ("file:/etc/no-such-file".to_string(), "not inside"),
-        ] {
-            let e = resolve_file(&bad, &dirs).unwrap_err().to_string();
-            assert!(e.contains(why), "{bad}: {e}");
-        }
-        // A link out of the directory is followed, and refused.
-        std::os::unix::fs::symlink(dir.path().join("outside"), kernels.join("link")).unwrap();
-        let e = resolve_file(&format!("file:{}", kernels.join("link").display()), &dirs)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not inside"), "{e}");
-        assert_eq!(
-            file_kernels(&dirs),
-            [
-                (
-                    format!("file:{}", kernels.join("image-s390").display()),
-                    GuestArch::S390x
-                ),
-                (
-                    format!("file:{}", kernels.join("vmlinuz-test").display()),
-                    GuestArch::X86_64
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_corrupted_cache_entry_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let entry = dir.path();
-        fs::write(entry.join("k.deb"), b"not the package").unwrap();
-        fs::write(
-            entry.join("manifest"),
-            "package p\ndeb k.deb\nsha256 0000000000000000000000000000000000000000000000000000000000000000\n",
-        )
-        .unwrap();
-        let err = check_entry(entry, "debian:1", "1").unwrap_err();
-        assert!(err.contains("the manifest says"), "{err}");
-    }
-}
+mod tests;

@@ -1,8 +1,19 @@
-//! A run whose kernel is `debian:<version>` or `file:<path>`: the workload
-//! runs inside a QEMU guest booted with that kernel (see [`crate::guest`]),
-//! x86_64 or s390x by the Debian flavour or the image's magic, under the
-//! executor the cell asks for (`tcg`, `kvm`) or else KVM when the probe saw
-//! it boot a guest, and TCG otherwise.
+//! The guest executor: a run whose kernel is `debian:<version>` or
+//! `file:<path>` runs its workload inside a QEMU guest booted with that
+//! kernel, x86_64 or s390x by the Debian flavour or the image's magic, under
+//! the executor the cell asks for (`tcg`, `kvm`) or else KVM when the probe
+//! saw it boot a guest, and TCG otherwise.
+//!
+//! - [`machine`]: the guest machine (arch, QEMU, the KVM probe) and whether
+//!   this host boots guests at all;
+//! - [`image`]: what the guest boots (kernels, Debian packages of any arch,
+//!   kernel modules, the initramfs) and the cache that keeps them;
+//! - [`runner`]: the guest's `/init` (a shell script), the line protocol
+//!   between it and the host, and the telemetry it returns.
+//!
+//! This file walks a run through them in order: the kernel and the arch it
+//! implies, the machine and the state it can have (checked before any
+//! download), the workload's files, the image, the boot, the report.
 //!
 //! The guest applies the run's hotplug, autogroup and cgroup (cgroup2: one
 //! group for the workload, with the state's limits) before the workload, and
@@ -12,12 +23,16 @@
 //! workload's threads and the CPUs' times every 500 ms and snapshots
 //! /proc/interrupts, context switches and the workload's CPU times around
 //! it; the host turns those into the same telemetry as a host run
-//! ([`crate::guest::telemetry`]).
+//! ([`runner::telemetry`]).
 //!
 //! Built-in workloads run in x86_64 guests only (the farm's binaries are
 //! built for x86_64); external tools (stress-ng, sysbench, rt-tests'
 //! hackbench) run on every arch from Debian's packages of the guest's arch.
 //! Competing loads inside guests are refused, as are client/server tools.
+
+pub mod image;
+pub mod machine;
+pub mod runner;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -28,34 +43,103 @@ use farm_workload::catalogue;
 use tracing::info_span;
 
 use super::launch::{self, Output};
-use super::{Context, lock, metric, unix_ms};
-use crate::guest::arch::{Accel, GuestArch};
-use crate::guest::{cache, initramfs, job, kernels, kvm, modules, qemu, sysroot, telemetry};
+use super::{Context, End, Executor, Outcome, lock, metric, tail_bytes, unix_ms};
 use crate::state::journal::{self, Entry};
+use image::{cache, initramfs, kernels, modules, sysroot};
+use machine::arch::{Accel, GuestArch};
+use machine::{kvm, qemu};
+use runner::protocol::{self, GuestRun, GuestState, Job};
+use runner::telemetry;
 
 /// Booting under TCG before the workload starts, beyond its own timeout.
 const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
 
-/// The guest machine the assignment asks for (the matrix's `[guest]`, a
-/// field left out taking the arch's default: x86_64 4 vCPUs on 2 NUMA
-/// nodes, the topology the farm's hosts lack; s390x 2 vCPUs, no NUMA),
-/// checked again here: an agent trusts nothing it receives.
-fn machine(
-    a: &RunAssignment,
-    arch: GuestArch,
-    accel: Accel,
-    timeout: Duration,
-) -> Result<qemu::Machine, String> {
-    let shape = farm_proto::guest::resolve(a.guest.as_ref(), arch.uname())
-        .map_err(|e| format!("guest machine refused: {e}"))?;
-    Ok(qemu::Machine {
-        arch,
-        accel,
-        cpus: shape.cpus,
-        memory_mib: shape.memory_mib,
-        nodes: shape.numa_nodes,
-        timeout,
-    })
+/// Why a guest run did not get as far as a report.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    #[error("this agent boots no guests")]
+    NoCache,
+    #[error("kernel `{0}`: no guest arch this agent knows")]
+    UnknownArch(String),
+    #[error(transparent)]
+    Kernel(#[from] kernels::Error),
+    #[error(transparent)]
+    Machine(#[from] machine::Refused),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("the assignment has no workload")]
+    NoWorkload,
+    #[error(transparent)]
+    Catalogue(#[from] catalogue::ParamError),
+    #[error(
+        "`{0}` is built into the farm, whose binaries exist for x86_64 only; \
+         {1} guests run external tools (stress-ng, sysbench-cpu, \
+         sysbench-threads, rt-hackbench)"
+    )]
+    BuiltInOnX86(String, GuestArch),
+    #[error(
+        "`{0}` cannot run in a guest: only stress-ng, sysbench and rt-tests' \
+         hackbench are carried into guests"
+    )]
+    NotCarried(String),
+    #[error("`{0}` needs a server, which guests do not run")]
+    Server(String),
+    #[error(transparent)]
+    Launch(#[from] launch::Error),
+    #[error(transparent)]
+    Job(#[from] protocol::Error),
+    #[error(transparent)]
+    Image(#[from] image::Error),
+    #[error(transparent)]
+    Sysroot(#[from] sysroot::Error),
+    #[error(transparent)]
+    Modules(#[from] modules::Error),
+    #[error("executor `kvm` asked, but KVM does not boot {0} guests here ({1})")]
+    NoKvm(GuestArch, String),
+    #[error("executor `{0}` cannot run a guest kernel (tcg or kvm can)")]
+    Executor(String),
+    #[error("a directory for the guest's logs under {}: {source}", cache.display())]
+    LogDir {
+        cache: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("journal the guest's QEMU: {0}")]
+    Journal(#[source] journal::Error),
+    #[error("cancelled by the coordinator")]
+    Cancelled,
+    #[error(transparent)]
+    Runner(#[from] runner::Error),
+}
+
+/// A machine state a guest cannot have.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StateError {
+    #[error("competing loads inside guests are not supported yet")]
+    Loads,
+    #[error("{0}")]
+    Spec(String),
+    #[error("cgroup cpuset `{set}`: {reason}")]
+    Cpuset { set: String, reason: String },
+    #[error("cgroup cpuset `{set}`: the guest has cpus 0-{last} (cpu{asked} asked)")]
+    CpusetOutside { set: String, last: u32, asked: u32 },
+    #[error("hotplug `{0}`: cpu0 stays online")]
+    Cpu0(String),
+    #[error("hotplug `{spec}`: the guest has cpus 0-{last} (cpu{asked} asked)")]
+    HotplugOutside { spec: String, last: u32, asked: u32 },
+}
+
+/// `$XDG_CACHE_HOME/farm/guests`, else `$HOME/.cache/farm/guests`: kernels
+/// are tens of megabytes, worth keeping across agents and runs.
+pub fn default_cache() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })?;
+    Some(base.join("farm/guests"))
 }
 
 /// The Debian package that ships an external tool's program.
@@ -68,49 +152,62 @@ fn package_of(program: &str) -> Option<&'static str> {
     }
 }
 
-/// Executes `a` in a guest; the result says the accelerator (`tcg` or
-/// `kvm`), the guest's arch and the release the guest actually booted.
-pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
-    let mut result = RunResult {
-        run: a.run.clone(),
-        started_unix_ms: unix_ms(SystemTime::now()),
-        ..Default::default()
-    };
-    let outcome = run(a, ctx, &mut result);
-    // The guest's QEMU was journalled: it is gone now (killed or exited),
-    // and the journal forgets it.
-    let restored = info_span!(target: TARGET, "restore").in_scope(|| lock(ctx.journal).restore());
-    match outcome {
-        Ok(g) => info_span!(target: TARGET, "telemetry").in_scope(|| report(&g, &mut result)),
-        Err(e) => result.error = e,
-    }
-    if let Err(e) = restored
-        && result.error.is_empty()
-    {
-        result.error = format!("restoring machine state: {e}");
-    }
-    result.finished_unix_ms = unix_ms(SystemTime::now());
-    result.ok = result.error.is_empty();
-    // After the run (and outside its times), so that nothing it is about to
-    // use goes; its own entries were just touched.
-    if let Some(cache) = &ctx.workload.guest_cache {
-        match cache::evict(cache, ctx.workload.guest_cache_max_bytes) {
-            Ok(e) => {
-                for f in &e.failed {
-                    tracing::warn!(failure = %f, "guest cache: an entry could not be evicted");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "guest cache: eviction failed"),
+/// The guest executor; the result says the accelerator (`tcg` or `kvm`),
+/// the guest's arch and the release the guest actually booted.
+pub struct Guest;
+
+impl Executor for Guest {
+    fn execute(&self, a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
+        if let Err(e) = super::check(a, ctx.caps) {
+            return RunResult {
+                run: a.run.clone(),
+                error: e.to_string(),
+                ..Default::default()
+            };
         }
+        let mut result = RunResult {
+            run: a.run.clone(),
+            started_unix_ms: unix_ms(SystemTime::now()),
+            ..Default::default()
+        };
+        let prepared = run(a, ctx, &mut result);
+        // The guest's QEMU was journalled: it is gone now (killed or exited),
+        // and the journal forgets it.
+        let restored =
+            info_span!(target: TARGET, "restore").in_scope(|| lock(ctx.journal).restore());
+        match prepared {
+            Ok(g) => info_span!(target: TARGET, "telemetry")
+                .in_scope(|| report(g, a.timeout_s, &mut result)),
+            Err(e) => result.error = e.to_string(),
+        }
+        if let Err(e) = restored
+            && result.error.is_empty()
+        {
+            result.error = format!("restoring machine state: {e}");
+        }
+        result.finished_unix_ms = unix_ms(SystemTime::now());
+        result.ok = result.error.is_empty();
+        // After the run (and outside its times), so that nothing it is about
+        // to use goes; its own entries were just touched.
+        if let Some(cache) = &ctx.workload.guest_cache {
+            match cache::evict(cache, ctx.workload.guest_cache_max_bytes) {
+                Ok(e) => {
+                    for f in &e.failed {
+                        tracing::warn!(failure = %f, "guest cache: an entry could not be evicted");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "guest cache: eviction failed"),
+            }
+        }
+        result
     }
-    result
 }
 
 /// Fills `result` from what the guest reported.
-fn report(g: &Prepared, result: &mut RunResult) {
-    let run = &g.run;
+fn report(g: Prepared, timeout_s: u32, result: &mut RunResult) {
+    let run = g.run;
     result.kernel_release = run.release.clone();
-    result.log_tail = run.console_tail.clone();
+    let mut metrics = Vec::new();
     if let Some(begin) = run.begin_after {
         tracing::info!(
             prepare_ms = g.prepared.as_millis() as u64,
@@ -119,21 +216,24 @@ fn report(g: &Prepared, result: &mut RunResult) {
         );
         // From the assignment to the workload's start: kernel and image
         // (cached or not), boot, state.
-        result.metrics.push(metric(
+        metrics.push(metric(
             "guest_start_s",
             g.prepared.as_secs_f64() + begin.as_secs_f64(),
             "s",
             Direction::LowerIsBetter,
         ));
     }
-    result
-        .metrics
-        .push(metric("wall_s", run.wall_s, "s", Direction::LowerIsBetter));
+    metrics.push(metric("wall_s", run.wall_s, "s", Direction::LowerIsBetter));
+    let fail = |result: &mut RunResult, metrics: Vec<farm_proto::Metric>, error: String| {
+        result.log_tail = run.console_tail.clone();
+        result.metrics.extend(metrics);
+        result.error = error;
+    };
     let online = match crate::capabilities::parse_cpu_list(&run.online) {
         Ok(cpus) => cpus,
         Err(e) => {
-            result.error = format!("the guest's online CPUs `{}`: {e}", run.online);
-            return;
+            let error = format!("the guest's online CPUs `{}`: {e}", run.online);
+            return fail(result, metrics, error);
         }
     };
     // The CPUs the workload could run on: a cpuset narrows them, and idle
@@ -146,101 +246,79 @@ fn report(g: &Prepared, result: &mut RunResult) {
             .filter(|c| g.cpuset.contains(c))
             .collect()
     };
-    match telemetry::build(
+    let telemetry = match telemetry::build(
         &run.observed,
         run.wall_s,
         &allowed,
         crate::telemetry::procstat::user_hz(),
     ) {
-        Ok((metrics, mut t)) => {
-            result.metrics.extend(metrics);
-            let topo = topology(run);
+        Ok((ms, mut t)) => {
+            metrics.extend(ms);
+            let topo = topology(&run);
             t.topology_source = topo.topology_source;
             t.topology_before = topo.topology_before;
             t.topology_after = topo.topology_after;
             t.topology_changes = topo.topology_changes;
-            result.telemetry = Some(t);
+            t
         }
-        Err(e) => {
-            result.error = format!("guest telemetry: {e}");
-            return;
-        }
-    }
-    if run.exit_code != 0 {
-        result.error = format!("workload exited with status {} in the guest", run.exit_code);
-        if !run.stderr.trim().is_empty() {
-            result.log_tail = format!("{}\n--- console ---\n{}", run.stderr, run.console_tail);
-        }
-        result.log_tail = tail_bytes(&result.log_tail);
-        return;
-    }
-    let parsed = match g.output {
-        Output::MetricLines => run
-            .stdout
-            .lines()
-            .filter_map(|l| farm_workload::output::parse_metric_line(l).transpose())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string()),
-        Output::External(name) => {
-            crate::external::parse(name, &run.stdout, &run.stderr).map_err(|e| e.to_string())
-        }
+        Err(e) => return fail(result, metrics, format!("guest telemetry: {e}")),
     };
-    match parsed {
-        Ok(ms) => result.metrics.extend(ms.into_iter().map(|m| {
-            let direction = match m.direction {
-                catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
-                catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
-            };
-            metric(&m.name, m.value, &m.unit, direction)
-        })),
-        Err(e) => {
-            result.error = format!("workload output: {e}");
-            result.log_tail = tail_bytes(&run.stdout);
-        }
-    }
+    let outcome = Outcome {
+        end: End::Exited(run.exit_code),
+        stdout: run.stdout,
+        stderr: run.stderr,
+        metrics,
+        telemetry: Some(telemetry),
+        console: Some(run.console_tail),
+    };
+    super::finish(result, outcome, g.output, timeout_s);
 }
 
 /// The assignment's machine state as the guest applies it: hotplug,
 /// autogroup and the workload's cgroup; competing loads are refused (the
 /// coordinator refuses such matrices up front).
-fn guest_state(a: &RunAssignment, cpus: u32) -> Result<job::GuestState, String> {
+fn guest_state(a: &RunAssignment, cpus: u32) -> Result<GuestState, StateError> {
     if !a.loads.is_empty() {
-        return Err("competing loads inside guests are not supported yet".into());
+        return Err(StateError::Loads);
     }
-    let mut out = job::GuestState::default();
+    let mut out = GuestState::default();
     let Some(s) = &a.state else {
         return Ok(out);
     };
     if !s.cgroup.is_empty() {
         // Without loads, `shared` and `separate` both put the workload in a
         // group of its own.
-        crate::state::cgroup::Shape::parse(&s.cgroup)?;
-        let limits = crate::state::cgroup::Limits::from_state(s)?;
+        crate::state::cgroup::Shape::parse(&s.cgroup).map_err(StateError::Spec)?;
+        let limits = crate::state::cgroup::Limits::from_state(s).map_err(StateError::Spec)?;
         out.cgroup = true;
         out.cpu_weight = limits.weight;
         out.cpu_max = limits.max;
         if let Some(set) = &limits.cpuset {
-            out.cpuset = crate::capabilities::parse_cpu_list(set)
-                .map_err(|e| format!("cgroup cpuset `{set}`: {e}"))?;
-            if let Some(c) = out.cpuset.iter().find(|&&c| c >= cpus) {
-                return Err(format!(
-                    "cgroup cpuset `{set}`: the guest has cpus 0-{} (cpu{c} asked)",
-                    cpus - 1
-                ));
+            out.cpuset =
+                crate::capabilities::parse_cpu_list(set).map_err(|e| StateError::Cpuset {
+                    set: set.clone(),
+                    reason: e.to_string(),
+                })?;
+            if let Some(&c) = out.cpuset.iter().find(|&&c| c >= cpus) {
+                return Err(StateError::CpusetOutside {
+                    set: set.clone(),
+                    last: cpus - 1,
+                    asked: c,
+                });
             }
         }
     }
     if !s.hotplug.is_empty() {
-        let plan = crate::state::hotplug::parse(&s.hotplug)?;
+        let plan = crate::state::hotplug::parse(&s.hotplug).map_err(StateError::Spec)?;
         if plan.cpus.contains(&0) {
-            return Err(format!("hotplug `{}`: cpu0 stays online", s.hotplug));
+            return Err(StateError::Cpu0(s.hotplug.clone()));
         }
-        if let Some(c) = plan.cpus.iter().find(|&&c| c >= cpus) {
-            return Err(format!(
-                "hotplug `{}`: the guest has cpus 0-{} (cpu{c} asked)",
-                s.hotplug,
-                cpus - 1
-            ));
+        if let Some(&c) = plan.cpus.iter().find(|&&c| c >= cpus) {
+            return Err(StateError::HotplugOutside {
+                spec: s.hotplug.clone(),
+                last: cpus - 1,
+                asked: c,
+            });
         }
         match plan.mode {
             crate::state::hotplug::Mode::Cycle => out.cycle = plan.cpus,
@@ -253,7 +331,7 @@ fn guest_state(a: &RunAssignment, cpus: u32) -> Result<job::GuestState, String> 
 
 /// The guest's sched domains before and after its state, as the host
 /// executor reports topology (names only: debugfs gives no spans here).
-fn topology(g: &job::GuestRun) -> farm_proto::Telemetry {
+fn topology(g: &GuestRun) -> farm_proto::Telemetry {
     use crate::telemetry::topology::{self as topo, Domains, Level, Source, Topology};
     type PerCpu = std::collections::BTreeMap<u32, Vec<String>>;
     let snapshot = |m: &PerCpu| Topology {
@@ -297,20 +375,9 @@ fn topology(g: &job::GuestRun) -> farm_proto::Telemetry {
     }
 }
 
-/// As much of a log as a result keeps (as the host executor's stderr tail).
-const LOG_TAIL: usize = 8 << 10;
-
-fn tail_bytes(text: &str) -> String {
-    let mut start = text.len().saturating_sub(LOG_TAIL);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..].to_string()
-}
-
 /// A guest's run, and what the host needs to read it.
 struct Prepared {
-    run: job::GuestRun,
+    run: GuestRun,
     /// The state's cpuset (empty: none), for the CPUs the workload had.
     cpuset: Vec<u32>,
     /// How long preparing it took (kernel, tools, image).
@@ -320,7 +387,7 @@ struct Prepared {
 
 /// The program and files of the workload for a guest of `arch`.
 struct Workload {
-    job: job::Job,
+    job: Job,
     files: Vec<(PathBuf, String)>,
     output: Output,
 }
@@ -330,21 +397,13 @@ fn workload(
     ctx: &Context<'_>,
     arch: GuestArch,
     cache: &Path,
-) -> Result<Workload, String> {
-    let w = a
-        .workload
-        .as_ref()
-        .ok_or("the assignment has no workload")?;
-    let spec = catalogue::lookup(&w.name).map_err(|e| e.to_string())?;
+) -> Result<Workload, Error> {
+    let w = a.workload.as_ref().ok_or(Error::NoWorkload)?;
+    let spec = catalogue::lookup(&w.name)?;
     match spec.origin {
         catalogue::Origin::BuiltIn => {
             if !arch.runs_built_ins() {
-                return Err(format!(
-                    "`{}` is built into the farm, whose binaries exist for x86_64 only; \
-                     {arch} guests run external tools (stress-ng, sysbench-cpu, \
-                     sysbench-threads, rt-hackbench)",
-                    w.name
-                ));
+                return Err(Error::BuiltInOnX86(w.name.clone(), arch));
             }
             let l = launch::launch(w, ctx.workload)?;
             // A guest boots faster with the small farm-workload binary than
@@ -358,34 +417,23 @@ fn workload(
                 (ctx.workload.program.clone(), l.program.args)
             };
             Ok(Workload {
-                job: job::Job::new(job::GUEST_BINARY, args).map_err(|e| e.to_string())?,
-                files: job::native_files(&binary).map_err(|e| e.to_string())?,
+                job: Job::new(protocol::GUEST_BINARY, args)?,
+                files: image::native_files(&binary)?,
                 output: Output::MetricLines,
             })
         }
         catalogue::Origin::External { program } => {
-            let package = package_of(program).ok_or_else(|| {
-                format!(
-                    "`{}` cannot run in a guest: only stress-ng, sysbench and rt-tests' \
-                     hackbench are carried into guests",
-                    w.name
-                )
-            })?;
+            let package = package_of(program).ok_or_else(|| Error::NotCarried(w.name.clone()))?;
             let guest_program = format!("/usr/bin/{program}");
             let l = launch::launch_external_at(w, Path::new(&guest_program))?;
             if l.server.is_some() {
-                return Err(format!(
-                    "`{}` needs a server, which guests do not run",
-                    w.name
-                ));
+                return Err(Error::Server(w.name.clone()));
             }
-            let root =
-                sysroot::fetch(cache, arch.deb_arch(), &[package]).map_err(|e| e.to_string())?;
+            let root = sysroot::fetch(cache, arch.deb_arch(), &[package])?;
             used(cache, &root.root);
-            let files = sysroot::closure(&root.root, guest_program.trim_start_matches('/'))
-                .map_err(|e| e.to_string())?;
+            let files = sysroot::closure(&root.root, guest_program.trim_start_matches('/'))?;
             Ok(Workload {
-                job: job::Job::new(&guest_program, l.program.args).map_err(|e| e.to_string())?,
+                job: Job::new(&guest_program, l.program.args)?,
                 files,
                 output: l.output,
             })
@@ -406,38 +454,37 @@ fn used(cache: &Path, path: &Path) {
 fn kernel_arch(
     a: &RunAssignment,
     ctx: &Context<'_>,
-) -> Result<(Option<kernels::Kernel>, GuestArch), String> {
+) -> Result<(Option<kernels::Kernel>, GuestArch), Error> {
     if a.kernel.starts_with("file:") {
         return kernels::resolve_file(&a.kernel, &ctx.workload.kernel_dirs)
             .map(|(k, arch)| (Some(k), arch))
-            .map_err(|e| e.to_string());
+            .map_err(Error::from);
     }
     let arch = kernels::parse_name(&a.kernel)
         .ok()
         .and_then(GuestArch::of_debian_version)
-        .ok_or_else(|| format!("kernel `{}`: no guest arch this agent knows", a.kernel))?;
+        .ok_or_else(|| Error::UnknownArch(a.kernel.clone()))?;
     Ok((None, arch))
 }
 
-fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, String> {
+fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, Error> {
     let t0 = Instant::now();
     // Kernel, tools and image: fetched or found in the cache.
     let prepare = info_span!(target: TARGET, "prepare", kernel = %a.kernel).entered();
-    let cache = ctx
-        .workload
-        .guest_cache
-        .as_ref()
-        .ok_or("this agent boots no guests")?;
+    let cache = ctx.workload.guest_cache.as_ref().ok_or(Error::NoCache)?;
     let (file_kernel, arch) = kernel_arch(a, ctx)?;
     result.arch = arch.uname().into();
     let timeout = Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE;
     // Checked before any download: a state or workload the guest cannot
     // have fails at once.
-    let state = guest_state(a, machine(a, arch, Accel::Tcg, timeout)?.cpus)?;
+    let state = guest_state(
+        a,
+        machine::of_assignment(a, arch, Accel::Tcg, timeout)?.cpus,
+    )?;
     let w = workload(a, ctx, arch, cache)?;
     let kernel = match file_kernel {
         Some(k) => k,
-        None => kernels::resolve(&a.kernel, cache).map_err(|e| e.to_string())?,
+        None => kernels::resolve(&a.kernel, cache)?,
     };
     used(cache, &kernel.vmlinuz);
     // After the kernel: the KVM probe boots a cached one.
@@ -447,42 +494,36 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         "kvm" => match kvm::accel_for(arch, cache) {
             Accel::Kvm => Accel::Kvm,
             Accel::Tcg => {
-                return Err(format!(
-                    "executor `kvm` asked, but KVM does not boot {arch} guests here ({})",
-                    match kvm::kept_verdict(cache) {
-                        Some(kvm::Verdict::Fails(why)) => why,
-                        _ => "not this host's arch, or no /dev/kvm".into(),
-                    }
-                ));
+                let why = match kvm::kept_verdict(cache) {
+                    Some(kvm::Verdict::Fails(why)) => why,
+                    _ => "not this host's arch, or no /dev/kvm".into(),
+                };
+                return Err(Error::NoKvm(arch, why));
             }
         },
         other => {
-            return Err(format!(
-                "executor `{other}` cannot run a guest kernel (tcg or kvm can)"
-            ));
+            return Err(Error::Executor(other.to_string()));
         }
     };
     result.executor = accel.name().into();
-    let machine = machine(a, arch, accel, timeout)?;
+    let machine = machine::of_assignment(a, arch, accel, timeout)?;
     let (busybox, busybox_native, modules) = match arch {
         GuestArch::X86_64 => (PathBuf::from(initramfs::BUSYBOX), true, Vec::new()),
         GuestArch::S390x => {
-            let root = sysroot::fetch(cache, arch.deb_arch(), &["busybox-static"])
-                .map_err(|e| e.to_string())?;
+            let root = sysroot::fetch(cache, arch.deb_arch(), &["busybox-static"])?;
             used(cache, &root.root);
             // A `file:` image without modules must have the port built in.
             let mods = if !kernel.modules.exists() && a.kernel.starts_with("file:") {
-                Ok(Vec::new())
+                Vec::new()
             } else {
-                modules::load_order(&kernel.modules, "virtio_console")
+                modules::load_order(&kernel.modules, "virtio_console")?
             };
-            let mods = mods.map_err(|e| e.to_string())?;
             (root.root.join("bin/busybox"), false, mods)
         }
     };
-    let image = job::build_initramfs(
+    let image = image::build(
         &cache.join("images"),
-        &job::Image {
+        &image::Image {
             busybox: &busybox,
             busybox_native,
             files: w.files,
@@ -490,17 +531,14 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
             job: &w.job,
             state: &state,
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     cache::touch(&image.path);
     let dir = tempfile::Builder::new()
         .prefix("run-")
         .tempdir_in(cache)
-        .map_err(|e| {
-            format!(
-                "a directory for the guest's logs under {}: {e}",
-                cache.display()
-            )
+        .map_err(|source| Error::LogDir {
+            cache: cache.clone(),
+            source,
         })?;
     tracing::info!(kernel = %kernel.version, %arch, accel = accel.name(), downloaded = kernel.downloaded, image_built = image.built, "booting the run's guest");
     let prepared = t0.elapsed();
@@ -515,12 +553,12 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         let pid = pid as i32;
         let start_time = journal::process_start_time(j.root(), pid).unwrap_or(0);
         if let Err(e) = j.record(&Entry::Process { pid, start_time }) {
-            *journal_error.borrow_mut() = Some(e.to_string());
+            *journal_error.borrow_mut() = Some(e);
         }
     };
     // An unjournalled guest is stopped at once, like a cancelled one.
     let cancelled = || ctx.killer.is_cancelled() || journal_error.borrow().is_some();
-    let run = job::run(
+    let run = runner::run(
         &machine,
         &kernel.vmlinuz,
         &image.path,
@@ -529,14 +567,14 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
         &cancelled,
     );
     if let Some(e) = journal_error.take() {
-        return Err(format!("journal the guest's QEMU: {e}"));
+        return Err(Error::Journal(e));
     }
     let run = run.map_err(|e| {
         // A guest that hung, panicked or reported nonsense: its console says why.
         result.log_tail = tail_bytes(&qemu::console_tail(dir.path()));
         match e {
-            job::Error::Guest(qemu::Error::Cancelled) => "cancelled by the coordinator".to_string(),
-            e => e.to_string(),
+            runner::Error::Guest(qemu::Error::Cancelled) => Error::Cancelled,
+            e => Error::Runner(e),
         }
     })?;
     Ok(Prepared {
