@@ -62,9 +62,17 @@ dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed"
 if ((${#qemu[@]})) && ((qemu_backports)) &&
     ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
     echo "adding bookworm-backports (for QEMU beside the machine's qemu-utils)"
-    cat >/etc/apt/sources.list.d/farm-bookworm-backports.sources <<'SOURCES'
+    # Backports come from the mirror this machine already takes bookworm
+    # from, read off its own apt configuration.
+    debian_uri=$(apt-get indextargets --format '$(RELEASE) $(SITE)' 2>/dev/null |
+        awk '$1 == "bookworm" { print $2; exit }')
+    if [[ -z $debian_uri ]]; then
+        echo "no apt source of bookworm configured: cannot add bookworm-backports" >&2
+        exit 1
+    fi
+    cat >/etc/apt/sources.list.d/farm-bookworm-backports.sources <<SOURCES
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: $debian_uri
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

@@ -14,6 +14,8 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+use farm_spec::metric::{CPUS_UTILISED, WASTED_CORE_PCT};
+
 use crate::compare::{Finding, Verdict};
 
 /// One telemetry metric of both sides, already compared.
@@ -92,20 +94,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Line> {
 
 /// How a metric is named in a diagnosis: perf's names for perf's counters.
 fn display_name(metric: &str) -> &str {
-    match metric {
-        "context_switches" => "context-switches",
-        "cpu_migrations" => "cpu-migrations",
-        "page_faults" => "page-faults",
-        "task_clock_s" => "task-clock",
-        "rescheduling_ipis" => "rescheduling IPIs",
-        "function_call_ipis" => "function-call IPIs",
-        "tlb_shootdowns" => "TLB shootdowns",
-        "mixed_ipis" => "IPIs",
-        "user_s" => "user time",
-        "sys_s" => "system time",
-        "wasted_core_s" => "wasted-core time",
-        other => other,
-    }
+    farm_spec::metric::telemetry(metric).map_or(metric, |m| m.display)
 }
 
 fn metric_line(m: &Moved<'_>) -> Option<Line> {
@@ -115,8 +104,10 @@ fn metric_line(m: &Moved<'_>) -> Option<Line> {
     }
     let text = match m.metric {
         // Seed 004 quotes these as levels, not factors.
-        "cpus_utilised" => format!("CPUs utilised {} → {}", level(b), level(c)),
-        "wasted_core_pct" => {
+        name if name == CPUS_UTILISED.name => {
+            format!("CPUs utilised {} → {}", level(b), level(c))
+        }
+        name if name == WASTED_CORE_PCT.name => {
             format!(
                 "wasted cores {} → {} of the CPU time there was",
                 pct(b),

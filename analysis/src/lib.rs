@@ -13,11 +13,6 @@ pub mod summary;
 
 pub use summary::{median, ratio};
 
-/// Whether smaller or larger values of a metric are better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// Times, counts of migrations: larger is worse.
-    LowerIsBetter,
-    /// Throughputs.
-    HigherIsBetter,
-}
+/// Whether smaller or larger values of a metric are better: the farm's one
+/// `Direction`, shared with the workloads and the wire.
+pub use farm_spec::Direction;

@@ -10,6 +10,7 @@ pub mod v1 {
 pub use v1::*;
 
 pub mod metrics_http;
+pub mod spec;
 pub mod trace;
 
 /// The metadata key every RPC carries its token in, as `Bearer <token>`.

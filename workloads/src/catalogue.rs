@@ -55,12 +55,9 @@ pub struct ParamSpec {
     pub doc: &'static str,
 }
 
-/// Whether a smaller or a larger value of a metric is the better one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    LowerIsBetter,
-    HigherIsBetter,
-}
+/// Whether a smaller or a larger value of a metric is the better one: the
+/// farm's one `Direction`.
+pub use farm_spec::Direction;
 
 /// A figure of merit a workload reports about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -144,16 +144,9 @@ pub fn parse_metric_line(line: &str) -> Result<Option<Metric>, OutputError> {
 
 /// The protocol's word for a direction, also used by `--list`.
 pub(crate) fn direction_word(direction: Direction) -> &'static str {
-    match direction {
-        Direction::LowerIsBetter => "lower",
-        Direction::HigherIsBetter => "higher",
-    }
+    direction.as_str()
 }
 
 fn parse_direction(word: &str) -> Option<Direction> {
-    match word {
-        "lower" => Some(Direction::LowerIsBetter),
-        "higher" => Some(Direction::HigherIsBetter),
-        _ => None,
-    }
+    word.parse().ok()
 }

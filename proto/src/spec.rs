@@ -1,0 +1,112 @@
+//! Conversions between the wire's strings and the shared vocabulary
+//! (`farm_spec`): the wire keeps strings, and each side converts once, at
+//! its edge, with these.
+
+use farm_spec::state::{StateError, StateStrings};
+
+use crate::{Direction, MachineState};
+
+impl TryFrom<&MachineState> for farm_spec::MachineState {
+    type Error = StateError;
+
+    fn try_from(s: &MachineState) -> Result<farm_spec::MachineState, StateError> {
+        farm_spec::MachineState::from_strings(StateStrings {
+            name: &s.name,
+            hotplug: &s.hotplug,
+            cgroup: &s.cgroup,
+            autogroup: s.autogroup,
+            cpu_weight: s.cgroup_cpu_weight,
+            cpu_max: &s.cgroup_cpu_max,
+            cpuset: &s.cgroup_cpuset,
+        })
+    }
+}
+
+impl From<&farm_spec::MachineState> for MachineState {
+    fn from(s: &farm_spec::MachineState) -> MachineState {
+        let s = s.to_strings();
+        MachineState {
+            name: s.name,
+            hotplug: s.hotplug,
+            cgroup: s.cgroup,
+            autogroup: s.autogroup,
+            cgroup_cpu_weight: s.cpu_weight,
+            cgroup_cpu_max: s.cpu_max,
+            cgroup_cpuset: s.cpuset,
+        }
+    }
+}
+
+impl From<farm_spec::Direction> for Direction {
+    fn from(d: farm_spec::Direction) -> Direction {
+        match d {
+            farm_spec::Direction::LowerIsBetter => Direction::LowerIsBetter,
+            farm_spec::Direction::HigherIsBetter => Direction::HigherIsBetter,
+        }
+    }
+}
+
+/// A wire direction that is unspecified (or a number this build does not
+/// know) has no `farm_spec::Direction`.
+impl TryFrom<Direction> for farm_spec::Direction {
+    type Error = Direction;
+
+    fn try_from(d: Direction) -> Result<farm_spec::Direction, Direction> {
+        match d {
+            Direction::LowerIsBetter => Ok(farm_spec::Direction::LowerIsBetter),
+            Direction::HigherIsBetter => Ok(farm_spec::Direction::HigherIsBetter),
+            Direction::Unspecified => Err(d),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_convert_both_ways() {
+        let wire = MachineState {
+            name: "s".into(),
+            hotplug: "offline:3,1-2".into(),
+            cgroup: "separate".into(),
+            autogroup: Some(0),
+            cgroup_cpu_weight: 50,
+            cgroup_cpu_max: "50000 100000".into(),
+            cgroup_cpuset: "0".into(),
+        };
+        let typed = farm_spec::MachineState::try_from(&wire).unwrap();
+        let back = MachineState::from(&typed);
+        // The canonical form of the CPU list; everything else as it was.
+        assert_eq!(back.hotplug, "offline:1-3");
+        assert_eq!(
+            MachineState {
+                hotplug: wire.hotplug.clone(),
+                ..back
+            },
+            wire
+        );
+        let bad = MachineState {
+            cgroup_cpuset: "0".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            farm_spec::MachineState::try_from(&bad).unwrap_err().field(),
+            "cgroup_cpuset"
+        );
+    }
+
+    #[test]
+    fn directions() {
+        for d in [
+            farm_spec::Direction::LowerIsBetter,
+            farm_spec::Direction::HigherIsBetter,
+        ] {
+            assert_eq!(farm_spec::Direction::try_from(Direction::from(d)), Ok(d));
+        }
+        assert_eq!(
+            farm_spec::Direction::try_from(Direction::Unspecified),
+            Err(Direction::Unspecified)
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! Metrics: their names, units and directions, and which of them judge a
+//! cell.
+//!
+//! A workload's own figures (its catalogue entry's metrics) and `wall_s` are
+//! *primary*: they make a cell's verdict. The rest is telemetry — how the run
+//! ran — which explains a verdict rather than makes it. Both the
+//! coordinator (verdicts) and farmctl (how a report orders metrics) read the
+//! one list here.
+
+/// Whether a smaller or a larger value of a metric is the better one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Times, counts of migrations: larger is worse.
+    LowerIsBetter,
+    /// Throughputs.
+    HigherIsBetter,
+}
+
+impl Direction {
+    /// The word of the workloads' metric line protocol (`lower`, `higher`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::LowerIsBetter => "lower",
+            Direction::HigherIsBetter => "higher",
+        }
+    }
+}
+
+impl std::str::FromStr for Direction {
+    type Err = crate::cgroup::UnknownName;
+
+    fn from_str(s: &str) -> Result<Direction, Self::Err> {
+        match s {
+            "lower" => Ok(Direction::LowerIsBetter),
+            "higher" => Ok(Direction::HigherIsBetter),
+            _ => Err(crate::cgroup::UnknownName {
+                what: "direction",
+                value: crate::excerpt(s),
+                known: &["lower", "higher"],
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A metric every run (or every guest run) reports, whatever its workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub direction: Direction,
+    /// How a diagnosis names it: perf's names for perf's counters, the
+    /// seeds' words for the rest.
+    pub display: &'static str,
+}
+
+const fn m(name: &'static str, unit: &'static str, direction: Direction) -> Metric {
+    Metric {
+        name,
+        unit,
+        direction,
+        display: name,
+    }
+}
+
+const fn shown(metric: Metric, display: &'static str) -> Metric {
+    Metric { display, ..metric }
+}
+
+use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
+
+/// Elapsed time of the workload: the one primary metric every run has.
+pub const WALL_S: Metric = m("wall_s", "s", Down);
+pub const USER_S: Metric = shown(m("user_s", "s", Down), "user time");
+pub const SYS_S: Metric = shown(m("sys_s", "s", Down), "system time");
+pub const TASK_CLOCK_S: Metric = shown(m("task_clock_s", "s", Down), "task-clock");
+pub const CPUS_UTILISED: Metric = m("cpus_utilised", "CPUs", Up);
+pub const CONTEXT_SWITCHES: Metric =
+    shown(m("context_switches", "switches", Down), "context-switches");
+pub const CPU_MIGRATIONS: Metric = shown(m("cpu_migrations", "migrations", Down), "cpu-migrations");
+pub const PAGE_FAULTS: Metric = shown(m("page_faults", "faults", Down), "page-faults");
+/// What sampling cost, against the CPU time of what it watched.
+pub const TELEMETRY_OVERHEAD_PCT: Metric = m("telemetry_overhead_pct", "%", Down);
+pub const RESCHEDULING_IPIS: Metric =
+    shown(m("rescheduling_ipis", "IPIs", Down), "rescheduling IPIs");
+pub const FUNCTION_CALL_IPIS: Metric =
+    shown(m("function_call_ipis", "IPIs", Down), "function-call IPIs");
+pub const TLB_SHOOTDOWNS: Metric = shown(m("tlb_shootdowns", "IPIs", Down), "TLB shootdowns");
+/// s390x counts every IPI on one line.
+pub const MIXED_IPIS: Metric = shown(m("mixed_ipis", "IPIs", Down), "IPIs");
+pub const WASTED_CORE_S: Metric = shown(m("wasted_core_s", "CPU-s", Down), "wasted-core time");
+pub const WASTED_CORE_PCT: Metric = m("wasted_core_pct", "%", Down);
+/// From the agent's start of a guest run to the workload's start.
+pub const GUEST_START_S: Metric = m("guest_start_s", "s", Down);
+
+/// The telemetry metrics: never part of a cell's verdict, the material of
+/// its diagnosis.
+pub const TELEMETRY: &[Metric] = &[
+    USER_S,
+    SYS_S,
+    TASK_CLOCK_S,
+    CPUS_UTILISED,
+    CONTEXT_SWITCHES,
+    CPU_MIGRATIONS,
+    PAGE_FAULTS,
+    TELEMETRY_OVERHEAD_PCT,
+    RESCHEDULING_IPIS,
+    FUNCTION_CALL_IPIS,
+    TLB_SHOOTDOWNS,
+    MIXED_IPIS,
+    WASTED_CORE_S,
+    WASTED_CORE_PCT,
+    GUEST_START_S,
+];
+
+/// The telemetry metric of this name.
+pub fn telemetry(name: &str) -> Option<&'static Metric> {
+    TELEMETRY.iter().find(|m| m.name == name)
+}
+
+/// Whether `name` may make a cell's verdict: not telemetry, and not a
+/// per-instance figure (`instance3_triad_mbs`): a workload of hundreds of
+/// instances would otherwise have hundreds of verdicts, and the workload's
+/// total (seed 001's sum of 1/runtime) is the figure that matters.
+pub fn is_primary(name: &str) -> bool {
+    let per_instance = name
+        .strip_prefix("instance")
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+    telemetry(name).is_none() && !per_instance
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primary() {
+        for (name, primary) in [
+            ("wall_s", true),
+            ("mops", true),
+            ("instances_total", true),
+            ("instance3_triad_mbs", false),
+            ("cpu_migrations", false),
+            ("guest_start_s", false),
+            ("user_s", false),
+        ] {
+            assert_eq!(is_primary(name), primary, "{name}");
+        }
+        assert_eq!(telemetry("cpus_utilised").unwrap().direction, Up);
+        assert_eq!(TELEMETRY.len(), 15);
+        for d in [Up, Down] {
+            assert_eq!(d.to_string().parse::<Direction>(), Ok(d));
+        }
+        assert_eq!(
+            "down".parse::<Direction>().unwrap_err().to_string(),
+            "unknown direction `down` (known: lower, higher)"
+        );
+    }
+}
