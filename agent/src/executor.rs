@@ -20,21 +20,62 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use farm_proto::{Capabilities, Direction, Metric, RunAssignment, RunResult, Telemetry};
+use farm_proto::{Capabilities, Metric, RunAssignment, RunResult, Telemetry};
+use farm_spec::kernel::KernelError;
+use farm_spec::state::StateError;
+use farm_spec::{Kernel, MachineState};
 
 use crate::state::journal::Journal;
 use host::Killer;
 use launch::Output;
 
-/// The executor name of host runs.
-pub const HOST_EXECUTOR: &str = "host";
-
 /// Where a run's workload executes.
 pub trait Executor {
-    /// Executes `a` to the end (its state applied and restored, its
+    /// Executes `run` to the end (its state applied and restored, its
     /// workload run and read) and says what happened. Blocking; call it
     /// from a thread of its own.
-    fn execute(&self, a: &RunAssignment, ctx: &Context<'_>) -> RunResult;
+    fn execute(&self, run: &Run<'_>, ctx: &Context<'_>) -> RunResult;
+}
+
+/// An assignment with its words parsed, once, at the run's edge: the
+/// kernel, the executor asked for (`None`: the agent's choice) and the
+/// machine state.
+#[derive(Debug, Clone)]
+pub struct Run<'a> {
+    pub assignment: &'a RunAssignment,
+    pub kernel: Kernel,
+    pub executor: Option<farm_spec::Executor>,
+    pub state: Option<MachineState>,
+}
+
+impl<'a> Run<'a> {
+    /// Parses `a`'s kernel, executor and state.
+    pub fn of(a: &'a RunAssignment) -> Result<Run<'a>, Refusal> {
+        let kernel = a.kernel.parse().map_err(Refusal::BadKernel)?;
+        let executor = match a.executor.as_str() {
+            "" => None,
+            e => Some(
+                e.parse()
+                    .map_err(|_| Refusal::Executor(a.executor.clone()))?,
+            ),
+        };
+        let state = a
+            .state
+            .as_ref()
+            .map(|s| {
+                MachineState::try_from(s).map_err(|source| Refusal::BadState {
+                    state: s.name.clone(),
+                    source,
+                })
+            })
+            .transpose()?;
+        Ok(Run {
+            assignment: a,
+            kernel,
+            executor,
+            state,
+        })
+    }
 }
 
 /// How to start workloads: built-in ones through the `farm-workload` binary,
@@ -99,6 +140,10 @@ pub struct Context<'a> {
 /// Why this agent cannot execute an assignment as asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
+    #[error("kernel refused: {0}")]
+    BadKernel(#[source] KernelError),
+    #[error("state `{state}`: {source}")]
+    BadState { state: String, source: StateError },
     #[error("kernel `{0}` needs a guest, and this agent boots none")]
     NoGuests(String),
     #[error("executor `{0}` is not offered by this agent")]
@@ -109,41 +154,36 @@ pub enum Refusal {
     State { state: String, kind: &'static str },
 }
 
-/// Whether the assignment's kernel boots a guest (else it runs on the host).
-pub fn is_guest(a: &RunAssignment) -> bool {
-    a.kernel.starts_with("debian:") || a.kernel.starts_with("file:")
-}
-
-/// Whether this agent can execute the assignment as asked.
-pub fn check(a: &RunAssignment, caps: &Capabilities) -> Result<(), Refusal> {
-    if is_guest(a) {
+/// Whether this agent can execute the run as asked.
+pub fn check(run: &Run<'_>, caps: &Capabilities) -> Result<(), Refusal> {
+    if run.kernel.is_guest() {
         // Booted in a guest: this agent must boot guests at all; the guest
         // executor checks the rest.
         if caps.guest_arches.is_empty() {
-            return Err(Refusal::NoGuests(a.kernel.clone()));
+            return Err(Refusal::NoGuests(run.kernel.to_string()));
         }
         return Ok(());
     }
-    if !a.executor.is_empty() && a.executor != HOST_EXECUTOR {
-        return Err(Refusal::Executor(a.executor.clone()));
+    if let Some(e) = run.executor
+        && e != farm_spec::Executor::Host
+    {
+        return Err(Refusal::Executor(e.to_string()));
     }
-    if a.kernel != "running" && a.kernel != caps.kernel_release {
-        return Err(Refusal::Kernel {
-            asked: a.kernel.clone(),
-            running: caps.kernel_release.clone(),
-        });
+    match &run.kernel {
+        Kernel::Release(r) if *r != caps.kernel_release => {
+            return Err(Refusal::Kernel {
+                asked: r.clone(),
+                running: caps.kernel_release.clone(),
+            });
+        }
+        _ => {}
     }
-    if let Some(s) = &a.state {
-        let wanted = [
-            (!s.hotplug.is_empty(), "hotplug"),
-            (!s.cgroup.is_empty(), "cgroup"),
-            (s.autogroup.is_some(), "autogroup"),
-        ];
-        for (asked, kind) in wanted {
-            if asked && !caps.state_kinds.iter().any(|k| k == kind) {
+    if let Some(s) = &run.state {
+        for kind in s.kinds() {
+            if !caps.state_kinds.iter().any(|k| k == kind.as_str()) {
                 return Err(Refusal::State {
                     state: s.name.clone(),
-                    kind,
+                    kind: kind.as_str(),
                 });
             }
         }
@@ -235,7 +275,7 @@ pub(crate) fn finish(result: &mut RunResult, outcome: Outcome, output: Output, t
         match output.metrics(&stdout, &stderr) {
             Ok(ms) => result.metrics.extend(
                 ms.into_iter()
-                    .map(|m| metric(&m.name, m.value, &m.unit, direction(m.direction))),
+                    .map(|m| metric(&m.name, m.value, &m.unit, m.direction)),
             ),
             Err(e) => {
                 result.error = format!("workload output: {e}");
@@ -248,27 +288,27 @@ pub(crate) fn finish(result: &mut RunResult, outcome: Outcome, output: Output, t
     result.ok = result.error.is_empty();
 }
 
-fn direction(d: farm_workload::catalogue::Direction) -> Direction {
-    match d {
-        farm_workload::catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
-        farm_workload::catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
-    }
-}
-
 pub(crate) fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
 
-pub(crate) fn metric(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
+pub(crate) fn metric(
+    name: &str,
+    value: f64,
+    unit: &str,
+    direction: farm_spec::Direction,
+) -> Metric {
     Metric {
         name: name.into(),
         value,
         unit: unit.into(),
-        direction: direction as i32,
+        direction: farm_proto::Direction::from(direction) as i32,
     }
 }
+
+pub(crate) use crate::telemetry::report::known as known_metric;
 
 pub(crate) fn lock(j: &Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
     j.lock().unwrap_or_else(|e| e.into_inner())

@@ -91,7 +91,10 @@ impl Options {
             );
         }
         let mut capabilities = capabilities::discover(&self.root)?;
-        capabilities.state_kinds = state::kinds(&capabilities);
+        capabilities.state_kinds = state::kinds(&capabilities)
+            .iter()
+            .map(|k| k.as_str().to_string())
+            .collect();
         // Besides the built-in workloads: exactly the external ones it runs.
         capabilities.workloads.extend(
             self.workload

@@ -17,17 +17,25 @@
 use farm_proto::{RunAssignment, RunResult};
 
 pub use crate::executor::{
-    Context, DEFAULT_GUEST_CACHE_MAX_BYTES, HOST_EXECUTOR, Refusal, WorkloadCommand, check,
+    Context, DEFAULT_GUEST_CACHE_MAX_BYTES, Refusal, Run, WorkloadCommand, check,
 };
 use crate::executor::{Executor, guest::Guest, host::Host};
 
-/// Executes an assignment to the end with the executor it asks for.
-/// Blocking; call it from a thread of its own.
+/// Executes an assignment to the end with the executor it asks for: its
+/// kernel, executor and machine state are parsed here, once, and a run
+/// whose words do not parse is refused. Blocking; call it from a thread of
+/// its own.
 pub fn execute(a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
-    let executor: &dyn Executor = if crate::executor::is_guest(a) {
-        &Guest
-    } else {
-        &Host
+    let run = match Run::of(a) {
+        Ok(run) => run,
+        Err(e) => {
+            return RunResult {
+                run: a.run.clone(),
+                error: e.to_string(),
+                ..Default::default()
+            };
+        }
     };
-    executor.execute(a, ctx)
+    let executor: &dyn Executor = if run.kernel.is_guest() { &Guest } else { &Host };
+    executor.execute(&run, ctx)
 }

@@ -38,12 +38,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use farm_proto::trace::TARGET;
-use farm_proto::{Direction, RunAssignment, RunResult};
+use farm_proto::{RunAssignment, RunResult};
+use farm_spec::metric::{GUEST_START_S, WALL_S};
+use farm_spec::{Autogroup, CpuSet, Executor as ExecutorName, HotplugMode, Kernel};
 use farm_workload::catalogue;
 use tracing::info_span;
 
 use super::launch::{self, Output};
-use super::{Context, End, Executor, Outcome, lock, metric, tail_bytes, unix_ms};
+use super::{Context, End, Executor, Outcome, Run, known_metric, lock, tail_bytes, unix_ms};
 use crate::state::journal::{self, Entry};
 use image::{cache, initramfs, kernels, modules, sysroot};
 use machine::arch::{Accel, GuestArch};
@@ -59,8 +61,10 @@ const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
 pub(crate) enum Error {
     #[error("this agent boots no guests")]
     NoCache,
-    #[error("kernel `{0}`: no guest arch this agent knows")]
-    UnknownArch(String),
+    #[error("kernel `{0}` boots no guest")]
+    NotGuest(String),
+    #[error(transparent)]
+    NoGuest(#[from] machine::arch::NoGuest),
     #[error(transparent)]
     Kernel(#[from] kernels::Error),
     #[error(transparent)]
@@ -97,7 +101,7 @@ pub(crate) enum Error {
     #[error("executor `kvm` asked, but KVM does not boot {0} guests here ({1})")]
     NoKvm(GuestArch, String),
     #[error("executor `{0}` cannot run a guest kernel (tcg or kvm can)")]
-    Executor(String),
+    Executor(ExecutorName),
     #[error("a directory for the guest's logs under {}: {source}", cache.display())]
     LogDir {
         cache: PathBuf,
@@ -116,10 +120,6 @@ pub(crate) enum Error {
 pub(crate) enum StateError {
     #[error("competing loads inside guests are not supported yet")]
     Loads,
-    #[error("{0}")]
-    Spec(String),
-    #[error("cgroup cpuset `{set}`: {reason}")]
-    Cpuset { set: String, reason: String },
     #[error("cgroup cpuset `{set}`: the guest has cpus 0-{last} (cpu{asked} asked)")]
     CpusetOutside { set: String, last: u32, asked: u32 },
     #[error("hotplug `{0}`: cpu0 stays online")]
@@ -157,8 +157,9 @@ fn package_of(program: &str) -> Option<&'static str> {
 pub struct Guest;
 
 impl Executor for Guest {
-    fn execute(&self, a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
-        if let Err(e) = super::check(a, ctx.caps) {
+    fn execute(&self, r: &Run<'_>, ctx: &Context<'_>) -> RunResult {
+        let a = r.assignment;
+        if let Err(e) = super::check(r, ctx.caps) {
             return RunResult {
                 run: a.run.clone(),
                 error: e.to_string(),
@@ -170,7 +171,7 @@ impl Executor for Guest {
             started_unix_ms: unix_ms(SystemTime::now()),
             ..Default::default()
         };
-        let prepared = run(a, ctx, &mut result);
+        let prepared = run(r, ctx, &mut result);
         // The guest's QEMU was journalled: it is gone now (killed or exited),
         // and the journal forgets it.
         let restored =
@@ -216,21 +217,19 @@ fn report(g: Prepared, timeout_s: u32, result: &mut RunResult) {
         );
         // From the assignment to the workload's start: kernel and image
         // (cached or not), boot, state.
-        metrics.push(metric(
-            "guest_start_s",
+        metrics.push(known_metric(
+            GUEST_START_S,
             g.prepared.as_secs_f64() + begin.as_secs_f64(),
-            "s",
-            Direction::LowerIsBetter,
         ));
     }
-    metrics.push(metric("wall_s", run.wall_s, "s", Direction::LowerIsBetter));
+    metrics.push(known_metric(WALL_S, run.wall_s));
     let fail = |result: &mut RunResult, metrics: Vec<farm_proto::Metric>, error: String| {
         result.log_tail = run.console_tail.clone();
         result.metrics.extend(metrics);
         result.error = error;
     };
-    let online = match crate::capabilities::parse_cpu_list(&run.online) {
-        Ok(cpus) => cpus,
+    let online: Vec<u32> = match CpuSet::parse_kernel_list(&run.online) {
+        Ok(cpus) => cpus.iter().collect(),
         Err(e) => {
             let error = format!("the guest's online CPUs `{}`: {e}", run.online);
             return fail(result, metrics, error);
@@ -274,58 +273,53 @@ fn report(g: Prepared, timeout_s: u32, result: &mut RunResult) {
     super::finish(result, outcome, g.output, timeout_s);
 }
 
-/// The assignment's machine state as the guest applies it: hotplug,
-/// autogroup and the workload's cgroup; competing loads are refused (the
-/// coordinator refuses such matrices up front).
-fn guest_state(a: &RunAssignment, cpus: u32) -> Result<GuestState, StateError> {
-    if !a.loads.is_empty() {
+/// The run's machine state as the guest applies it: hotplug, autogroup and
+/// the workload's cgroup, as the CPU numbers and values the runner writes
+/// (it parses no spec); competing loads are refused (the coordinator
+/// refuses such matrices up front).
+fn guest_state(run: &Run<'_>, cpus: u32) -> Result<GuestState, StateError> {
+    if !run.assignment.loads.is_empty() {
         return Err(StateError::Loads);
     }
     let mut out = GuestState::default();
-    let Some(s) = &a.state else {
+    let Some(s) = &run.state else {
         return Ok(out);
     };
-    if !s.cgroup.is_empty() {
+    if let Some(cg) = &s.cgroup {
         // Without loads, `shared` and `separate` both put the workload in a
         // group of its own.
-        crate::state::cgroup::Shape::parse(&s.cgroup).map_err(StateError::Spec)?;
-        let limits = crate::state::cgroup::Limits::from_state(s).map_err(StateError::Spec)?;
         out.cgroup = true;
-        out.cpu_weight = limits.weight;
-        out.cpu_max = limits.max;
-        if let Some(set) = &limits.cpuset {
-            out.cpuset =
-                crate::capabilities::parse_cpu_list(set).map_err(|e| StateError::Cpuset {
-                    set: set.clone(),
-                    reason: e.to_string(),
-                })?;
-            if let Some(&c) = out.cpuset.iter().find(|&&c| c >= cpus) {
+        out.cpu_weight = cg.weight.map(|w| w.get());
+        out.cpu_max = cg.max.map(|m| (m.quota_us(), m.period_us()));
+        if let Some(set) = &cg.cpuset {
+            if let Some(c) = set.iter().find(|&c| c >= cpus) {
                 return Err(StateError::CpusetOutside {
-                    set: set.clone(),
+                    set: set.to_string(),
                     last: cpus - 1,
                     asked: c,
                 });
             }
+            out.cpuset = set.iter().collect();
         }
     }
-    if !s.hotplug.is_empty() {
-        let plan = crate::state::hotplug::parse(&s.hotplug).map_err(StateError::Spec)?;
-        if plan.cpus.contains(&0) {
-            return Err(StateError::Cpu0(s.hotplug.clone()));
+    if let Some(plan) = &s.hotplug {
+        if plan.cpus.contains(0) {
+            return Err(StateError::Cpu0(plan.to_string()));
         }
-        if let Some(&c) = plan.cpus.iter().find(|&&c| c >= cpus) {
+        if let Some(c) = plan.cpus.iter().find(|&c| c >= cpus) {
             return Err(StateError::HotplugOutside {
-                spec: s.hotplug.clone(),
+                spec: plan.to_string(),
                 last: cpus - 1,
                 asked: c,
             });
         }
+        let cpus = plan.cpus.iter().collect();
         match plan.mode {
-            crate::state::hotplug::Mode::Cycle => out.cycle = plan.cpus,
-            crate::state::hotplug::Mode::Offline => out.offline = plan.cpus,
+            HotplugMode::Cycle => out.cycle = cpus,
+            HotplugMode::Offline => out.offline = cpus,
         }
     }
-    out.autogroup = s.autogroup.map(|v| v != 0);
+    out.autogroup = s.autogroup.map(|v| v == Autogroup::On);
     Ok(out)
 }
 
@@ -452,33 +446,33 @@ fn used(cache: &Path, path: &Path) {
 /// the arch a Debian version's flavour names (fetched later, once the run
 /// is known to be possible).
 fn kernel_arch(
-    a: &RunAssignment,
+    run: &Run<'_>,
     ctx: &Context<'_>,
 ) -> Result<(Option<kernels::Kernel>, GuestArch), Error> {
-    if a.kernel.starts_with("file:") {
-        return kernels::resolve_file(&a.kernel, &ctx.workload.kernel_dirs)
-            .map(|(k, arch)| (Some(k), arch))
-            .map_err(Error::from);
+    match &run.kernel {
+        Kernel::File(_) => {
+            let (k, arch) =
+                kernels::resolve_file(&run.kernel.to_string(), &ctx.workload.kernel_dirs)?;
+            Ok((Some(k), arch))
+        }
+        Kernel::Debian(d) => Ok((None, GuestArch::try_from(d.arch())?)),
+        other => Err(Error::NotGuest(other.to_string())),
     }
-    let arch = kernels::parse_name(&a.kernel)
-        .ok()
-        .and_then(GuestArch::of_debian_version)
-        .ok_or_else(|| Error::UnknownArch(a.kernel.clone()))?;
-    Ok((None, arch))
 }
 
-fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, Error> {
+fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, Error> {
+    let a = r.assignment;
     let t0 = Instant::now();
     // Kernel, tools and image: fetched or found in the cache.
     let prepare = info_span!(target: TARGET, "prepare", kernel = %a.kernel).entered();
     let cache = ctx.workload.guest_cache.as_ref().ok_or(Error::NoCache)?;
-    let (file_kernel, arch) = kernel_arch(a, ctx)?;
+    let (file_kernel, arch) = kernel_arch(r, ctx)?;
     result.arch = arch.uname().into();
     let timeout = Duration::from_secs(u64::from(a.timeout_s)) + BOOT_ALLOWANCE;
     // Checked before any download: a state or workload the guest cannot
     // have fails at once.
     let state = guest_state(
-        a,
+        r,
         machine::of_assignment(a, arch, Accel::Tcg, timeout)?.cpus,
     )?;
     let w = workload(a, ctx, arch, cache)?;
@@ -488,10 +482,10 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
     };
     used(cache, &kernel.vmlinuz);
     // After the kernel: the KVM probe boots a cached one.
-    let accel = match a.executor.as_str() {
-        "" => kvm::accel_for(arch, cache),
-        "tcg" => Accel::Tcg,
-        "kvm" => match kvm::accel_for(arch, cache) {
+    let accel = match r.executor {
+        None => kvm::accel_for(arch, cache),
+        Some(ExecutorName::Tcg) => Accel::Tcg,
+        Some(ExecutorName::Kvm) => match kvm::accel_for(arch, cache) {
             Accel::Kvm => Accel::Kvm,
             Accel::Tcg => {
                 let why = match kvm::kept_verdict(cache) {
@@ -501,11 +495,9 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
                 return Err(Error::NoKvm(arch, why));
             }
         },
-        other => {
-            return Err(Error::Executor(other.to_string()));
-        }
+        Some(ExecutorName::Host) => return Err(Error::Executor(ExecutorName::Host)),
     };
-    result.executor = accel.name().into();
+    result.executor = accel.executor().to_string();
     let machine = machine::of_assignment(a, arch, accel, timeout)?;
     let (busybox, busybox_native, modules) = match arch {
         GuestArch::X86_64 => (PathBuf::from(initramfs::BUSYBOX), true, Vec::new()),
@@ -513,7 +505,7 @@ fn run(a: &RunAssignment, ctx: &Context<'_>, result: &mut RunResult) -> Result<P
             let root = sysroot::fetch(cache, arch.deb_arch(), &["busybox-static"])?;
             used(cache, &root.root);
             // A `file:` image without modules must have the port built in.
-            let mods = if !kernel.modules.exists() && a.kernel.starts_with("file:") {
+            let mods = if !kernel.modules.exists() && matches!(r.kernel, Kernel::File(_)) {
                 Vec::new()
             } else {
                 modules::load_order(&kernel.modules, "virtio_console")?

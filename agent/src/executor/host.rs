@@ -30,11 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use farm_proto::trace::TARGET;
-use farm_proto::{Direction, Metric, RunAssignment, RunResult};
+use farm_proto::{Metric, RunAssignment, RunResult};
+use farm_spec::metric::{SYS_S, USER_S, WALL_S};
 use tracing::{info_span, warn};
 
 use super::launch::{self, Launch, Output};
-use super::{Context, End, Executor, HOST_EXECUTOR, Outcome, lock, metric, unix_ms};
+use super::{Context, End, Executor, Outcome, Run, known_metric, lock, unix_ms};
 use crate::state::journal::Journal;
 use crate::state::{Applier, Placement};
 use crate::telemetry::placement::NodeMap;
@@ -89,18 +90,19 @@ pub(crate) enum Error {
 pub struct Host;
 
 impl Executor for Host {
-    fn execute(&self, a: &RunAssignment, ctx: &Context<'_>) -> RunResult {
+    fn execute(&self, run: &Run<'_>, ctx: &Context<'_>) -> RunResult {
+        let a = run.assignment;
         let caps = ctx.caps;
         let started = SystemTime::now();
         let mut result = RunResult {
             run: a.run.clone(),
-            executor: HOST_EXECUTOR.into(),
+            executor: farm_spec::Executor::Host.to_string(),
             arch: caps.arch.clone(),
             kernel_release: caps.kernel_release.clone(),
             started_unix_ms: unix_ms(started),
             ..Default::default()
         };
-        let measured = prepare_and_run(a, ctx);
+        let measured = prepare_and_run(run, ctx);
         // Whatever happened, the machine goes back as it was.
         let restored =
             info_span!(target: TARGET, "restore").in_scope(|| lock(ctx.journal).restore());
@@ -144,24 +146,9 @@ fn outcome(
         (Exit::Signal(s), _, _) => End::Signalled(*s),
     };
     let mut all = vec![
-        metric(
-            "wall_s",
-            out.wall.as_secs_f64(),
-            "s",
-            Direction::LowerIsBetter,
-        ),
-        metric(
-            "user_s",
-            out.user.as_secs_f64(),
-            "s",
-            Direction::LowerIsBetter,
-        ),
-        metric(
-            "sys_s",
-            out.sys.as_secs_f64(),
-            "s",
-            Direction::LowerIsBetter,
-        ),
+        known_metric(WALL_S, out.wall.as_secs_f64()),
+        known_metric(USER_S, out.user.as_secs_f64()),
+        known_metric(SYS_S, out.sys.as_secs_f64()),
     ];
     all.extend(metrics);
     Outcome {
@@ -174,8 +161,9 @@ fn outcome(
     }
 }
 
-fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<(Outcome, Output), Error> {
-    super::check(a, ctx.caps)?;
+fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output), Error> {
+    super::check(run, ctx.caps)?;
+    let a = run.assignment;
     let workload = a.workload.as_ref().ok_or(Error::NoWorkload)?;
     let launch = launch::launch(workload, ctx.workload)?;
     let loads = a
@@ -192,7 +180,7 @@ fn prepare_and_run(a: &RunAssignment, ctx: &Context<'_>) -> Result<(Outcome, Out
     let topology_before = topology::read(&root)
         .map_err(|e| warn!("topology: {e}"))
         .ok();
-    let placement = match &a.state {
+    let placement = match &run.state {
         Some(state) => info_span!(target: TARGET, "state_apply").in_scope(|| {
             let mut journal = lock(ctx.journal);
             Applier {

@@ -19,7 +19,7 @@ use super::background::listening_ports;
 use super::launch::{Launch, Output, launch};
 use super::pin::{Pin, wanted};
 use super::*;
-use crate::run::{Context, WorkloadCommand, check, execute};
+use crate::run::{Context, Run, WorkloadCommand, check, execute};
 use crate::state::Journal;
 
 fn int(name: &str, v: i64) -> Param {
@@ -348,7 +348,7 @@ fn assignments_this_agent_cannot_serve_are_refused() {
         kernel: "running".into(),
         ..Default::default()
     };
-    assert!(check(&ok, &caps).is_ok());
+    assert!(check(&Run::of(&ok).unwrap(), &caps).is_ok());
     let cases = [
         RunAssignment {
             kernel: "6.12".into(),
@@ -370,7 +370,7 @@ fn assignments_this_agent_cannot_serve_are_refused() {
         },
     ];
     for a in cases {
-        assert!(check(&a, &caps).is_err(), "{a:?}");
+        assert!(check(&Run::of(&a).unwrap(), &caps).is_err(), "{a:?}");
     }
 }
 
@@ -409,7 +409,7 @@ impl Agent {
                 attempt: 1,
             }),
             kernel: "running".into(),
-            executor: HOST_EXECUTOR.into(),
+            executor: farm_spec::Executor::Host.to_string(),
             timeout_s: 60,
             workload: Some(w),
             loads,
@@ -475,10 +475,7 @@ fn check_ok(r: &RunResult, workload: &str) {
     let spec = catalogue::lookup(workload).expect("catalogued");
     for m in spec.metrics {
         let got = metric(r, m.name);
-        let direction = match m.direction {
-            catalogue::Direction::LowerIsBetter => Direction::LowerIsBetter,
-            catalogue::Direction::HigherIsBetter => Direction::HigherIsBetter,
-        };
+        let direction = farm_proto::Direction::from(m.direction);
         assert_eq!(
             (got.unit.as_str(), got.direction),
             (m.unit, direction as i32)

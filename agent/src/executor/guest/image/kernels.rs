@@ -13,6 +13,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::{run_tool, sha256_file, unique_suffix};
+use farm_spec::kernel::KernelError;
+use farm_spec::{DebianKernel, Kernel as SpecKernel};
+
 use crate::executor::guest::machine::arch::GuestArch;
 
 const APT_GET: &str = "/usr/bin/apt-get";
@@ -22,6 +25,9 @@ const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
 pub enum Error {
     #[error("kernel `{0}`: {1}")]
     Name(String, String),
+    /// A name `farm_spec` refused; its message quotes the name.
+    #[error("kernel {0}")]
+    Spec(KernelError),
     #[error("kernel `{kernel}`: {step}: {detail}")]
     Step {
         kernel: String,
@@ -49,38 +55,40 @@ pub struct Kernel {
     pub downloaded: bool,
 }
 
-/// The version of a `debian:<version>` kernel name, validated so that it can
-/// only ever be one argument of a package name and one path component.
-pub fn parse_name(name: &str) -> Result<&str, Error> {
-    let bad = |why: &str| Error::Name(name.to_string(), why.to_string());
-    let version = name
-        .strip_prefix("debian:")
-        .ok_or_else(|| bad("must be debian:<version>"))?;
-    if version.is_empty() || version.len() > 100 {
-        return Err(bad("the version must have 1 to 100 characters"));
+/// The Debian kernel `name` names (`debian:<version>`, by
+/// `farm_spec::Kernel`: a version that can only ever be one argument of a
+/// package name and one path component), with the guest arch of its
+/// flavour.
+pub fn debian(name: &str) -> Result<(DebianKernel, GuestArch), Error> {
+    match parse(name)? {
+        SpecKernel::Debian(d) => {
+            let arch = GuestArch::try_from(d.arch())
+                .map_err(|e| Error::Name(name.to_string(), e.to_string()))?;
+            Ok((d, arch))
+        }
+        _ => Err(Error::Name(
+            name.to_string(),
+            "must be debian:<version>".into(),
+        )),
     }
-    if !version
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b".+~-".contains(&b))
-    {
-        return Err(bad("the version may only contain A-Z a-z 0-9 . + ~ -"));
-    }
-    if !version.as_bytes()[0].is_ascii_alphanumeric() {
-        return Err(bad("the version must start with a letter or digit"));
-    }
-    Ok(version)
+}
+
+/// `name` parsed by `farm_spec`, the error naming it.
+fn parse(name: &str) -> Result<SpecKernel, Error> {
+    name.parse().map_err(|e| match e {
+        // These say nothing of the name.
+        KernelError::Empty | KernelError::TooLong | KernelError::Whitespace => {
+            Error::Name(name.to_string(), e.to_string())
+        }
+        e => Error::Spec(e),
+    })
 }
 
 /// Resolves `name` (`debian:<version>`) to an unpacked kernel under `cache`,
 /// downloading it when the cache has no valid copy.
 pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
-    let version = parse_name(name)?;
-    let arch = GuestArch::of_debian_version(version).ok_or_else(|| {
-        Error::Name(
-            name.to_string(),
-            "the version must end with a flavour naming its arch (-amd64, -s390x)".into(),
-        )
-    })?;
+    let (debian, arch) = debian(name)?;
+    let version = debian.version();
     let step = |step: &'static str| {
         move |detail: String| Error::Step {
             kernel: name.to_string(),
@@ -193,10 +201,10 @@ pub fn cached(cache: &Path) -> Vec<String> {
         .filter(|e| e.path().join("manifest").is_file())
         .filter_map(|e| {
             let version = e.file_name().to_str()?.to_owned();
-            // Not a build's or an eviction's temporary sibling.
-            GuestArch::of_debian_version(&version)?;
+            // Not a build's or an eviction's temporary sibling, and a
+            // kernel of an arch this agent boots.
             let name = format!("debian:{version}");
-            parse_name(&name).is_ok().then_some(name)
+            debian(&name).is_ok().then_some(name)
         })
         .collect();
     out.sort();
@@ -223,10 +231,11 @@ pub fn image_arch(head: &[u8]) -> Option<GuestArch> {
 /// `lib/modules/<release>` tree).
 pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch), Error> {
     let bad = |why: String| Error::Name(name.to_string(), why);
-    let path = name
-        .strip_prefix("file:")
-        .filter(|p| p.starts_with('/'))
-        .ok_or_else(|| bad("must be file:<absolute path>".into()))?;
+    let path = match parse(name)? {
+        SpecKernel::File(p) => p.path().to_string(),
+        _ => return Err(bad("must be file:<absolute path>".into())),
+    };
+    let path = path.as_str();
     // One answer for everything outside the kernel directories, whether
     // it exists or not: the agent tells a submitter nothing about its files.
     let outside = || bad("not inside a kernel directory of this agent (--kernel-dir)".into());

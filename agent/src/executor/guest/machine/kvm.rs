@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::arch::{Accel, GuestArch};
 use super::qemu;
-use crate::executor::guest::image::initramfs;
+use crate::executor::guest::image::{initramfs, kernels};
 
 /// A KVM guest reaches init in a second or two; a nested KVM that hangs
 /// never does.
@@ -38,7 +38,8 @@ pub enum Verdict {
 
 /// The arch of this host's own guests, the only ones KVM could run.
 pub fn host_arch() -> Option<GuestArch> {
-    GuestArch::from_uname(std::env::consts::ARCH)
+    let arch: farm_spec::Arch = std::env::consts::ARCH.parse().ok()?;
+    GuestArch::try_from(arch).ok()
 }
 
 /// The accelerator for a guest of `arch`: KVM when it is the host's arch
@@ -139,7 +140,8 @@ fn cached_kernel(cache: &Path) -> Option<PathBuf> {
         .filter_map(|e| e.ok())
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            GuestArch::of_debian_version(&name) == Some(arch) && e.path().join("manifest").is_file()
+            kernels::debian(&format!("debian:{name}")).is_ok_and(|(_, a)| a == arch)
+                && e.path().join("manifest").is_file()
         })
         .map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();

@@ -97,7 +97,7 @@ impl GuestState {
             if !self.cpuset.is_empty() {
                 out.push_str(&format!(
                     "cpuset {}\n",
-                    crate::telemetry::topology::format_cpu_list(&self.cpuset)
+                    farm_spec::CpuSet::from_cpus(self.cpuset.iter().copied())
                 ));
             }
         }

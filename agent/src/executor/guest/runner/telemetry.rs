@@ -49,24 +49,25 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use farm_proto::{Direction, Metric, NumaNode, Telemetry};
+use farm_proto::{Metric, NumaNode, Telemetry};
 
 use crate::capabilities::parse_cpu_list;
 use crate::telemetry::interrupts;
 use crate::telemetry::placement::{NodeMap, Sample};
 use crate::telemetry::procstat::{CpuTimes, ProcStat};
-use crate::telemetry::report;
+use crate::telemetry::report::{self, known};
 use crate::telemetry::sampler::{self, Collected};
 use crate::telemetry::taskstat;
 use crate::telemetry::waste::Snapshot;
+use farm_spec::metric;
 
 /// The metrics [`report::build`] derives from `/proc/interrupts`: left out
 /// when the guest reported none, rather than claiming zero IPIs.
 const IPI_METRICS: &[&str] = &[
-    "rescheduling_ipis",
-    "function_call_ipis",
-    "tlb_shootdowns",
-    "mixed_ipis",
+    metric::RESCHEDULING_IPIS.name,
+    metric::FUNCTION_CALL_IPIS.name,
+    metric::TLB_SHOOTDOWNS.name,
+    metric::MIXED_IPIS.name,
 ];
 
 /// The longest excerpt of a guest line an error quotes.
@@ -551,25 +552,22 @@ pub fn build(
                 .ok_or_else(|| format!("times: {what} time went backwards from {b} ms to {a} ms"))
         };
         let (user, sys) = (spent("user", user0, user1)?, spent("system", sys0, sys1)?);
-        metrics.push(metric("user_s", user, "s"));
-        metrics.push(metric("sys_s", sys, "s"));
+        metrics.push(known(metric::USER_S, user));
+        metrics.push(known(metric::SYS_S, sys));
         // As the host: what sampling cost against the CPU time it watched.
         if let Some(ms) = obs.sampler_ms
             && user + sys > 0.0
         {
             let pct = ms as f64 / 1000.0 / (user + sys) * 100.0;
-            metrics.push(metric("telemetry_overhead_pct", pct, "%"));
+            metrics.push(known(metric::TELEMETRY_OVERHEAD_PCT, pct));
         }
         if wall_s > 0.0 {
-            metrics.push(Metric {
-                direction: Direction::HigherIsBetter as i32,
-                ..metric("cpus_utilised", (user + sys) / wall_s, "CPUs")
-            });
+            metrics.push(known(metric::CPUS_UTILISED, (user + sys) / wall_s));
         }
     }
     // Sampled (see the module's doc): a lower bound on perf's count.
     if let Some(n) = obs.migrations() {
-        metrics.push(metric("cpu_migrations", n as f64, "migrations"));
+        metrics.push(known(metric::CPU_MIGRATIONS, n as f64));
     }
     // Guest-wide, where perf counts the workload's own: the guest runs little
     // else (the runner and its sweeps, kernel threads).
@@ -577,18 +575,9 @@ pub fn build(
         let n = a
             .checked_sub(b)
             .ok_or_else(|| format!("ctxt went backwards from {b} to {a}"))?;
-        metrics.push(metric("context_switches", n as f64, "switches"));
+        metrics.push(known(metric::CONTEXT_SWITCHES, n as f64));
     }
     Ok((metrics, telemetry))
-}
-
-fn metric(name: &str, value: f64, unit: &str) -> Metric {
-    Metric {
-        name: name.into(),
-        value,
-        unit: unit.into(),
-        direction: Direction::LowerIsBetter as i32,
-    }
 }
 
 /// `s` cut to [`EXCERPT`] characters.

@@ -2,14 +2,17 @@ use super::*;
 
 #[test]
 fn names_are_validated_strictly() {
+    let (d, arch) = debian("debian:6.1.0-57-cloud-amd64").unwrap();
     assert_eq!(
-        parse_name("debian:6.1.0-57-cloud-amd64").unwrap(),
-        "6.1.0-57-cloud-amd64"
+        (d.version(), arch),
+        ("6.1.0-57-cloud-amd64", GuestArch::X86_64)
     );
+    let (d, arch) = debian("debian:6.12.107+deb12-amd64").unwrap();
     assert_eq!(
-        parse_name("debian:6.12.107+deb12-amd64").unwrap(),
-        "6.12.107+deb12-amd64"
+        (d.version(), arch),
+        ("6.12.107+deb12-amd64", GuestArch::X86_64)
     );
+    assert_eq!(debian("debian:6.1.0-50-s390x").unwrap().1, GuestArch::S390x);
     for bad in [
         "6.1.0-57-amd64",
         "debian:",
@@ -20,8 +23,19 @@ fn names_are_validated_strictly() {
         "debian:6.1;rm",
         "ubuntu:6.1",
     ] {
-        let err = parse_name(bad).unwrap_err().to_string();
+        let err = debian(bad).unwrap_err().to_string();
         assert!(err.contains(bad), "{err}");
+    }
+    // A flavour the farm knows, of an arch this agent boots no guest of.
+    for (name, arch) in [
+        ("debian:6.1.0-50-arm64", "aarch64"),
+        ("debian:6.1.0-50-powerpc64le", "ppc64le"),
+    ] {
+        let err = debian(name).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("kernel `{name}`: no guest for arch {arch}")),
+            "{err}"
+        );
     }
 }
 
@@ -58,7 +72,7 @@ fn file_kernels_stay_inside_the_agents_kernel_directories() {
         ),
         (
             format!("file:{}/../outside", kernels.display()),
-            "not inside",
+            "without `..`",
         ),
         (
             format!("file:{}", kernels.join("notes.txt").display()),

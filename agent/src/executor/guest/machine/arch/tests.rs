@@ -1,16 +1,20 @@
 use super::*;
 
 #[test]
-fn arch_of_debian_flavours() {
-    for (v, a) in [
-        ("6.1.0-47-cloud-amd64", Some(GuestArch::X86_64)),
-        ("6.12.107+deb12-amd64", Some(GuestArch::X86_64)),
-        ("6.1.0-50-s390x", Some(GuestArch::S390x)),
-        ("6.1.0-50-arm64", None),
-        ("amd64", None),
-    ] {
-        assert_eq!(GuestArch::of_debian_version(v), a, "{v}");
+fn guest_arches_of_the_farm_arches() {
+    for a in GuestArch::ALL {
+        assert_eq!(GuestArch::try_from(a.arch()), Ok(a));
     }
-    assert_eq!(GuestArch::from_uname("s390x"), Some(GuestArch::S390x));
-    assert_eq!(GuestArch::from_uname("aarch64"), None);
+    assert_eq!(GuestArch::X86_64.deb_arch(), "amd64");
+    assert_eq!(GuestArch::S390x.uname(), "s390x");
+    for a in [Arch::Aarch64, Arch::Ppc64le] {
+        let e = GuestArch::try_from(a).unwrap_err();
+        assert_eq!(e, NoGuest(a));
+        assert!(
+            e.to_string().starts_with(&format!("no guest for arch {a}")),
+            "{e}"
+        );
+    }
+    assert_eq!(Accel::Kvm.executor(), Executor::Kvm);
+    assert_eq!(Accel::Tcg.name(), "tcg");
 }

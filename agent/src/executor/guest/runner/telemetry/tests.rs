@@ -1,4 +1,5 @@
 use super::*;
+use farm_proto::Direction;
 
 /// What an x86_64 guest's runner reported around a `cpu-hog` of 4
 /// threads (2 NUMA nodes: cpus 0-1 and 2-3): three sweeps, the kernel
