@@ -9,8 +9,10 @@
 //! one [`Outcome`], which [`finish`] alone turns into the result: how it
 //! ended, its own figures read from its output ([`launch::Output`]), what
 //! the result keeps of its logs. [`launch`] turns a catalogued workload into
-//! the program to start, for either executor; [`check`] says whether this
-//! agent can execute an assignment at all.
+//! the program to start, for either executor. A [`Run`] is an assignment
+//! whose kernel, executor and machine state `farm_spec` has parsed, once,
+//! at the run's edge; [`check`] says whether this agent can execute it at
+//! all.
 
 pub mod guest;
 pub mod host;

@@ -107,7 +107,8 @@ impl Metrics {
         register(&registry, &connected);
         // The outcomes exist from the start, so that rate() works at once.
         for outcome in ["ok", "failed"] {
-            runs.with_label_values(&[outcome, "host"]).reset();
+            runs.with_label_values(&[outcome, farm_spec::Executor::Host.as_str()])
+                .reset();
         }
         Metrics {
             registry,
