@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{run_tool, sha256_file, unique_suffix};
+use super::{ToolError, run_tool, sha256_file, unique_suffix};
 use farm_spec::kernel::KernelError;
 use farm_spec::{DebianKernel, Kernel as SpecKernel};
 
@@ -28,12 +28,42 @@ pub enum Error {
     /// A name `farm_spec` refused; its message quotes the name.
     #[error("kernel {0}")]
     Spec(KernelError),
-    #[error("kernel `{kernel}`: {step}: {detail}")]
+    #[error("kernel `{kernel}`: {step}: {source}")]
     Step {
         kernel: String,
         step: &'static str,
-        detail: String,
+        source: Cause,
     },
+}
+
+/// What went wrong in a step of resolving a Debian kernel.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error("{0} is missing (install the Debian packages apt and dpkg)")]
+    NoTool(&'static str),
+    /// Each package tried, with why `apt-get download` failed for it.
+    #[error("{}", .0.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; "))]
+    Download(Vec<(String, ToolError)>),
+    #[error("{count} .deb files in {}", dir.display())]
+    Debs { count: usize, dir: PathBuf },
+    #[error("manifest: {0}")]
+    Manifest(#[source] std::io::Error),
+    #[error("manifest has no `{0}`")]
+    ManifestField(&'static str),
+    #[error("manifest names a bad .deb `{0}`")]
+    BadDeb(String),
+    #[error("{deb} has sha256 {actual}, the manifest says {expected}")]
+    Sha256 {
+        deb: String,
+        actual: String,
+        expected: String,
+    },
+    #[error("{} is missing", .0.display())]
+    Missing(PathBuf),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
 }
 
 /// An unpacked kernel, ready to boot.
@@ -90,17 +120,17 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
     let (debian, arch) = debian(name)?;
     let version = debian.version();
     let step = |step: &'static str| {
-        move |detail: String| Error::Step {
+        move |cause: Cause| Error::Step {
             kernel: name.to_string(),
             step,
-            detail,
+            source: cause,
         }
     };
     let io = |step_name: &'static str| {
         move |e: std::io::Error| Error::Step {
             kernel: name.to_string(),
             step: step_name,
-            detail: e.to_string(),
+            source: Cause::Io(e),
         }
     };
     let dir = cache.join("kernels");
@@ -126,9 +156,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
 
     for tool in [APT_GET, DPKG_DEB] {
         if !Path::new(tool).is_file() {
-            return Err(step("find tools")(format!(
-                "{tool} is missing (install the Debian packages apt and dpkg)"
-            )));
+            return Err(step("find tools")(Cause::NoTool(tool)));
         }
     }
     let tmp = dir.join(format!("{version}.{}", unique_suffix()));
@@ -136,7 +164,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
     let built = (|| {
         let package = download(version, arch, &tmp).map_err(step("apt-get download"))?;
         let deb = find_deb(&tmp).map_err(step("find the downloaded .deb"))?;
-        let sha = sha256_file(&deb).map_err(|e| step("sha256 of the .deb")(e.to_string()))?;
+        let sha = sha256_file(&deb).map_err(|e| step("sha256 of the .deb")(e.into()))?;
         run_tool(
             Path::new(DPKG_DEB),
             &[
@@ -146,7 +174,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
             ],
             None,
         )
-        .map_err(|e| step("dpkg-deb -x")(e.to_string()))?;
+        .map_err(|e| step("dpkg-deb -x")(e.into()))?;
         let deb_name = deb.file_name().unwrap_or_default().to_string_lossy();
         fs::write(
             tmp.join("manifest"),
@@ -170,7 +198,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
 /// `apt-get download` of the `-unsigned` package, or the plain one when
 /// there is no `-unsigned` package, of `arch` (a foreign arch must have
 /// been added with `dpkg --add-architecture`); returns the package name.
-fn download(version: &str, arch: GuestArch, dir: &Path) -> Result<String, String> {
+fn download(version: &str, arch: GuestArch, dir: &Path) -> Result<String, Cause> {
     let mut errors = Vec::new();
     let deb_arch = arch.deb_arch();
     for package in [
@@ -183,10 +211,10 @@ fn download(version: &str, arch: GuestArch, dir: &Path) -> Result<String, String
             Some(dir),
         ) {
             Ok(_) => return Ok(package),
-            Err(e) => errors.push(format!("{package}: {e}")),
+            Err(e) => errors.push((package, e)),
         }
     }
-    Err(errors.join("; "))
+    Err(Cause::Download(errors))
 }
 
 /// The kernels cached under `cache` (as [`resolve`] lays them out), as
@@ -320,48 +348,52 @@ pub fn file_kernels(dirs: &[PathBuf]) -> Vec<(String, GuestArch)> {
     out
 }
 
-fn find_deb(dir: &Path) -> Result<PathBuf, String> {
+fn find_deb(dir: &Path) -> Result<PathBuf, Cause> {
     let mut debs = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| e.to_string())? {
-        let path = entry.map_err(|e| e.to_string())?.path();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
         if path.extension().is_some_and(|e| e == "deb") {
             debs.push(path);
         }
     }
     match debs.len() {
         1 => Ok(debs.remove(0)),
-        n => Err(format!("{n} .deb files in {}", dir.display())),
+        count => Err(Cause::Debs {
+            count,
+            dir: dir.to_path_buf(),
+        }),
     }
 }
 
-fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, String> {
-    let manifest =
-        fs::read_to_string(entry.join("manifest")).map_err(|e| format!("manifest: {e}"))?;
-    let field = |key: &str| {
+fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, Cause> {
+    let manifest = fs::read_to_string(entry.join("manifest")).map_err(Cause::Manifest)?;
+    let field = |key: &'static str| {
         manifest
             .lines()
             .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
             .map(str::to_string)
-            .ok_or_else(|| format!("manifest has no `{key}`"))
+            .ok_or(Cause::ManifestField(key))
     };
     let (package, deb, sha) = (field("package")?, field("deb")?, field("sha256")?);
     if deb.contains('/') {
-        return Err(format!("manifest names a bad .deb `{deb}`"));
+        return Err(Cause::BadDeb(deb));
     }
-    let actual = sha256_file(&entry.join(&deb)).map_err(|e| e.to_string())?;
+    let actual = sha256_file(&entry.join(&deb))?;
     if actual != sha {
-        return Err(format!(
-            "{deb} has sha256 {actual}, the manifest says {sha}"
-        ));
+        return Err(Cause::Sha256 {
+            deb,
+            actual,
+            expected: sha,
+        });
     }
     let root = entry.join("root");
     let vmlinuz = root.join("boot").join(format!("vmlinuz-{version}"));
     let modules = root.join("lib").join("modules").join(version);
     if !vmlinuz.is_file() {
-        return Err(format!("{} is missing", vmlinuz.display()));
+        return Err(Cause::Missing(vmlinuz));
     }
     if !modules.is_dir() {
-        return Err(format!("{} is missing", modules.display()));
+        return Err(Cause::Missing(modules));
     }
     Ok(Kernel {
         name: name.to_string(),
