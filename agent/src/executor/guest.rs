@@ -453,7 +453,7 @@ fn kernel_arch(
         Kernel::File(_) => {
             let (k, arch) =
                 kernels::resolve_file(&run.kernel.to_string(), &ctx.workload.kernel_dirs)?;
-            Ok((Some(k), arch))
+            Ok((Some(k), GuestArch::try_from(arch)?))
         }
         Kernel::Debian(d) => Ok((None, GuestArch::try_from(d.arch())?)),
         other => Err(Error::NotGuest(other.to_string())),

@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::{ToolError, run_tool, sha256_file, unique_suffix};
 use farm_spec::kernel::KernelError;
-use farm_spec::{DebianKernel, Kernel as SpecKernel};
-
-use crate::executor::guest::machine::arch::GuestArch;
+use farm_spec::{Arch, DebianKernel, Kernel as SpecKernel};
 
 const APT_GET: &str = "/usr/bin/apt-get";
 const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
@@ -87,15 +85,12 @@ pub struct Kernel {
 
 /// The Debian kernel `name` names (`debian:<version>`, by
 /// `farm_spec::Kernel`: a version that can only ever be one argument of a
-/// package name and one path component), with the guest arch of its
-/// flavour.
-pub fn debian(name: &str) -> Result<(DebianKernel, GuestArch), Error> {
+/// package name and one path component, with the arch of its flavour).
+/// Whether this agent boots guests of that arch is the guest machine's to
+/// say.
+pub fn debian(name: &str) -> Result<DebianKernel, Error> {
     match parse(name)? {
-        SpecKernel::Debian(d) => {
-            let arch = GuestArch::try_from(d.arch())
-                .map_err(|e| Error::Name(name.to_string(), e.to_string()))?;
-            Ok((d, arch))
-        }
+        SpecKernel::Debian(d) => Ok(d),
         _ => Err(Error::Name(
             name.to_string(),
             "must be debian:<version>".into(),
@@ -117,8 +112,8 @@ fn parse(name: &str) -> Result<SpecKernel, Error> {
 /// Resolves `name` (`debian:<version>`) to an unpacked kernel under `cache`,
 /// downloading it when the cache has no valid copy.
 pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
-    let (debian, arch) = debian(name)?;
-    let version = debian.version();
+    let debian = debian(name)?;
+    let (version, arch) = (debian.version(), debian.arch());
     let step = |step: &'static str| {
         move |cause: Cause| Error::Step {
             kernel: name.to_string(),
@@ -198,7 +193,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
 /// `apt-get download` of the `-unsigned` package, or the plain one when
 /// there is no `-unsigned` package, of `arch` (a foreign arch must have
 /// been added with `dpkg --add-architecture`); returns the package name.
-fn download(version: &str, arch: GuestArch, dir: &Path) -> Result<String, Cause> {
+fn download(version: &str, arch: Arch, dir: &Path) -> Result<String, Cause> {
     let mut errors = Vec::new();
     let deb_arch = arch.deb_arch();
     for package in [
@@ -229,8 +224,7 @@ pub fn cached(cache: &Path) -> Vec<String> {
         .filter(|e| e.path().join("manifest").is_file())
         .filter_map(|e| {
             let version = e.file_name().to_str()?.to_owned();
-            // Not a build's or an eviction's temporary sibling, and a
-            // kernel of an arch this agent boots.
+            // Not a build's or an eviction's temporary sibling.
             let name = format!("debian:{version}");
             debian(&name).is_ok().then_some(name)
         })
@@ -241,11 +235,11 @@ pub fn cached(cache: &Path) -> Vec<String> {
 
 /// What a kernel image is for, by its magic: an x86 bzImage has `HdrS` at
 /// 0x202, an s390x image `S390EP` at 0x10008 (what `file` reads too).
-pub fn image_arch(head: &[u8]) -> Option<GuestArch> {
+pub fn image_arch(head: &[u8]) -> Option<Arch> {
     if head.get(0x202..0x206) == Some(b"HdrS") {
-        Some(GuestArch::X86_64)
+        Some(Arch::X86_64)
     } else if head.get(0x10008..0x1000e) == Some(b"S390EP") {
-        Some(GuestArch::S390x)
+        Some(Arch::S390x)
     } else {
         None
     }
@@ -257,7 +251,7 @@ pub fn image_arch(head: &[u8]) -> Option<GuestArch> {
 /// file, and the agent must not read any file a submitter names. Modules,
 /// when the image has some, sit beside it in `<image>.modules/` (a
 /// `lib/modules/<release>` tree).
-pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch), Error> {
+pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, Arch), Error> {
     let bad = |why: String| Error::Name(name.to_string(), why);
     let path = match parse(name)? {
         SpecKernel::File(p) => p.path().to_string(),
@@ -327,7 +321,7 @@ pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch),
 
 /// The kernel images in `dirs` (not recursing), as `file:<path>` names
 /// with their arch.
-pub fn file_kernels(dirs: &[PathBuf]) -> Vec<(String, GuestArch)> {
+pub fn file_kernels(dirs: &[PathBuf]) -> Vec<(String, Arch)> {
     let mut out = Vec::new();
     for dir in dirs {
         let Ok(entries) = fs::read_dir(dir) else {

@@ -140,7 +140,7 @@ fn cached_kernel(cache: &Path) -> Option<PathBuf> {
         .filter_map(|e| e.ok())
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            kernels::debian(&format!("debian:{name}")).is_ok_and(|(_, a)| a == arch)
+            kernels::debian(&format!("debian:{name}")).is_ok_and(|d| d.arch() == arch.arch())
                 && e.path().join("manifest").is_file()
         })
         .map(|e| {

@@ -1,18 +1,19 @@
 use super::*;
+use crate::executor::guest::machine::arch::GuestArch;
 
 #[test]
 fn names_are_validated_strictly() {
-    let (d, arch) = debian("debian:6.1.0-57-cloud-amd64").unwrap();
+    let d = debian("debian:6.1.0-57-cloud-amd64").unwrap();
     assert_eq!(
-        (d.version(), arch),
-        ("6.1.0-57-cloud-amd64", GuestArch::X86_64)
+        (d.version(), d.arch()),
+        ("6.1.0-57-cloud-amd64", Arch::X86_64)
     );
-    let (d, arch) = debian("debian:6.12.107+deb12-amd64").unwrap();
+    let d = debian("debian:6.12.107+deb12-amd64").unwrap();
     assert_eq!(
-        (d.version(), arch),
-        ("6.12.107+deb12-amd64", GuestArch::X86_64)
+        (d.version(), d.arch()),
+        ("6.12.107+deb12-amd64", Arch::X86_64)
     );
-    assert_eq!(debian("debian:6.1.0-50-s390x").unwrap().1, GuestArch::S390x);
+    assert_eq!(debian("debian:6.1.0-50-s390x").unwrap().arch(), Arch::S390x);
     for bad in [
         "6.1.0-57-amd64",
         "debian:",
@@ -26,14 +27,16 @@ fn names_are_validated_strictly() {
         let err = debian(bad).unwrap_err().to_string();
         assert!(err.contains(bad), "{err}");
     }
-    // A flavour the farm knows, of an arch this agent boots no guest of.
+    // A flavour the farm knows, of an arch this agent boots no guest of:
+    // the name is valid, and the guest machine refuses its arch.
     for (name, arch) in [
-        ("debian:6.1.0-50-arm64", "aarch64"),
-        ("debian:6.1.0-50-powerpc64le", "ppc64le"),
+        ("debian:6.1.0-50-arm64", Arch::Aarch64),
+        ("debian:6.1.0-50-powerpc64le", Arch::Ppc64le),
     ] {
-        let err = debian(name).unwrap_err().to_string();
+        assert_eq!(debian(name).unwrap().arch(), arch);
+        let err = GuestArch::try_from(arch).unwrap_err().to_string();
         assert!(
-            err.starts_with(&format!("kernel `{name}`: no guest for arch {arch}")),
+            err.starts_with(&format!("no guest for arch {arch}")),
             "{err}"
         );
     }
@@ -56,7 +59,7 @@ fn file_kernels_stay_inside_the_agents_kernel_directories() {
 
     let name = format!("file:{}", kernels.join("vmlinuz-test").display());
     let (k, arch) = resolve_file(&name, &dirs).unwrap();
-    assert_eq!(arch, GuestArch::X86_64);
+    assert_eq!(arch, Arch::X86_64);
     assert_eq!(k.version, "vmlinuz-test");
     assert_eq!(k.deb_sha256.len(), 64);
     let (_, arch) = resolve_file(
@@ -64,7 +67,7 @@ fn file_kernels_stay_inside_the_agents_kernel_directories() {
         &dirs,
     )
     .unwrap();
-    assert_eq!(arch, GuestArch::S390x);
+    assert_eq!(arch, Arch::S390x);
     for (bad, why) in [
         (
             format!("file:{}", dir.path().join("outside").display()),
@@ -100,11 +103,11 @@ fn file_kernels_stay_inside_the_agents_kernel_directories() {
         [
             (
                 format!("file:{}", kernels.join("image-s390").display()),
-                GuestArch::S390x
+                Arch::S390x
             ),
             (
                 format!("file:{}", kernels.join("vmlinuz-test").display()),
-                GuestArch::X86_64
+                Arch::X86_64
             ),
         ]
     );
