@@ -104,8 +104,9 @@ fn busybox_image(
             busybox_native: true,
             files: Vec::new(),
             modules: Vec::new(),
-            job,
-            state,
+            init: job::RUNNER,
+            job: &job.file(),
+            state: &state.file(),
         },
     )
 }
@@ -271,8 +272,9 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
             busybox_native: true,
             files: image::native_files(&bin).unwrap_or_else(|e| panic!("{e}")),
             modules: Vec::new(),
-            job: &job,
-            state: &state,
+            init: job::RUNNER,
+            job: &job.file(),
+            state: &state.file(),
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -403,8 +405,9 @@ fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
             busybox_native: false,
             files,
             modules,
-            job: &job,
-            state: &state,
+            init: job::RUNNER,
+            job: &job.file(),
+            state: &state.file(),
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));

@@ -520,8 +520,9 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
             busybox_native,
             files: w.files,
             modules,
-            job: &w.job,
-            state: &state,
+            init: runner::RUNNER,
+            job: &w.job.file(),
+            state: &state.file(),
         },
     )?;
     cache::touch(&image.path);

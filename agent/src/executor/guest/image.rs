@@ -24,8 +24,6 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use super::runner::RUNNER;
-use super::runner::protocol::{GUEST_BINARY, GuestState, Job};
 use initramfs::{BASE_DIRS, Entry, Initramfs};
 
 const LDD: &str = "/usr/bin/ldd";
@@ -110,7 +108,11 @@ pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, String> {
     Ok(libs)
 }
 
-/// What goes into a job's initramfs besides the runner.
+/// Where the farm's own workload binary lives in the guest.
+pub const GUEST_BINARY: &str = "/bin/farm-workload";
+
+/// What goes into a run's initramfs. The runner and the texts of its
+/// `/job` and `/state` come from [`super::runner`], which checked them.
 #[derive(Debug, Clone)]
 pub struct Image<'a> {
     /// A static busybox for the guest's arch.
@@ -123,8 +125,11 @@ pub struct Image<'a> {
     pub files: Vec<(PathBuf, String)>,
     /// Kernel modules to load, in order (their dependencies first).
     pub modules: Vec<PathBuf>,
-    pub job: &'a Job,
-    pub state: &'a GuestState,
+    /// `/init`: the runner script.
+    pub init: &'a str,
+    /// The text of `/job` and of `/state`.
+    pub job: &'a str,
+    pub state: &'a str,
 }
 
 /// The files that run the farm's own `workload_bin` in a guest of the
@@ -198,10 +203,8 @@ pub fn build(cache: &Path, image: &Image<'_>) -> Result<Initramfs, Error> {
     for (path, bytes) in &contents {
         extra.push(Entry::File(path.clone(), 0o755, bytes));
     }
-    let job_file = image.job.file();
-    extra.push(Entry::File("job".into(), 0o644, job_file.as_bytes()));
-    let state_file = image.state.file();
-    extra.push(Entry::File("state".into(), 0o644, state_file.as_bytes()));
+    extra.push(Entry::File("job".into(), 0o644, image.job.as_bytes()));
+    extra.push(Entry::File("state".into(), 0o644, image.state.as_bytes()));
     if !image.modules.is_empty() {
         extra.push(Entry::File(
             "modules".into(),
@@ -218,7 +221,7 @@ pub fn build(cache: &Path, image: &Image<'_>) -> Result<Initramfs, Error> {
         cache,
         image.busybox,
         applets,
-        RUNNER,
+        image.init,
         &extra,
     )?)
 }

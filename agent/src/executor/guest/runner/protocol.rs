@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use super::telemetry::{LineError, Observed};
 
-/// Where the farm's own workload binary lives in the guest.
-pub const GUEST_BINARY: &str = "/bin/farm-workload";
+pub use crate::executor::guest::image::GUEST_BINARY;
 
 /// Why the runner's report cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
