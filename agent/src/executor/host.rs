@@ -126,6 +126,18 @@ impl Executor for Host {
     }
 }
 
+/// What the process executor starts for `program`.
+fn spec(program: &launch::Program, cgroups: Vec<PathBuf>, timeout: Duration, perf: bool) -> Spec {
+    Spec {
+        program: program.path.clone(),
+        args: program.args.clone(),
+        env: program.env.clone(),
+        timeout,
+        cgroups,
+        perf,
+    }
+}
+
 fn tag(a: &RunAssignment) -> String {
     a.run
         .as_ref()
@@ -197,7 +209,7 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
     let load_specs: Vec<Spec> = loads
         .iter()
         .zip(placement.loads)
-        .map(|(l, cgroups)| l.program.spec(cgroups, timeout + BACKGROUND_GRACE, false))
+        .map(|(l, cgroups)| spec(&l.program, cgroups, timeout + BACKGROUND_GRACE, false))
         .collect();
     let topology_after = topology::read(&root)
         .map_err(|e| warn!("topology: {e}"))
@@ -219,7 +231,7 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         }
         None => None,
     };
-    let spec = launch.program.spec(placement.workload, timeout, true);
+    let spec = spec(&launch.program, placement.workload, timeout, true);
     let measured = info_span!(target: TARGET, "workload", program = %spec.program.display())
         .in_scope(|| measure(ctx, &root, &spec, &launch));
     if let Some(server) = server {
@@ -260,9 +272,12 @@ fn start_server(
     if background::listening(root, server.port) {
         return Err(Error::PortInUse(name, server.port));
     }
-    let spec = server
-        .program
-        .spec(cgroups.to_vec(), timeout + BACKGROUND_GRACE, false);
+    let spec = spec(
+        &server.program,
+        cgroups.to_vec(),
+        timeout + BACKGROUND_GRACE,
+        false,
+    );
     let started = Background::start(vec![spec], journal.clone())?;
     let ready = match started.pids().first() {
         Some(&pid) => background::wait_listening(root, server.port, pid, SERVER_READY)

@@ -2,15 +2,14 @@
 //! into the program to start and the way to read its output.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use farm_proto::{Workload, param};
 use farm_workload::catalogue::{self, Origin, Value};
 use farm_workload::output;
 
+use farm_workload::udp_stream;
+
 use super::WorkloadCommand;
-use super::host::pin::{self, Pin};
-use super::host::process as host;
 use crate::external;
 
 /// Why a workload cannot be launched as asked.
@@ -67,18 +66,6 @@ pub(super) struct Program {
 }
 
 impl Program {
-    /// What the host executor starts.
-    pub fn spec(&self, cgroups: Vec<PathBuf>, timeout: Duration, perf: bool) -> host::Spec {
-        host::Spec {
-            program: self.path.clone(),
-            args: self.args.clone(),
-            env: self.env.clone(),
-            timeout,
-            cgroups,
-            perf,
-        }
-    }
-
     /// An external tool's command: its argv starts with the program.
     fn from_command(command: external::Command) -> Result<Program, Error> {
         let mut argv = command.argv.into_iter();
@@ -156,7 +143,7 @@ pub(super) fn launch(w: &Workload, cmd: &WorkloadCommand) -> Result<Launch, Erro
                 },
                 server: None,
                 output: Output::MetricLines,
-                pins: pin::wanted(spec.name, &resolved),
+                pins: wanted(spec.name, &resolved),
             })
         }
         Origin::External { program } => {
@@ -223,4 +210,31 @@ fn external_launch(
         output: Output::External(name),
         pins: Vec::new(),
     })
+}
+
+/// One thread to pin, found by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pin {
+    /// The thread's name, as `comm` shows it.
+    pub thread: &'static str,
+    pub cpu: usize,
+}
+
+/// The pins a built-in workload's resolved parameters ask for: udp-stream's
+/// `sender_cpu` and `receiver_cpu`, where not -1.
+pub(crate) fn wanted(workload: &str, params: &[(&'static str, Value)]) -> Vec<Pin> {
+    if workload != "udp-stream" {
+        return Vec::new();
+    }
+    let cpu = |name: &str| match params.iter().find(|(n, _)| *n == name) {
+        Some((_, Value::Int(v))) => usize::try_from(*v).ok(),
+        _ => None,
+    };
+    [
+        (udp_stream::SENDER_THREAD, cpu("sender_cpu")),
+        (udp_stream::RECEIVER_THREAD, cpu("receiver_cpu")),
+    ]
+    .into_iter()
+    .filter_map(|(thread, cpu)| Some(Pin { thread, cpu: cpu? }))
+    .collect()
 }

@@ -16,8 +16,7 @@ use farm_workload::catalogue;
 use tempfile::TempDir;
 
 use super::background::listening_ports;
-use super::launch::{Launch, Output, launch};
-use super::pin::{Pin, wanted};
+use super::launch::{Launch, Output, Pin, launch, wanted};
 use super::*;
 use crate::run::{Context, Run, WorkloadCommand, check, execute};
 use crate::state::Journal;
