@@ -158,7 +158,7 @@ impl Probe {
             sys_writable,
             hotpluggable_cpus,
             sysctl_writable,
-            executors: vec!["host".to_owned()],
+            executors: vec![farm_spec::Executor::Host.to_string()],
             // The built-in workloads, which run anywhere. External ones depend
             // on the programs installed, which are not under `root`: the agent
             // adds those it found (`Options::build`).

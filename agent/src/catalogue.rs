@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use farm_proto::Capabilities;
 
-use crate::guest;
-use crate::run::WorkloadCommand;
+use crate::executor::WorkloadCommand;
+use crate::executor::guest::image::kernels;
+use crate::executor::guest::machine::{arch::Accel, kvm};
 
 /// How often the catalogue is looked at by default: a directory listing and
 /// a few bytes of each image.
@@ -19,7 +20,7 @@ pub const RESCAN: Duration = Duration::from_secs(10);
 /// Recomputes the catalogue part of `caps` (guest kernels, accelerators and
 /// the executors they give) for an agent whose `guest_arches` are set.
 pub fn refresh(caps: &mut Capabilities, workload: &WorkloadCommand) {
-    let accel_names = [guest::arch::Accel::Tcg, guest::arch::Accel::Kvm].map(|a| a.name());
+    let accel_names = [Accel::Tcg, Accel::Kvm].map(|a| a.name());
     caps.executors
         .retain(|e| !accel_names.contains(&e.as_str()));
     caps.guest_accelerators.clear();
@@ -32,19 +33,19 @@ pub fn refresh(caps: &mut Capabilities, workload: &WorkloadCommand) {
     }
     // KVM only once a probe saw it boot a guest (the first guest run probes
     // when no verdict is kept yet); TCG always.
-    let mut accels = vec![guest::arch::Accel::Tcg];
-    if let Some(guest::kvm::Verdict::Works) = guest::kvm::kept_verdict(cache) {
-        accels.push(guest::arch::Accel::Kvm);
+    let mut accels = vec![Accel::Tcg];
+    if let Some(kvm::Verdict::Works) = kvm::kept_verdict(cache) {
+        accels.push(Accel::Kvm);
     }
     for a in accels {
         caps.guest_accelerators.push(a.name().to_owned());
         caps.executors.push(a.name().to_owned());
     }
-    caps.guest_kernels = guest::kernels::cached(cache);
+    caps.guest_kernels = kernels::cached(cache);
     // Only images of an arch it boots, so that no cell comes here to fail.
     let arches = caps.guest_arches.clone();
     caps.guest_kernels.extend(
-        guest::kernels::file_kernels(&workload.kernel_dirs)
+        kernels::file_kernels(&workload.kernel_dirs)
             .into_iter()
             .filter(|(_, arch)| arches.iter().any(|a| a == arch.uname()))
             .map(|(name, _)| name),

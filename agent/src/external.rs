@@ -38,7 +38,8 @@
 //! **Architecture invariant:** this module starts no process. Client/server
 //! tools (iperf3, netperf) get a second command from [`server_command`], with
 //! the port to wait for; starting the server, waiting for it, running the
-//! client and stopping the server is [`run`](crate::run)'s job.
+//! client and stopping the server is the host executor's job
+//! ([`executor::host`](crate::executor::host)).
 
 use std::path::{Path, PathBuf};
 

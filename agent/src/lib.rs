@@ -7,8 +7,10 @@
 //!   kernels cached or dropped in a kernel directory, KVM found to work).
 //! - [`session`]: the stream to the coordinator, heartbeats, the outbox of
 //!   unacknowledged results, reconnection with backoff.
-//! - [`run`]: checking an assignment and turning it into a result.
-//! - [`executor`]: where the workload executes ([`executor::host`] today).
+//! - [`run`]: an assignment handed to the executor its kernel asks for.
+//! - [`executor`]: where the workload executes: on this machine
+//!   ([`executor::host`]) or in a QEMU guest booted with the run's kernel
+//!   ([`executor::guest`]), and the one way either's outcome becomes a result.
 //! - [`state`]: machine states (hotplug, autogroup, cgroups) and the restore
 //!   journal that undoes them, also after a crash.
 //! - [`external`]: benchmark programs found on this machine (stress-ng,
@@ -22,7 +24,6 @@ pub mod capabilities;
 pub mod catalogue;
 pub mod executor;
 pub mod external;
-pub mod guest;
 pub mod metrics;
 pub mod run;
 pub mod session;
@@ -34,6 +35,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tonic::transport::{ClientTlsConfig, Endpoint};
+
+use executor::guest::machine::{self, arch::GuestArch, kvm};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -88,7 +91,10 @@ impl Options {
             );
         }
         let mut capabilities = capabilities::discover(&self.root)?;
-        capabilities.state_kinds = state::kinds(&capabilities);
+        capabilities.state_kinds = state::kinds(&capabilities)
+            .iter()
+            .map(|k| k.as_str().to_string())
+            .collect();
         // Besides the built-in workloads: exactly the external ones it runs.
         capabilities.workloads.extend(
             self.workload
@@ -98,8 +104,8 @@ impl Options {
         );
         tracing::info!(workloads = ?capabilities.workloads, "workloads this agent runs");
         if let Some(cache) = &self.workload.guest_cache {
-            for arch in guest::arch::GuestArch::ALL {
-                match guest::available(arch) {
+            for arch in GuestArch::ALL {
+                match machine::available(arch) {
                     Ok(()) => {
                         std::fs::create_dir_all(cache)
                             .map_err(|e| Error::GuestCache(cache.clone(), e))?;
@@ -109,7 +115,7 @@ impl Options {
                     Err(why) => tracing::info!(%arch, %why, "boots no guests of this arch"),
                 }
             }
-            if let Some(guest::kvm::Verdict::Fails(why)) = guest::kvm::kept_verdict(cache) {
+            if let Some(kvm::Verdict::Fails(why)) = kvm::kept_verdict(cache) {
                 tracing::info!(%why, "KVM probed before and found not to boot guests");
             }
         }

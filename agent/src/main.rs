@@ -119,7 +119,9 @@ fn main() -> anyhow::Result<()> {
     let mut workload = farm_agent::run::WorkloadCommand::binary(workload_bin);
     workload.externals = farm_agent::external::discover_installed(&args.tools_dirs);
     if !args.no_guests {
-        workload.guest_cache = args.guest_cache.or_else(farm_agent::guest::default_cache);
+        workload.guest_cache = args
+            .guest_cache
+            .or_else(farm_agent::executor::guest::default_cache);
         workload.kernel_dirs = args.kernel_dirs;
         workload.guest_cache_max_bytes = args.guest_cache_max_gib.saturating_mul(1 << 30);
     }

@@ -107,7 +107,8 @@ impl Metrics {
         register(&registry, &connected);
         // The outcomes exist from the start, so that rate() works at once.
         for outcome in ["ok", "failed"] {
-            runs.with_label_values(&[outcome, "host"]).reset();
+            runs.with_label_values(&[outcome, farm_spec::Executor::Host.as_str()])
+                .reset();
         }
         Metrics {
             registry,
@@ -152,12 +153,17 @@ impl Metrics {
                     .set(n.avg_runnable);
             }
         }
-        if let Some(m) = result.metrics.iter().find(|m| m.name == "guest_start_s") {
-            let arch = match result.arch.as_str() {
-                "x86_64" => "x86_64",
-                "s390x" => "s390x",
-                _ => "other",
-            };
+        if let Some(m) = result
+            .metrics
+            .iter()
+            .find(|m| m.name == farm_spec::metric::GUEST_START_S.name)
+        {
+            // One of the few known arches, so that a result cannot grow the
+            // label set.
+            let arch = result
+                .arch
+                .parse::<farm_spec::Arch>()
+                .map_or("other", farm_spec::Arch::uname);
             self.guest_start
                 .with_label_values(&[arch, executor])
                 .observe(m.value);
@@ -172,12 +178,9 @@ impl Metrics {
 /// The executor as a label: one of the few known, so that a result cannot
 /// grow the label set (a refused run has none).
 fn executor_label(executor: &str) -> &'static str {
-    match executor {
-        "host" => "host",
-        "tcg" => "tcg",
-        "kvm" => "kvm",
-        _ => "none",
-    }
+    executor
+        .parse::<farm_spec::Executor>()
+        .map_or("none", farm_spec::Executor::as_str)
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@ pub mod journal;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use farm_proto::{Capabilities, CgroupLayout, MachineState};
+use farm_proto::Capabilities;
+use farm_spec::{HotplugMode, MachineState, StateKind};
 use tracing::info;
 
 pub use journal::{Entry, Journal};
@@ -24,6 +25,11 @@ pub enum Error {
     Journal(#[from] journal::Error),
     #[error("state `{state}`: {why}")]
     Refused { state: String, why: String },
+    #[error("state `{state}`: {source}")]
+    Hotplug {
+        state: String,
+        source: hotplug::Error,
+    },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -34,16 +40,16 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The state kinds this agent can apply on a machine with these capabilities.
-pub fn kinds(caps: &Capabilities) -> Vec<String> {
+pub fn kinds(caps: &Capabilities) -> Vec<StateKind> {
     let mut out = Vec::new();
     if !caps.hotpluggable_cpus.is_empty() {
-        out.push("hotplug".to_string());
+        out.push(StateKind::Hotplug);
     }
     if caps.sysctl_writable {
-        out.push("autogroup".to_string());
+        out.push(StateKind::Autogroup);
     }
     if caps.root && cgroup::Layout::of(caps).is_some() {
-        out.push("cgroup".to_string());
+        out.push(StateKind::Cgroup);
     }
     out
 }
@@ -72,9 +78,6 @@ impl Applier<'_> {
         };
         let root = self.journal.root().to_path_buf();
         if let Some(v) = state.autogroup {
-            if v > 1 {
-                return Err(refuse(format!("autogroup must be 0 or 1, not {v}")));
-            }
             if !self.caps.sysctl_writable {
                 return Err(refuse(
                     "kernel.sched_autogroup_enabled is not writable here".into(),
@@ -87,38 +90,38 @@ impl Applier<'_> {
                 key: key.into(),
                 was,
             })?;
-            write(&path, &v.to_string())?;
+            write(&path, &v.value().to_string())?;
             journal::step("autogroup written");
         }
-        if !state.hotplug.is_empty() {
-            let plan = hotplug::parse(&state.hotplug).map_err(refuse)?;
-            hotplug::check(&plan, self.caps).map_err(refuse)?;
-            for &cpu in &plan.cpus {
+        if let Some(plan) = &state.hotplug {
+            hotplug::check(plan, self.caps).map_err(|source| Error::Hotplug {
+                state: state.name.clone(),
+                source,
+            })?;
+            for cpu in plan.cpus.iter() {
                 let path = journal::cpu_online_path(&root, cpu);
                 let was = read_trimmed(&path)? == "1";
                 self.journal.record(&Entry::CpuOnline { cpu, was })?;
                 write(&path, "0")?;
                 journal::step("cpu offlined");
             }
-            if plan.mode == hotplug::Mode::Cycle {
-                for &cpu in &plan.cpus {
+            if plan.mode == HotplugMode::Cycle {
+                for cpu in plan.cpus.iter() {
                     write(&journal::cpu_online_path(&root, cpu), "1")?;
                     journal::step("cpu onlined");
                 }
             }
-            info!(hotplug = %state.hotplug, "hotplug applied");
+            info!(hotplug = %plan, "hotplug applied");
         }
-        if state.cgroup.is_empty() {
+        let Some(spec) = &state.cgroup else {
             return Ok(Placement {
                 workload: Vec::new(),
                 loads: vec![Vec::new(); loads],
             });
-        }
+        };
         let layout = cgroup::Layout::of(self.caps)
             .ok_or_else(|| refuse("no usable cpu cgroup controller".into()))?;
-        let shape = cgroup::Shape::parse(&state.cgroup).map_err(refuse)?;
-        let limits = cgroup::Limits::from_state(state).map_err(refuse)?;
-        cgroup::create(self.journal, &root, layout, shape, &limits, tag, loads)
+        cgroup::create(self.journal, &root, layout, spec, tag, loads)
     }
 }
 
@@ -136,9 +139,4 @@ pub(crate) fn write(path: &Path, value: &str) -> Result<()> {
         path: path.into(),
         source,
     })
-}
-
-/// The cgroup layout named in capabilities.
-pub fn layout_of(caps: &Capabilities) -> CgroupLayout {
-    CgroupLayout::try_from(caps.cgroup_layout).unwrap_or(CgroupLayout::Unspecified)
 }

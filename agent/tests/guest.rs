@@ -1,6 +1,9 @@
-//! Boots a Debian kernel under QEMU TCG with 2 NUMA nodes and checks what
-//! the guest runner reports; and that a guest that never powers off is
-//! killed at the timeout and leaves no QEMU behind.
+//! Boots Debian kernels under QEMU TCG with the agent's runner and checks
+//! what it reports: the NUMA nodes, sched domains and hotplug of a 2-node
+//! guest, a built-in workload's metrics and telemetry, an s390x guest
+//! running Debian's stress-ng; and that a guest that never powers off is
+//! killed at the timeout, one that panics fails with its console, and none
+//! leaves a QEMU behind.
 //!
 //! Needs the Debian packages qemu-system-x86 and busybox-static (and apt,
 //! dpkg, gzip, coreutils, which every Debian has) plus access to Debian's
@@ -10,8 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use farm_agent::guest::arch::{Accel, GuestArch};
-use farm_agent::guest::{initramfs, job, kernels, kvm, modules, qemu, sysroot, telemetry};
+use farm_agent::executor::guest::image::{self, initramfs, kernels, modules, sysroot};
+use farm_agent::executor::guest::machine::arch::{Accel, GuestArch};
+use farm_agent::executor::guest::machine::{self, kvm, qemu};
+use farm_agent::executor::guest::runner::{self as job, telemetry};
 
 const KERNEL: &str = "debian:6.1.0-57-cloud-amd64";
 
@@ -29,7 +34,7 @@ fn cache() -> PathBuf {
 /// The agent's own check (the same one that decides whether it advertises
 /// guests): a missing package fails the test, naming it.
 fn require_prerequisites(arch: GuestArch) {
-    if let Err(why) = farm_agent::guest::available(arch) {
+    if let Err(why) = machine::available(arch) {
         panic!("{arch} guests: run scripts/test.sh, which installs them: {why}");
     }
 }
@@ -62,60 +67,121 @@ fn our_qemus() -> Vec<String> {
     found
 }
 
+/// An `/init` that never powers off (for the host's timeout).
+const HANG: &str = r#"#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+echo "farm-guest: init hangs on purpose" > /dev/console
+while :; do sleep 1; done
+"#;
+
+/// An `/init` that exits, so that the kernel panics.
+const EXIT: &str = "#!/bin/sh\necho 'farm-guest: init exits on purpose' > /dev/console\nexit 1\n";
+
+/// An image whose `/init` is `init` instead of the runner.
+fn image_with_init(cache: &Path, init: &str) -> initramfs::Initramfs {
+    initramfs::build_with(
+        cache,
+        Path::new(initramfs::BUSYBOX),
+        initramfs::Applets::Listed,
+        init,
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The runner's image for `job` in `state`, with nothing but busybox
+/// besides: for jobs that are busybox applets.
+fn busybox_image(
+    cache: &Path,
+    job: &job::Job,
+    state: &job::GuestState,
+) -> Result<initramfs::Initramfs, image::Error> {
+    image::build(
+        &cache.join("images"),
+        &image::Image {
+            busybox: Path::new(initramfs::BUSYBOX),
+            busybox_native: true,
+            files: Vec::new(),
+            modules: Vec::new(),
+            init: job::RUNNER,
+            job: &job.file(),
+            state: &state.file(),
+        },
+    )
+}
+
 #[test]
 fn debian_kernel_boots_with_two_numa_nodes_and_cycles_hotplug() {
     let (_one, cache) = guest_test(GuestArch::X86_64);
 
     let t = Instant::now();
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
-    let initrd = initramfs::build(
-        &cache,
-        Path::new(initramfs::BUSYBOX),
-        initramfs::Init::Runner,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    // The workload is busybox's `true`: what is checked is the state and
+    // what the runner reports around it. cpu2 goes offline and comes back
+    // (a cycle), cpu1 stays offline for the run.
+    let job = job::Job::new("/bin/true", Vec::new()).unwrap();
+    let state = job::GuestState {
+        cycle: vec![2],
+        offline: vec![1],
+        ..Default::default()
+    };
+    let initrd = busybox_image(&cache, &job, &state).unwrap_or_else(|e| panic!("{e}"));
     let prepare = t.elapsed();
     eprintln!(
         "prepare (kernel downloaded: {}, initramfs built: {}): {prepare:.1?}",
         kernel.downloaded, initrd.built
     );
-    // The second resolution comes from the cache.
+    // The second resolution comes from the cache, and so does the image.
     let again = kernels::resolve(KERNEL, &cache).unwrap();
     assert!(!again.downloaded);
     assert_eq!(again.deb_sha256, kernel.deb_sha256);
-    assert!(
-        !initramfs::build(
-            &cache,
-            Path::new(initramfs::BUSYBOX),
-            initramfs::Init::Runner
-        )
-        .unwrap()
-        .built
-    );
+    let image_again = busybox_image(&cache, &job, &state).unwrap();
+    assert!(!image_again.built);
+    assert_eq!(image_again.path, initrd.path);
 
     let dir = tempfile::tempdir().unwrap();
-    let boot = qemu::boot(
+    let r = job::run(
         &qemu::Machine::default(),
         &kernel.vmlinuz,
         &initrd.path,
         dir.path(),
+        &mut |_| {},
+        &|| false,
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    eprintln!("boot to report: {:.1?}", boot.elapsed);
-    let r = &boot.report;
+    eprintln!("boot to report: {:.1?}", r.elapsed);
     eprintln!("{r:#?}");
+    assert_eq!(r.exit_code, 0, "console:\n{}", r.console_tail);
     assert_eq!(r.release, "6.1.0-57-cloud-amd64");
-    assert_eq!(r.nodes.len(), 2, "{r:?}");
-    assert_eq!(r.nodes[0].cpus, [0, 1]);
-    assert_eq!(r.nodes[1].cpus, [2, 3]);
+    let nodes: Vec<(u32, Vec<u32>)> = r
+        .observed
+        .nodes()
+        .iter()
+        .map(|n| (n.id, n.cpus.clone()))
+        .collect();
+    assert_eq!(nodes, [(0, vec![0, 1]), (1, vec![2, 3])]);
+    // Every CPU had its domains before the state; cpu1, offline, has none
+    // after it, and cpu2 is back.
+    assert_eq!(
+        r.domains_before.keys().copied().collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    assert_eq!(
+        r.domains_after.keys().copied().collect::<Vec<_>>(),
+        [0, 2, 3]
+    );
     for domains in [&r.domains_before, &r.domains_after] {
         assert!(
-            domains.iter().any(|d| d.name == "MC" || d.name == "NUMA"),
+            domains
+                .values()
+                .all(|d| d.iter().any(|n| n == "MC" || n == "NUMA")),
             "{domains:?}"
         );
     }
-    assert!(r.hotplug_ok, "{r:?}");
-    assert_eq!(r.online_offline, [0, 2, 3]);
+    // The cycle brought cpu2 back (a failed one is an `error` line, which
+    // fails the run), and cpu1 was offline while the workload ran.
+    assert_eq!(r.online, "0,2-3");
     assert!(our_qemus().is_empty());
 }
 
@@ -124,8 +190,7 @@ fn a_guest_that_never_powers_off_is_killed_at_the_timeout() {
     let (_one, cache) = guest_test(GuestArch::X86_64);
     let t = Instant::now();
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
-    let initrd = initramfs::build(&cache, Path::new(initramfs::BUSYBOX), initramfs::Init::Hang)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let initrd = image_with_init(&cache, HANG);
     eprintln!(
         "prepare (kernel downloaded: {}, initramfs built: {}): {:.1?}",
         kernel.downloaded,
@@ -138,10 +203,21 @@ fn a_guest_that_never_powers_off_is_killed_at_the_timeout() {
         ..Default::default()
     };
     let t = Instant::now();
-    let err = qemu::boot(&machine, &kernel.vmlinuz, &initrd.path, dir.path()).unwrap_err();
+    let err = job::run(
+        &machine,
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_err();
     let elapsed = t.elapsed();
     let msg = err.to_string();
-    assert!(matches!(err, qemu::Error::Timeout { .. }), "{msg}");
+    assert!(
+        matches!(err, job::Error::Guest(qemu::Error::Timeout { .. })),
+        "{msg}"
+    );
     assert!(msg.contains("timeout"), "{msg}");
     assert!(
         msg.contains("init hangs on purpose"),
@@ -189,15 +265,16 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
         cpuset: vec![0, 1, 2],
         ..Default::default()
     };
-    let initrd = job::build_initramfs(
+    let initrd = image::build(
         &cache.join("images"),
-        &job::Image {
+        &image::Image {
             busybox: Path::new(initramfs::BUSYBOX),
             busybox_native: true,
-            files: job::native_files(&bin).unwrap_or_else(|e| panic!("{e}")),
+            files: image::native_files(&bin).unwrap_or_else(|e| panic!("{e}")),
             modules: Vec::new(),
-            job: &job,
-            state: &state,
+            init: job::RUNNER,
+            job: &job.file(),
+            state: &state.file(),
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -321,15 +398,16 @@ fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
         cycle: vec![1],
         ..Default::default()
     };
-    let initrd = job::build_initramfs(
+    let initrd = image::build(
         &cache.join("images"),
-        &job::Image {
+        &image::Image {
             busybox: &busybox.root.join("bin/busybox"),
             busybox_native: false,
             files,
             modules,
-            job: &job,
-            state: &state,
+            init: job::RUNNER,
+            job: &job.file(),
+            state: &state.file(),
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -458,8 +536,7 @@ fn the_accelerator_is_kvm_only_where_the_probe_saw_kvm_boot() {
 fn a_guest_that_panics_fails_with_its_console() {
     let (_one, cache) = guest_test(GuestArch::X86_64);
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
-    let initrd = initramfs::build(&cache, Path::new(initramfs::BUSYBOX), initramfs::Init::Exit)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let initrd = image_with_init(&cache, EXIT);
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let err = job::run(

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use farm_agent::guest::{kernels, modules, sysroot};
+use farm_agent::executor::guest::image::{kernels, modules, sysroot};
 
 const S390X_SET: &[&str] = &["stress-ng", "sysbench", "rt-tests", "busybox-static"];
 

@@ -61,7 +61,7 @@ pub async fn run(
         program: std::env::current_exe().context("locating farmctl")?,
         leading_args: vec!["workload".into()],
         externals: farm_agent::external::discover_installed(&[]),
-        guest_cache: farm_agent::guest::default_cache(),
+        guest_cache: farm_agent::executor::guest::default_cache(),
         // As `farm-agent --kernel-dir`: where `file:` kernels may come from.
         kernel_dirs: std::env::var_os("FARM_KERNEL_DIRS")
             .map(|v| std::env::split_paths(&v).collect())

@@ -31,8 +31,9 @@ fn schedules(farm: &Farm) -> Value {
 fn each_new_kernel_in_an_agents_catalogue_runs_the_schedule_once() {
     let _g = serial();
     let cache = common::guest_cache();
-    let debian = farm_agent::guest::kernels::resolve("debian:6.1.0-57-cloud-amd64", &cache)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let debian =
+        farm_agent::executor::guest::image::kernels::resolve("debian:6.1.0-57-cloud-amd64", &cache)
+            .unwrap_or_else(|e| panic!("{e}"));
     let kernels = tempfile::tempdir().unwrap();
     let farm = Farm::with_guests(&[
         ("FARM_KERNEL_DIRS", kernels.path().display().to_string()),

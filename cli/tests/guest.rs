@@ -206,8 +206,9 @@ memory_mib = 1024
 fn a_file_kernel_from_the_agents_kernel_dir_boots_in_a_guest() {
     let _g = serial();
     let cache = common::guest_cache();
-    let debian = farm_agent::guest::kernels::resolve("debian:6.1.0-57-cloud-amd64", &cache)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let debian =
+        farm_agent::executor::guest::image::kernels::resolve("debian:6.1.0-57-cloud-amd64", &cache)
+            .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("vmlinuz-mine");
     std::fs::copy(&debian.vmlinuz, &image).unwrap();

@@ -151,7 +151,7 @@ fn run_with_report_writes_a_self_contained_html_report_naming_its_cells() {
         format!(
             r#"<section class="cell" id="cell-0"><h2><span class="badge v-baseline">baseline</span> {one}</h2><p class="meta">baseline · 3 finished runs</p>"#
         ),
-        format!(r#"<section class="cell" id="cell-1"><h2><span class="badge "#),
+        r#"<section class="cell" id="cell-1"><h2><span class="badge "#.to_string(),
         format!(
             r#"</span> {two}</h2><p class="meta">compared with <a href="{}">{one}</a> · "#,
             "#cell-0"

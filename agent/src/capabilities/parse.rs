@@ -7,18 +7,22 @@
 use std::collections::BTreeSet;
 
 use farm_proto::{CgroupLayout, Virtualization};
+use farm_spec::CpuSet;
+use farm_spec::cpuset::CpuSetError;
 
-/// CPU numbers in a cpu list must be below this. It is far above any kernel's `NR_CPUS`
-/// (8192 with x86_64 `MAXSMP`), and low enough that a corrupt "0-4294967295" cannot make
-/// us allocate gigabytes.
-pub const MAX_CPUS: u32 = 1 << 16;
+/// CPU numbers in a cpu list are below this: one more than the largest
+/// [`CpuSet`] holds.
+pub const MAX_CPUS: u32 = CpuSet::MAX_CPU + 1;
 
 /// What was wrong with a file's content. It names the content, not the file: the caller
 /// knows the file (see [`super::Error::Parse`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
-    #[error("bad cpu list {content:?}: {reason}")]
-    CpuList { content: String, reason: String },
+    #[error("bad cpu list {content:?}: {source}")]
+    CpuList {
+        content: String,
+        source: CpuSetError,
+    },
     #[error("bad mount line {line:?}: expected 6 fields, found {fields}")]
     MountLine { line: String, fields: usize },
     #[error("empty, expected {expected}")]
@@ -26,53 +30,17 @@ pub enum ParseError {
 }
 
 /// Parses the kernel's cpulist format ("0-3,5,7-8"), as in
-/// `/sys/devices/system/cpu/{online,possible}` and `node<N>/cpulist`.
-///
-/// Surrounding whitespace (the trailing newline) is ignored, and an empty list is valid
-/// (a memory-only node, or `cpu/offline` with every CPU online). The result is sorted and
-/// without duplicates. Anything else the kernel would never print is rejected: signs,
-/// inner spaces, empty items, backward ranges, and the `:used/group` stride syntax.
+/// `/sys/devices/system/cpu/{online,possible}` and `node<N>/cpulist`, with
+/// [`CpuSet::parse_kernel_list`], into the CPU numbers the capabilities
+/// list: sorted and without duplicates; an empty list is valid (a
+/// memory-only node, or `cpu/offline` with every CPU online).
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, ParseError> {
-    let content = s.trim();
-    let bad = |reason: String| ParseError::CpuList {
-        content: excerpt(content),
-        reason,
-    };
-    let mut cpus = BTreeSet::new();
-    if content.is_empty() {
-        return Ok(Vec::new());
-    }
-    for item in content.split(',') {
-        let (first, last) = match item.split_once('-') {
-            Some((first, last)) => (
-                cpu_number(first).map_err(bad)?,
-                cpu_number(last).map_err(bad)?,
-            ),
-            None => {
-                let cpu = cpu_number(item).map_err(bad)?;
-                (cpu, cpu)
-            }
-        };
-        if first > last {
-            return Err(bad(format!("range {item:?} runs backwards")));
-        }
-        cpus.extend(first..=last);
-    }
-    Ok(cpus.into_iter().collect())
-}
-
-/// One CPU number of a cpu list, or the reason it is not one.
-fn cpu_number(s: &str) -> Result<u32, String> {
-    if s.is_empty() {
-        return Err("empty item".to_owned());
-    }
-    if !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{:?} is not a cpu number", excerpt(s)));
-    }
-    match s.parse::<u32>() {
-        Ok(cpu) if cpu < MAX_CPUS => Ok(cpu),
-        _ => Err(format!("cpu {} is not below {MAX_CPUS}", excerpt(s))),
-    }
+    CpuSet::parse_kernel_list(s)
+        .map(|set| set.iter().collect())
+        .map_err(|source| ParseError::CpuList {
+            content: excerpt(s.trim()),
+            source,
+        })
 }
 
 /// A one-line file such as `/proc/sys/kernel/osrelease`, trimmed; empty is an error.

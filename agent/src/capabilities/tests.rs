@@ -33,35 +33,53 @@ fn cpu_lists() {
         ("0-2,1-3", &[0, 1, 2, 3]),
         ("1,1", &[1]),
         ("65534-65535", &[65534, 65535]),
+        ("99998-99999", &[99998, 99999]),
     ];
     for (input, want) in ok {
         check_cpu_list(input, Ok(want));
     }
+    // The messages are farm_spec's (`CpuSet::parse_kernel_list`), the one
+    // parser of CPU lists, behind the content quoted here.
     let bad: &[(&str, &str)] = &[
-        ("0-x", r#"bad cpu list "0-x": "x" is not a cpu number"#),
-        ("abc", r#"bad cpu list "abc": "abc" is not a cpu number"#),
-        ("3-1", r#"bad cpu list "3-1": range "3-1" runs backwards"#),
-        ("1,,2", r#"bad cpu list "1,,2": empty item"#),
-        (",", r#"bad cpu list ",": empty item"#),
-        ("-1", r#"bad cpu list "-1": empty item"#),
-        ("1-", r#"bad cpu list "1-": empty item"#),
+        (
+            "0-x",
+            r#"bad cpu list "0-x": `x` in `0-x` is not a CPU number"#,
+        ),
+        (
+            "abc",
+            r#"bad cpu list "abc": `abc` in `abc` is not a CPU number"#,
+        ),
+        ("3-1", r#"bad cpu list "3-1": range `3-1` runs backwards"#),
+        (
+            "1,,2",
+            r#"bad cpu list "1,,2": `` in `1,,2` is not a CPU number"#,
+        ),
+        (",", r#"bad cpu list ",": `` in `,` is not a CPU number"#),
+        ("-1", r#"bad cpu list "-1": `` in `-1` is not a CPU number"#),
+        ("1-", r#"bad cpu list "1-": `` in `1-` is not a CPU number"#),
         (
             "1-2-3",
-            r#"bad cpu list "1-2-3": "2-3" is not a cpu number"#,
+            r#"bad cpu list "1-2-3": `2-3` in `1-2-3` is not a CPU number"#,
         ),
-        ("+1", r#"bad cpu list "+1": "+1" is not a cpu number"#),
-        ("0, 1", r#"bad cpu list "0, 1": " 1" is not a cpu number"#),
+        (
+            "+1",
+            r#"bad cpu list "+1": `+1` in `+1` is not a CPU number"#,
+        ),
+        (
+            "0, 1",
+            r#"bad cpu list "0, 1": ` 1` in `0, 1` is not a CPU number"#,
+        ),
         (
             "0-7:2/4",
-            r#"bad cpu list "0-7:2/4": "7:2/4" is not a cpu number"#,
+            r#"bad cpu list "0-7:2/4": `7:2/4` in `0-7:2/4` is not a CPU number"#,
         ),
         (
-            "65536",
-            r#"bad cpu list "65536": cpu 65536 is not below 65536"#,
+            "100000",
+            r#"bad cpu list "100000": CPU 100000 is beyond the largest supported CPU number 99999"#,
         ),
         (
             "0-99999999999",
-            r#"bad cpu list "0-99999999999": cpu 99999999999 is not below 65536"#,
+            r#"bad cpu list "0-99999999999": CPU 99999999999 is beyond the largest supported CPU number 99999"#,
         ),
     ];
     for (input, want) in bad {
@@ -78,7 +96,7 @@ fn errors_name_the_file_and_the_content() {
     };
     assert_eq!(
         error.to_string(),
-        r#"/sys/devices/system/cpu/online: bad cpu list "0-x": "x" is not a cpu number"#
+        r#"/sys/devices/system/cpu/online: bad cpu list "0-x": `x` in `0-x` is not a CPU number"#
     );
     let long = "x".repeat(1000);
     let shown = parse_cpu_list(&long).unwrap_err().to_string();
@@ -721,7 +739,7 @@ fn a_bad_or_missing_mandatory_file_is_an_error_naming_it() {
     assert_eq!(
         error.to_string(),
         format!(
-            r#"{}: bad cpu list "0-x": "x" is not a cpu number"#,
+            r#"{}: bad cpu list "0-x": `x` in `0-x` is not a CPU number"#,
             path.display()
         )
     );

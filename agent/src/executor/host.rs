@@ -1,393 +1,334 @@
-#![allow(unsafe_code)]
-//! The host executor: one child process in a session and process group of
-//! its own, measured with `wait4` so that user and sys time cover the whole
-//! process tree.
+//! The host executor: the workload runs on this machine, inside the run's
+//! machine state, beside its competing loads.
 //!
-//! The child is started from a dedicated thread that also waits for it:
-//! `PR_SET_PDEATHSIG` fires when the *thread* that forked exits, so a pool
-//! thread (which the runtime may retire) would kill workloads at random.
-//! With the thread living exactly as long as the child, the child dies with
-//! the agent, and an agent killed by SIGKILL leaves no workload behind.
+//! A run: apply the machine state, start the competing loads (and a
+//! client/server tool's server), run the workload under the telemetry
+//! sampler, stop what runs beside it, restore the state.
+//!
+//! Layout:
+//! - this file: a host run from end to end ([`Host`]) and the order of its
+//!   steps;
+//! - [`process`]: one child process, measured over its whole process tree,
+//!   with timeout and cancellation (guests' QEMU is started the same way);
+//! - `background`: the processes that run beside the measured one and are
+//!   stopped after it: competing loads, and a client/server tool's server
+//!   (started first, waited for until its port listens);
+//! - `pin`: udp-stream's threads pinned to the CPUs the run asks for.
+//!
+//! Telemetry (sampler, perf counters, interrupts) follows the measured
+//! process tree only, whatever the workload: for a client/server tool that is
+//! the client; the server runs beside it like a load.
 
-use std::io::{self, Read};
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, waitid};
-use nix::unistd::Pid;
-use tracing::{debug, warn};
-
-use crate::telemetry::perf::{Counters, Counts};
-
-/// What to start: a program from a fixed path with an argument vector. There
-/// is no shell anywhere on this path.
-#[derive(Debug, Clone)]
-pub struct Spec {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    /// Variables added to the inherited environment: an external tool's
-    /// `OMP_NUM_THREADS`, say.
-    pub env: Vec<(String, String)>,
-    pub timeout: Duration,
-    /// `cgroup.procs` files the child joins before it executes, so that
-    /// every thread it ever has is in its groups from the start.
-    pub cgroups: Vec<PathBuf>,
-    /// Count software perf events over the whole process tree.
-    pub perf: bool,
-}
-
-impl Spec {
-    pub fn new(program: impl Into<PathBuf>, args: Vec<String>, timeout: Duration) -> Spec {
-        Spec {
-            program: program.into(),
-            args,
-            env: Vec::new(),
-            timeout,
-            cgroups: Vec::new(),
-            perf: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-}
-
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub exit: Exit,
-    pub wall: Duration,
-    /// User and system CPU time of the child and every descendant it reaped.
-    pub user: Duration,
-    pub sys: Duration,
-    pub stdout: String,
-    /// The last few KiB of stderr, kept for failed runs.
-    pub stderr_tail: String,
-    /// Killed because it outlived its timeout.
-    pub timed_out: bool,
-    /// Killed on request (the coordinator cancelled the run).
-    pub cancelled: bool,
-    /// Scheduler counts over the process tree, when asked for.
-    pub counts: Option<Counts>,
-}
-
-/// Output kept per stream; a workload's report is a few lines.
-const STDOUT_LIMIT: usize = 1 << 20;
-const STDERR_TAIL: usize = 8 << 10;
-
-#[derive(Default)]
-struct KillState {
-    /// Process group to signal; `None` before start and once the leader exited.
-    pgid: Option<Pid>,
-    cancelled: bool,
-}
-
-/// Stops a running child from another thread.
-#[derive(Clone, Default)]
-pub struct Killer(Arc<Mutex<KillState>>);
-
-impl Killer {
-    /// Whether [`Killer::cancel`] was called: a run that is not a process
-    /// of ours (a guest's QEMU) polls this.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).cancelled
-    }
-
-    pub fn cancel(&self) {
-        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        st.cancelled = true;
-        if let Some(pg) = st.pgid {
-            let _ = killpg(pg, Signal::SIGKILL);
-        }
-    }
-}
-
-/// Makes the child `cmd` starts die with the calling thread (SIGKILL by
-/// `PR_SET_PDEATHSIG`), and not start at all if the agent is already gone:
-/// for children that are not workloads (a guest's QEMU), whose thread also
-/// waits for them.
-pub fn die_with_parent(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: between fork and exec the closure only makes async-signal-safe
-    // system calls (prctl, getppid, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
-/// Runs `spec` to completion (or timeout, or cancel) on the calling thread.
-pub fn run(spec: &Spec, killer: &Killer) -> io::Result<Outcome> {
-    start(spec, killer)?.wait()
-}
-
-/// A started child, not yet reaped.
-pub struct Running {
-    pid: Pid,
-    child: std::process::Child,
-    start: Instant,
-    killer: Killer,
-    stdout: Option<std::thread::JoinHandle<String>>,
-    stderr: Option<std::thread::JoinHandle<String>>,
-    timed_out: Arc<std::sync::atomic::AtomicBool>,
-    done_tx: std::sync::mpsc::Sender<()>,
-    watchdog: std::thread::JoinHandle<()>,
-    counters: Option<Counters>,
-}
-
-/// Starts `spec` in a new session (so autogroup, when enabled, gives it an
-/// autogroup of its own) and process group, inside its cgroups.
-///
-/// The child dies with the thread that calls this (PR_SET_PDEATHSIG), so
-/// call it from a thread that outlives the child.
-pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let groups: Vec<std::fs::File> = spec
-        .cgroups
-        .iter()
-        .map(|p| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(p)
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))
-        })
-        .collect::<io::Result<_>>()?;
-    let fds: Vec<i32> = groups.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: between fork and exec the closure only makes async-signal-safe
-    // system calls (setsid, prctl, write) on memory allocated before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-            // The agent may have died between fork and prctl: then nothing
-            // would kill us, so do not start at all.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            for &fd in &fds {
-                // "0" moves the writing process: the child itself.
-                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-    if killer.0.lock().unwrap_or_else(|e| e.into_inner()).cancelled {
-        return Err(io::Error::other("cancelled before start"));
-    }
-    // The helper threads exist before the perf counters are opened on this
-    // thread, so that they do not inherit them: only the workload is counted.
-    let (out_tx, out_rx) = std::sync::mpsc::channel::<std::process::ChildStdout>();
-    let (err_tx, err_rx) = std::sync::mpsc::channel::<std::process::ChildStderr>();
-    let stdout = Some(std::thread::spawn(move || {
-        out_rx
-            .recv()
-            .map(|s| read_capped(s, STDOUT_LIMIT, false))
-            .unwrap_or_default()
-    }));
-    let stderr = Some(std::thread::spawn(move || {
-        err_rx
-            .recv()
-            .map(|s| read_capped(s, STDERR_TAIL, true))
-            .unwrap_or_default()
-    }));
-    // A watchdog enforces the timeout; it only signals while the leader is
-    // unreaped, so the group id cannot have been reused.
-    let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let watchdog = {
-        let killer = killer.clone();
-        let timed_out = timed_out.clone();
-        let timeout = spec.timeout;
-        std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(timeout) {
-                let st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(pg) = st.pgid {
-                    timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
-                    let _ = killpg(pg, Signal::SIGKILL);
-                }
-            }
-        })
-    };
-    let counters = if spec.perf {
-        Some(Counters::open_inherited()?)
-    } else {
-        None
-    };
-    let start = Instant::now();
-    let mut child = cmd.spawn()?;
-    drop(groups);
-    let pid = Pid::from_raw(child.id() as i32);
-    {
-        let mut st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
-        st.pgid = Some(pid);
-        // A cancel that came while we were spawning found no process to kill.
-        if st.cancelled {
-            let _ = killpg(pid, Signal::SIGKILL);
-        }
-    }
-    if let Some(s) = child.stdout.take() {
-        let _ = out_tx.send(s);
-    }
-    if let Some(s) = child.stderr.take() {
-        let _ = err_tx.send(s);
-    }
-    Ok(Running {
-        pid,
-        child,
-        start,
-        killer: killer.clone(),
-        stdout,
-        stderr,
-        timed_out,
-        done_tx,
-        watchdog,
-        counters,
-    })
-}
-
-impl Running {
-    pub fn pid(&self) -> i32 {
-        self.pid.as_raw()
-    }
-
-    /// Waits for the child to end, kills what it left in its group, reaps it.
-    pub fn wait(self) -> io::Result<Outcome> {
-        let Running {
-            pid,
-            child,
-            start,
-            killer,
-            stdout,
-            stderr,
-            timed_out,
-            done_tx,
-            watchdog,
-            counters,
-        } = self;
-        // Wait for the leader to exit without reaping it (WNOWAIT): while it is a
-        // zombie its pid and group id stay ours, so stragglers can be killed and
-        // the killer above can never hit a recycled pid.
-        loop {
-            match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
-                Ok(_) => break,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let wall = start.elapsed();
-        let cancelled = {
-            let mut st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
-            // Descendants left behind by the workload die with it.
-            let _ = killpg(pid, Signal::SIGKILL);
-            st.pgid = None;
-            st.cancelled
-        };
-        let _ = done_tx.send(());
-        let (status, rusage) = wait4(pid)?;
-        // Reaped: every task's counts have been folded into ours.
-        let counts = match counters {
-            Some(mut c) => Some(Counts {
-                task_clock_ns: (timeval(rusage.ru_utime) + timeval(rusage.ru_stime)).as_nanos()
-                    as u64,
-                context_switches: (rusage.ru_nvcsw + rusage.ru_nivcsw).max(0) as u64,
-                page_faults: (rusage.ru_minflt + rusage.ru_majflt).max(0) as u64,
-                cpu_migrations: c.cpu_migrations()?,
-            }),
-            None => None,
-        };
-        let _ = watchdog.join();
-        // std's Child is never waited on (we reaped it); dropping it does not wait.
-        drop(child);
-        let stdout = stdout.and_then(|h| h.join().ok()).unwrap_or_default();
-        let stderr_tail = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-        let exit = if libc::WIFEXITED(status) {
-            Exit::Code(libc::WEXITSTATUS(status))
-        } else {
-            Exit::Signal(libc::WTERMSIG(status))
-        };
-        debug!(?exit, wall_ms = wall.as_millis() as u64, "workload ended");
-        Ok(Outcome {
-            exit,
-            wall,
-            user: timeval(rusage.ru_utime),
-            sys: timeval(rusage.ru_stime),
-            stdout,
-            stderr_tail,
-            timed_out: timed_out.load(std::sync::atomic::Ordering::SeqCst),
-            cancelled,
-            counts,
-        })
-    }
-}
-
-fn timeval(t: libc::timeval) -> Duration {
-    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
-}
-
-/// Reaps `pid` and returns its status with the resource usage of it and of
-/// all its reaped descendants; std and nix offer no `wait4` with rusage.
-fn wait4(pid: Pid) -> io::Result<(i32, libc::rusage)> {
-    let mut status = 0;
-    // SAFETY: rusage is plain old data; zeroed is a valid value for it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: both pointers are to live locals of the right types.
-        let r = unsafe { libc::wait4(pid.as_raw(), &mut status, 0, &mut usage) };
-        if r == pid.as_raw() {
-            return Ok((status, usage));
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            warn!("wait4({pid}): {err}");
-            return Err(err);
-        }
-    }
-}
-
-/// Reads a stream to its end, keeping at most `limit` bytes: the head, or
-/// the tail when `tail` is set.
-fn read_capped(mut r: impl Read, limit: usize, tail: bool) -> String {
-    let mut kept: Vec<u8> = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if tail {
-                    kept.extend_from_slice(&buf[..n]);
-                    if kept.len() > limit {
-                        kept.drain(..kept.len() - limit);
-                    }
-                } else if kept.len() < limit {
-                    let take = n.min(limit - kept.len());
-                    kept.extend_from_slice(&buf[..take]);
-                }
-            }
-        }
-    }
-    String::from_utf8_lossy(&kept).into_owned()
-}
-
+mod background;
+pub(super) mod pin;
+pub mod process;
 #[cfg(test)]
 mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use farm_proto::trace::TARGET;
+use farm_proto::{Metric, RunAssignment, RunResult};
+use farm_spec::metric::{SYS_S, USER_S, WALL_S};
+use tracing::{info_span, warn};
+
+use super::launch::{self, Launch, Output};
+use super::{Context, End, Executor, Outcome, Run, known_metric, lock, unix_ms};
+use crate::state::journal::Journal;
+use crate::state::{Applier, Placement};
+use crate::telemetry::placement::NodeMap;
+use crate::telemetry::sampler::{self, Collected, Sampler};
+use crate::telemetry::{interrupts, procstat, report, topology};
+use background::Background;
+use pin::Pinner;
+pub use process::{Exit, Killer, Running, Spec, die_with_parent, run, start};
+
+/// How long a client/server tool's server may take to listen on its port.
+const SERVER_READY: Duration = Duration::from_secs(10);
+
+/// Background processes live until stopped; their own timeout, this much
+/// after the run's, is only a backstop.
+const BACKGROUND_GRACE: Duration = Duration::from_secs(60);
+
+/// Why a host run did not get as far as a finished workload.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    #[error(transparent)]
+    Refused(#[from] super::Refusal),
+    #[error("assignment carries no workload")]
+    NoWorkload,
+    #[error(transparent)]
+    Launch(#[from] launch::Error),
+    #[error("load `{0}` needs a server of its own; only the measured workload may have one")]
+    LoadWithServer(&'static str),
+    #[error(transparent)]
+    State(#[from] crate::state::Error),
+    #[error(transparent)]
+    Background(#[from] background::Error),
+    #[error(
+        "server {0}: port {1} is already in use on this machine; give the workload another `port`"
+    )]
+    PortInUse(String, u16),
+    #[error("server {0}: it did not start")]
+    ServerNotStarted(String),
+    #[error("server {0}: {1}")]
+    ServerNotReady(String, #[source] background::Error),
+    #[error("starting the sampler: {0}")]
+    Sampler(#[source] std::io::Error),
+    #[error("starting the pinning thread: {0}")]
+    Pinner(#[source] std::io::Error),
+    #[error("running {}: {source}", program.display())]
+    Run {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The host executor.
+pub struct Host;
+
+impl Executor for Host {
+    fn execute(&self, run: &Run<'_>, ctx: &Context<'_>) -> RunResult {
+        let a = run.assignment;
+        let caps = ctx.caps;
+        let started = SystemTime::now();
+        let mut result = RunResult {
+            run: a.run.clone(),
+            executor: farm_spec::Executor::Host.to_string(),
+            arch: caps.arch.clone(),
+            kernel_release: caps.kernel_release.clone(),
+            started_unix_ms: unix_ms(started),
+            ..Default::default()
+        };
+        let measured = prepare_and_run(run, ctx);
+        // Whatever happened, the machine goes back as it was.
+        let restored =
+            info_span!(target: TARGET, "restore").in_scope(|| lock(ctx.journal).restore());
+        result.finished_unix_ms = unix_ms(SystemTime::now());
+        match (measured, restored) {
+            (Ok((outcome, output)), Ok(_)) => {
+                super::finish(&mut result, outcome, output, a.timeout_s)
+            }
+            (Err(e), Ok(_)) => result.error = e.to_string(),
+            (measured, Err(e)) => {
+                result.error = format!(
+                    "restoring machine state: {e}{}",
+                    measured
+                        .err()
+                        .map(|o| format!(" (after: {o})"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        result
+    }
+}
+
+/// What the process executor starts for `program`.
+fn spec(program: &launch::Program, cgroups: Vec<PathBuf>, timeout: Duration, perf: bool) -> Spec {
+    Spec {
+        program: program.path.clone(),
+        args: program.args.clone(),
+        env: program.env.clone(),
+        timeout,
+        cgroups,
+        perf,
+    }
+}
+
+fn tag(a: &RunAssignment) -> String {
+    a.run
+        .as_ref()
+        .map(|r| format!("{}-a{}", r.run_id, r.attempt))
+        .unwrap_or_else(|| "run".into())
+}
+
+/// The process's outcome as every executor's: its times first.
+fn outcome(
+    out: process::Outcome,
+    metrics: Vec<Metric>,
+    telemetry: farm_proto::Telemetry,
+) -> Outcome {
+    let end = match (&out.exit, out.cancelled, out.timed_out) {
+        (_, true, _) => End::Cancelled,
+        (_, _, true) => End::TimedOut,
+        (Exit::Code(c), _, _) => End::Exited(*c),
+        (Exit::Signal(s), _, _) => End::Signalled(*s),
+    };
+    let mut all = vec![
+        known_metric(WALL_S, out.wall.as_secs_f64()),
+        known_metric(USER_S, out.user.as_secs_f64()),
+        known_metric(SYS_S, out.sys.as_secs_f64()),
+    ];
+    all.extend(metrics);
+    Outcome {
+        end,
+        stdout: out.stdout,
+        stderr: out.stderr_tail,
+        metrics: all,
+        telemetry: Some(telemetry),
+        console: None,
+    }
+}
+
+fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output), Error> {
+    super::check(run, ctx.caps)?;
+    let a = run.assignment;
+    let workload = a.workload.as_ref().ok_or(Error::NoWorkload)?;
+    let launch = launch::launch(workload, ctx.workload)?;
+    let loads = a
+        .loads
+        .iter()
+        .map(|l| launch::launch(l, ctx.workload))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(load) = loads.iter().find(|l| l.server.is_some()) {
+        return Err(Error::LoadWithServer(load.name));
+    }
+    let timeout = Duration::from_secs(u64::from(a.timeout_s.max(1)));
+    let root = lock(ctx.journal).root().to_path_buf();
+    // The topology before the state and after it (seed 000: a level gone after a hotplug cycle).
+    let topology_before = topology::read(&root)
+        .map_err(|e| warn!("topology: {e}"))
+        .ok();
+    let placement = match &run.state {
+        Some(state) => info_span!(target: TARGET, "state_apply").in_scope(|| {
+            let mut journal = lock(ctx.journal);
+            Applier {
+                journal: &mut journal,
+                caps: ctx.caps,
+            }
+            .apply(state, &tag(a), a.loads.len())
+        })?,
+        None => Placement {
+            workload: Vec::new(),
+            loads: vec![Vec::new(); a.loads.len()],
+        },
+    };
+    let load_specs: Vec<Spec> = loads
+        .iter()
+        .zip(placement.loads)
+        .map(|(l, cgroups)| spec(&l.program, cgroups, timeout + BACKGROUND_GRACE, false))
+        .collect();
+    let topology_after = topology::read(&root)
+        .map_err(|e| warn!("topology: {e}"))
+        .ok();
+    let allowed = std::fs::read_to_string(root.join("sys/devices/system/cpu/online"))
+        .ok()
+        .and_then(|s| crate::capabilities::parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| ctx.caps.online_cpus.clone());
+    let loads = Background::start(load_specs, ctx.journal.clone())?;
+    let server = match &launch.server {
+        Some(server) => {
+            match start_server(server, &placement.workload, timeout, ctx.journal, &root) {
+                Ok(server) => Some(server),
+                Err(e) => {
+                    loads.stop();
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
+    let spec = spec(&launch.program, placement.workload, timeout, true);
+    let measured = info_span!(target: TARGET, "workload", program = %spec.program.display())
+        .in_scope(|| measure(ctx, &root, &spec, &launch));
+    if let Some(server) = server {
+        server.stop();
+    }
+    loads.stop();
+    let (out, collected, irqs) = measured?;
+    let map = if ctx.caps.numa_nodes.is_empty() {
+        NodeMap::single(&ctx.caps.online_cpus)
+    } else {
+        NodeMap::from_nodes(&ctx.caps.numa_nodes)
+    };
+    let _telemetry = info_span!(target: TARGET, "telemetry").entered();
+    let (metrics, telemetry) = report::build(&report::Inputs {
+        wall: out.wall,
+        counts: out.counts,
+        irqs: &irqs,
+        collected: &collected,
+        map: &map,
+        allowed: &allowed,
+        user_hz: procstat::user_hz(),
+        topology: topology_before.as_ref().zip(topology_after.as_ref()),
+    });
+    Ok((outcome(out, metrics, telemetry), launch.output))
+}
+
+/// Starts a client/server tool's server in the workload's cgroups and waits
+/// until its port listens. The port must be free before: a server already
+/// there, someone else's, would answer the client in its place.
+fn start_server(
+    server: &launch::Server,
+    cgroups: &[PathBuf],
+    timeout: Duration,
+    journal: &Arc<Mutex<Journal>>,
+    root: &Path,
+) -> Result<Background, Error> {
+    let name = server.program.path.display().to_string();
+    if background::listening(root, server.port) {
+        return Err(Error::PortInUse(name, server.port));
+    }
+    let spec = spec(
+        &server.program,
+        cgroups.to_vec(),
+        timeout + BACKGROUND_GRACE,
+        false,
+    );
+    let started = Background::start(vec![spec], journal.clone())?;
+    let ready = match started.pids().first() {
+        Some(&pid) => background::wait_listening(root, server.port, pid, SERVER_READY)
+            .map_err(|e| Error::ServerNotReady(name, e)),
+        None => Err(Error::ServerNotStarted(name)),
+    };
+    match ready {
+        Ok(()) => Ok(started),
+        Err(e) => {
+            started.stop();
+            Err(e)
+        }
+    }
+}
+
+/// Runs the workload under the sampler, with /proc/interrupts read around it.
+fn measure(
+    ctx: &Context<'_>,
+    root: &Path,
+    spec: &Spec,
+    launch: &Launch,
+) -> Result<(process::Outcome, Collected, Vec<interrupts::IrqDelta>), Error> {
+    // Started before the workload so that they do not inherit its counters.
+    let sampler = Sampler::spawn(root, sampler::DEFAULT_INTERVAL).map_err(Error::Sampler)?;
+    let pinner = Pinner::spawn(root, &launch.pins).map_err(Error::Pinner)?;
+    let irq_before = interrupts::read(root)
+        .map_err(|e| warn!("interrupts: {e}"))
+        .ok();
+    let out = process::start(spec, ctx.killer).and_then(|running| {
+        sampler.track(running.pid() as u32);
+        if let Some(pinner) = &pinner {
+            pinner.pin(running.pid());
+        }
+        running.wait()
+    });
+    if let Some(pinner) = pinner {
+        pinner.finish();
+    }
+    let irq_after = interrupts::read(root)
+        .map_err(|e| warn!("interrupts: {e}"))
+        .ok();
+    let collected = sampler.finish();
+    let out = out.map_err(|source| Error::Run {
+        program: spec.program.clone(),
+        source,
+    })?;
+    let irqs = match (irq_before, irq_after) {
+        (Some(b), Some(a)) => interrupts::delta(&b, &a)
+            .map_err(|e| warn!("interrupts: {e}"))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    Ok((out, collected, irqs))
+}

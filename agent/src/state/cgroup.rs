@@ -11,7 +11,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use farm_proto::{Capabilities, CgroupLayout, MachineState};
+use farm_proto::{Capabilities, CgroupLayout};
+use farm_spec::{CgroupShape, CgroupSpec};
 
 use super::journal::{self, Entry, Journal};
 use super::{Placement, Result, write};
@@ -40,79 +41,6 @@ impl Layout {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    Shared,
-    Separate,
-}
-
-impl Shape {
-    pub fn parse(s: &str) -> Result<Shape, String> {
-        match s {
-            "shared" => Ok(Shape::Shared),
-            "separate" => Ok(Shape::Separate),
-            other => Err(format!(
-                "cgroup layout `{other}` must be shared or separate"
-            )),
-        }
-    }
-}
-
-/// Optional limits applied to every group of the run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Limits {
-    /// cgroup2 `cpu.weight` (1..=10000, default 100); v1 `cpu.shares` = weight × 1024 / 100.
-    pub weight: Option<u32>,
-    /// Quota and period in µs (`cpu.max`; v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
-    pub max: Option<(u64, u64)>,
-    /// A cpu list for `cpuset.cpus`.
-    pub cpuset: Option<String>,
-}
-
-impl Limits {
-    pub fn from_state(s: &MachineState) -> Result<Limits, String> {
-        let weight = match s.cgroup_cpu_weight {
-            0 => None,
-            w @ 1..=10_000 => Some(w),
-            w => return Err(format!("cgroup cpu weight {w} is out of range 1..=10000")),
-        };
-        let max = if s.cgroup_cpu_max.is_empty() {
-            None
-        } else {
-            let bad = || {
-                format!(
-                    "cgroup cpu max `{}` must be \"QUOTA PERIOD\" in µs",
-                    s.cgroup_cpu_max
-                )
-            };
-            let f: Vec<&str> = s.cgroup_cpu_max.split_whitespace().collect();
-            let [q, p] = f.as_slice() else {
-                return Err(bad());
-            };
-            let (q, p) = (
-                q.parse::<u64>().map_err(|_| bad())?,
-                p.parse::<u64>().map_err(|_| bad())?,
-            );
-            if !(1_000..=1_000_000).contains(&p) || q < 1_000 {
-                return Err(bad());
-            }
-            Some((q, p))
-        };
-        let cpuset = if s.cgroup_cpuset.is_empty() {
-            None
-        } else {
-            crate::capabilities::parse_cpu_list(&s.cgroup_cpuset)
-                .map_err(|e| format!("cgroup cpuset `{}`: {e}", s.cgroup_cpuset))?;
-            Some(s.cgroup_cpuset.clone())
-        };
-        Ok(Limits {
-            weight,
-            max,
-            cpuset,
-        })
-    }
-}
-
 fn sanitize(tag: &str) -> String {
     tag.chars()
         .map(|c| {
@@ -125,19 +53,19 @@ fn sanitize(tag: &str) -> String {
         .collect()
 }
 
-/// Creates the run's groups and returns where each program goes.
+/// Creates the run's groups, each with the spec's limits, and returns
+/// where each program goes.
 pub fn create(
     journal: &mut Journal,
     root: &Path,
     layout: Layout,
-    shape: Shape,
-    limits: &Limits,
+    spec: &CgroupSpec,
     tag: &str,
     loads: usize,
 ) -> Result<Placement> {
-    let names: Vec<String> = match shape {
-        Shape::Shared => vec!["shared".into()],
-        Shape::Separate => std::iter::once("workload".to_string())
+    let names: Vec<String> = match spec.shape {
+        CgroupShape::Shared => vec!["shared".into()],
+        CgroupShape::Separate => std::iter::once("workload".to_string())
             .chain((0..loads).map(|i| format!("load{i}")))
             .collect(),
     };
@@ -150,18 +78,15 @@ pub fn create(
             Layout::V1 { cpuset } => {
                 let dir = base.join("cpu/farm").join(&tag).join(name);
                 make_group(journal, &dir, false)?;
-                if let Some(w) = limits.weight {
-                    write(
-                        &dir.join("cpu.shares"),
-                        &(u64::from(w) * 1024 / 100).max(2).to_string(),
-                    )?;
+                if let Some(w) = spec.weight {
+                    write(&dir.join("cpu.shares"), &w.v1_shares().to_string())?;
                 }
-                if let Some((q, p)) = limits.max {
-                    write(&dir.join("cpu.cfs_period_us"), &p.to_string())?;
-                    write(&dir.join("cpu.cfs_quota_us"), &q.to_string())?;
+                if let Some(max) = spec.max {
+                    write(&dir.join("cpu.cfs_period_us"), &max.period_us().to_string())?;
+                    write(&dir.join("cpu.cfs_quota_us"), &max.quota_us().to_string())?;
                 }
                 files.push(dir.join("cgroup.procs"));
-                if let Some(cpus) = &limits.cpuset {
+                if let Some(cpus) = &spec.cpuset {
                     if !cpuset {
                         return Err(super::Error::Refused {
                             state: tag.clone(),
@@ -170,13 +95,13 @@ pub fn create(
                     }
                     let dir = base.join("cpuset/farm").join(&tag).join(name);
                     make_group(journal, &dir, true)?;
-                    write(&dir.join("cpuset.cpus"), cpus)?;
+                    write(&dir.join("cpuset.cpus"), &cpus.to_string())?;
                     files.push(dir.join("cgroup.procs"));
                 }
             }
             Layout::V2 => {
                 let dir = base.join("farm").join(&tag).join(name);
-                let controllers: &[&str] = if limits.cpuset.is_some() {
+                let controllers: &[&str] = if spec.cpuset.is_some() {
                     &["cpu", "cpuset"]
                 } else {
                     &["cpu"]
@@ -191,26 +116,26 @@ pub fn create(
                         write(&parent.join("cgroup.subtree_control"), &format!("+{c}"))?;
                     }
                 }
-                if let Some(w) = limits.weight {
+                if let Some(w) = spec.weight {
                     write(&dir.join("cpu.weight"), &w.to_string())?;
                 }
-                if let Some((q, p)) = limits.max {
-                    write(&dir.join("cpu.max"), &format!("{q} {p}"))?;
+                if let Some(max) = spec.max {
+                    write(&dir.join("cpu.max"), &max.to_string())?;
                 }
-                if let Some(cpus) = &limits.cpuset {
-                    write(&dir.join("cpuset.cpus"), cpus)?;
+                if let Some(cpus) = &spec.cpuset {
+                    write(&dir.join("cpuset.cpus"), &cpus.to_string())?;
                 }
                 files.push(dir.join("cgroup.procs"));
             }
         }
         procs.push(files);
     }
-    Ok(match shape {
-        Shape::Shared => Placement {
+    Ok(match spec.shape {
+        CgroupShape::Shared => Placement {
             workload: procs[0].clone(),
             loads: vec![procs[0].clone(); loads],
         },
-        Shape::Separate => Placement {
+        CgroupShape::Separate => Placement {
             workload: procs[0].clone(),
             loads: procs[1..].to_vec(),
         },

@@ -26,12 +26,15 @@ pub struct Inputs<'a> {
     pub topology: Option<(&'a Topology, &'a Topology)>,
 }
 
-fn metric(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
+/// `m` of `farm_spec`'s table of the metrics every run may report, with
+/// this run's value: the one place their names, units and directions come
+/// from.
+pub fn known(m: farm_spec::metric::Metric, value: f64) -> Metric {
     Metric {
-        name: name.into(),
+        name: m.name.into(),
         value,
-        unit: unit.into(),
-        direction: direction as i32,
+        unit: m.unit.into(),
+        direction: Direction::from(m.direction) as i32,
     }
 }
 
@@ -80,34 +83,23 @@ fn node_tick(t: &placement::NodeTick, node_ids: &[u32]) -> NodeTick {
 }
 
 pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
-    use Direction::{HigherIsBetter as Up, LowerIsBetter as Down};
+    use farm_spec::metric::{
+        CONTEXT_SWITCHES, CPU_MIGRATIONS, CPUS_UTILISED, FUNCTION_CALL_IPIS, MIXED_IPIS,
+        PAGE_FAULTS, RESCHEDULING_IPIS, TASK_CLOCK_S, TELEMETRY_OVERHEAD_PCT, TLB_SHOOTDOWNS,
+        WASTED_CORE_PCT, WASTED_CORE_S,
+    };
     let wall_s = i.wall.as_secs_f64();
     let mut metrics = Vec::new();
     if let Some(c) = i.counts {
-        metrics.push(metric(
-            "task_clock_s",
-            c.task_clock_ns as f64 / 1e9,
-            "s",
-            Down,
-        ));
-        metrics.push(metric("cpus_utilised", c.cpus_utilised(wall_s), "CPUs", Up));
-        metrics.push(metric(
-            "context_switches",
-            c.context_switches as f64,
-            "switches",
-            Down,
-        ));
-        metrics.push(metric(
-            "cpu_migrations",
-            c.cpu_migrations as f64,
-            "migrations",
-            Down,
-        ));
-        metrics.push(metric("page_faults", c.page_faults as f64, "faults", Down));
+        metrics.push(known(TASK_CLOCK_S, c.task_clock_ns as f64 / 1e9));
+        metrics.push(known(CPUS_UTILISED, c.cpus_utilised(wall_s)));
+        metrics.push(known(CONTEXT_SWITCHES, c.context_switches as f64));
+        metrics.push(known(CPU_MIGRATIONS, c.cpu_migrations as f64));
+        metrics.push(known(PAGE_FAULTS, c.page_faults as f64));
         if c.task_clock_ns > 0 {
             // What sampling cost, against the CPU time of what it watched.
             let pct = i.collected.cost.as_secs_f64() / (c.task_clock_ns as f64 / 1e9) * 100.0;
-            metrics.push(metric("telemetry_overhead_pct", pct, "%", Down));
+            metrics.push(known(TELEMETRY_OVERHEAD_PCT, pct));
         }
     }
     let totals = interrupts::ipi_totals(i.irqs);
@@ -115,26 +107,22 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
     // s390x counts every IPI on one `mixed` line, and a zero there would
     // read as "no rescheduling IPIs" rather than "not counted".
     let counted = |k: IpiKind| i.irqs.iter().any(|d| d.ipi == Some(k));
-    for (kind, name, value) in [
+    for (kind, m, value) in [
         (
             IpiKind::Rescheduling,
-            "rescheduling_ipis",
+            RESCHEDULING_IPIS,
             totals.rescheduling,
         ),
         (
             IpiKind::FunctionCall,
-            "function_call_ipis",
+            FUNCTION_CALL_IPIS,
             totals.function_call,
         ),
-        (
-            IpiKind::TlbShootdown,
-            "tlb_shootdowns",
-            totals.tlb_shootdown,
-        ),
-        (IpiKind::Mixed, "mixed_ipis", totals.mixed),
+        (IpiKind::TlbShootdown, TLB_SHOOTDOWNS, totals.tlb_shootdown),
+        (IpiKind::Mixed, MIXED_IPIS, totals.mixed),
     ] {
         if counted(kind) {
-            metrics.push(metric(name, value as f64, "IPIs", Down));
+            metrics.push(known(m, value as f64));
         }
     }
 
@@ -148,8 +136,8 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
         i.user_hz,
     );
     if wasted.intervals > 0 {
-        metrics.push(metric("wasted_core_s", wasted.wasted_cpu_s, "CPU-s", Down));
-        metrics.push(metric("wasted_core_pct", wasted.percent, "%", Down));
+        metrics.push(known(WASTED_CORE_S, wasted.wasted_cpu_s));
+        metrics.push(known(WASTED_CORE_PCT, wasted.percent));
     }
     let (topology_source, before, after, changes) = match i.topology {
         Some((b, a)) => (

@@ -198,8 +198,8 @@ impl Farm {
     /// shared kernel cache and extra environment (e.g. `FARM_KERNEL_DIRS`).
     /// Fails, never skips, where QEMU and the rest are missing.
     pub fn with_guests(env: &[(&str, String)]) -> Farm {
-        for arch in farm_agent::guest::arch::GuestArch::ALL {
-            if let Err(why) = farm_agent::guest::available(arch) {
+        for arch in farm_agent::executor::guest::machine::arch::GuestArch::ALL {
+            if let Err(why) = farm_agent::executor::guest::machine::available(arch) {
                 panic!("{arch} guests: run scripts/test.sh, which sets them up: {why}");
             }
         }

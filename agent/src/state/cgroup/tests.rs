@@ -33,36 +33,6 @@ fn layouts() {
     }
 }
 
-#[test]
-fn limits() {
-    let st = |w: u32, max: &str, set: &str| MachineState {
-        cgroup_cpu_weight: w,
-        cgroup_cpu_max: max.into(),
-        cgroup_cpuset: set.into(),
-        ..Default::default()
-    };
-    assert_eq!(
-        Limits::from_state(&st(0, "", "")).unwrap(),
-        Limits::default()
-    );
-    assert_eq!(
-        Limits::from_state(&st(200, "50000 100000", "0-1")).unwrap(),
-        Limits {
-            weight: Some(200),
-            max: Some((50_000, 100_000)),
-            cpuset: Some("0-1".into())
-        }
-    );
-    for bad in [
-        st(20_000, "", ""),
-        st(0, "max", ""),
-        st(0, "10 100000", ""),
-        st(0, "", "a-b"),
-    ] {
-        assert!(Limits::from_state(&bad).is_err(), "{bad:?}");
-    }
-}
-
 /// A fake v1 tree: cpu and cpuset hierarchies with root cpus/mems.
 fn v1_root() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -78,17 +48,16 @@ fn v1_root() -> tempfile::TempDir {
 fn separate_groups_on_v1_are_journalled_and_removed() {
     let root = v1_root();
     let mut j = Journal::open(&root.path().join("journal"), root.path()).unwrap();
-    let limits = Limits {
-        weight: Some(50),
-        max: None,
-        cpuset: Some("1".into()),
+    let spec = farm_spec::CgroupSpec {
+        weight: Some(farm_spec::CpuWeight::new(50).unwrap()),
+        cpuset: Some("1".parse().unwrap()),
+        ..farm_spec::CgroupSpec::new(farm_spec::CgroupShape::Separate)
     };
     let p = create(
         &mut j,
         root.path(),
         Layout::V1 { cpuset: true },
-        Shape::Separate,
-        &limits,
+        &spec,
         "m-1.c0.r0",
         2,
     )
@@ -133,8 +102,7 @@ fn shared_on_v2_enables_the_cpu_controller_and_restores_it() {
         &mut j,
         root.path(),
         Layout::V2,
-        Shape::Shared,
-        &Limits::default(),
+        &farm_spec::CgroupSpec::new(farm_spec::CgroupShape::Shared),
         "r",
         2,
     )

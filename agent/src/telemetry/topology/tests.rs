@@ -327,11 +327,11 @@ fn synthesize_errors_name_the_file() {
         ),
         (
             "cpu/online:0-x\n",
-            r#"/sys/devices/system/cpu/online line 1: bad cpu list "0-x": "x" is not a cpu number: "0-x""#,
+            r#"/sys/devices/system/cpu/online line 1: bad cpu list "0-x": `x` in `0-x` is not a CPU number: "0-x""#,
         ),
         (
             "cpu/online:0\ncpu/cpu0/topology/thread_siblings_list:0,\n",
-            r#"/sys/devices/system/cpu/cpu0/topology/thread_siblings_list line 1: bad cpu list "0,": empty item: "0,""#,
+            r#"/sys/devices/system/cpu/cpu0/topology/thread_siblings_list line 1: bad cpu list "0,": `` in `0,` is not a CPU number: "0,""#,
         ),
         (
             "cpu/online:0\ncpu/cpu0/cache/index3/level:L3\ncpu/cpu0/cache/index3/shared_cpu_list:0\n",
@@ -447,7 +447,7 @@ fn reads_the_best_source_below_a_root() {
     assert_eq!(
         e.to_string(),
         format!(
-            "{}/sys/devices/system/cpu/cpu0/topology/thread_siblings_list line 1: bad cpu list \"zero\": \"zero\" is not a cpu number: \"zero\"",
+            "{}/sys/devices/system/cpu/cpu0/topology/thread_siblings_list line 1: bad cpu list \"zero\": `zero` in `zero` is not a CPU number: \"zero\"",
             bare.path().display()
         )
     );

@@ -4,7 +4,9 @@
 
 use std::fmt;
 
-/// A guest architecture.
+use farm_spec::{Arch, Executor};
+
+/// A guest architecture: the [`Arch`]s this agent boots guests of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GuestArch {
     X86_64,
@@ -22,11 +24,33 @@ pub enum Accel {
 }
 
 impl Accel {
-    /// The executor name results carry.
-    pub fn name(self) -> &'static str {
+    /// The executor results carry.
+    pub fn executor(self) -> Executor {
         match self {
-            Accel::Tcg => "tcg",
-            Accel::Kvm => "kvm",
+            Accel::Tcg => Executor::Tcg,
+            Accel::Kvm => Executor::Kvm,
+        }
+    }
+
+    /// The executor's name, as QEMU's `-accel` takes it too.
+    pub fn name(self) -> &'static str {
+        self.executor().as_str()
+    }
+}
+
+/// An arch this agent boots no guests of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no guest for arch {0} (this agent boots x86_64 and s390x guests)")]
+pub struct NoGuest(pub Arch);
+
+impl TryFrom<Arch> for GuestArch {
+    type Error = NoGuest;
+
+    fn try_from(arch: Arch) -> Result<GuestArch, NoGuest> {
+        match arch {
+            Arch::X86_64 => Ok(GuestArch::X86_64),
+            Arch::S390x => Ok(GuestArch::S390x),
+            other => Err(NoGuest(other)),
         }
     }
 }
@@ -34,20 +58,22 @@ impl Accel {
 impl GuestArch {
     pub const ALL: [GuestArch; 2] = [GuestArch::X86_64, GuestArch::S390x];
 
+    /// The arch, as every part of the farm names it.
+    pub fn arch(self) -> Arch {
+        match self {
+            GuestArch::X86_64 => Arch::X86_64,
+            GuestArch::S390x => Arch::S390x,
+        }
+    }
+
     /// `uname -m` inside the guest.
     pub fn uname(self) -> &'static str {
-        match self {
-            GuestArch::X86_64 => "x86_64",
-            GuestArch::S390x => "s390x",
-        }
+        self.arch().uname()
     }
 
     /// The arch of Debian's packages (`dpkg --print-architecture`).
     pub fn deb_arch(self) -> &'static str {
-        match self {
-            GuestArch::X86_64 => "amd64",
-            GuestArch::S390x => "s390x",
-        }
+        self.arch().deb_arch()
     }
 
     /// The QEMU system emulator, and the Debian package installing it.
@@ -78,24 +104,6 @@ impl GuestArch {
     pub fn has_numa(self) -> bool {
         self == GuestArch::X86_64
     }
-
-    /// The arch a Debian kernel version runs on, by its flavour's suffix
-    /// (`6.1.0-57-cloud-amd64`, `6.1.0-50-s390x`). The coordinator checks the
-    /// same suffixes when a matrix is submitted.
-    pub fn of_debian_version(version: &str) -> Option<GuestArch> {
-        if version.ends_with("-amd64") {
-            Some(GuestArch::X86_64)
-        } else if version.ends_with("-s390x") {
-            Some(GuestArch::S390x)
-        } else {
-            None
-        }
-    }
-
-    /// The arch named by `uname -m`.
-    pub fn from_uname(name: &str) -> Option<GuestArch> {
-        GuestArch::ALL.into_iter().find(|a| a.uname() == name)
-    }
 }
 
 impl fmt::Display for GuestArch {
@@ -105,21 +113,4 @@ impl fmt::Display for GuestArch {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arch_of_debian_flavours() {
-        for (v, a) in [
-            ("6.1.0-47-cloud-amd64", Some(GuestArch::X86_64)),
-            ("6.12.107+deb12-amd64", Some(GuestArch::X86_64)),
-            ("6.1.0-50-s390x", Some(GuestArch::S390x)),
-            ("6.1.0-50-arm64", None),
-            ("amd64", None),
-        ] {
-            assert_eq!(GuestArch::of_debian_version(v), a, "{v}");
-        }
-        assert_eq!(GuestArch::from_uname("s390x"), Some(GuestArch::S390x));
-        assert_eq!(GuestArch::from_uname("aarch64"), None);
-    }
-}
+mod tests;

@@ -4,113 +4,51 @@
 //! bytes) so that device nodes need no privileges and the archive is
 //! deterministic; `gzip -n` compresses it. The result is cached under
 //! `<cache>/initramfs/<sha256 of the cpio>.cpio.gz`: the cpio is a pure
-//! function of the inputs (busybox, its applet list, the init script).
-//!
-//! The runner `/init` writes its report to the second serial port
-//! (`/dev/ttyS1`), one record a line; [`super::qemu::parse_report`] reads it.
+//! function of the inputs (busybox, its applet list, the init script and
+//! the other members). The `/init` of a run's image is the runner
+//! ([`crate::executor::guest::runner::RUNNER`]); the KVM probe has one of
+//! its own.
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{run_tool, sha256_file, unique_suffix};
+use super::{ToolError, run_tool, sha256_file, unique_suffix};
 
 /// Where the Debian package `busybox-static` installs busybox.
 pub const BUSYBOX: &str = "/bin/busybox";
 const GZIP: &str = "/usr/bin/gzip";
 
+/// Why an initramfs could not be built: the step, and what went wrong in it.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("initramfs: {step}: {detail}")]
-    Step { step: &'static str, detail: String },
+#[error("initramfs: {step}: {source}")]
+pub struct Error {
+    pub step: &'static str,
+    pub source: Cause,
 }
 
-fn step(step: &'static str) -> impl Fn(String) -> Error {
-    move |detail| Error::Step { step, detail }
+/// What went wrong in a step of building an initramfs.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error("{} is missing (install the Debian package busybox-static)", .0.display())]
+    NoBusybox(PathBuf),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+}
+
+fn step<E: Into<Cause>>(step: &'static str) -> impl Fn(E) -> Error {
+    move |e| Error {
+        step,
+        source: e.into(),
+    }
 }
 
 fn io(s: &'static str) -> impl Fn(std::io::Error) -> Error {
-    move |e| Error::Step {
-        step: s,
-        detail: e.to_string(),
-    }
+    step(s)
 }
-
-/// What `/init` does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Init {
-    /// The guest runner: report, hotplug cycle of cpu1, report, power off.
-    Runner,
-    /// Never powers off (for testing the host's timeout).
-    Hang,
-    /// Exits, so that the kernel panics (for testing what a panic gives).
-    Exit,
-}
-
-impl Init {
-    pub fn script(self) -> &'static str {
-        match self {
-            Init::Runner => RUNNER,
-            Init::Hang => HANG,
-            Init::Exit => {
-                "#!/bin/sh\necho 'farm-guest: init exits on purpose' > /dev/console\nexit 1\n"
-            }
-        }
-    }
-}
-
-/// The runner. Report lines (on ttyS1):
-/// `farm-guest 1`, `release <uname -r>`, `node <id> <cpulist>`,
-/// `domain <before|after> <cpu> <level> <name>`, `online <phase> <cpulist>`
-/// with phase `before`, `offline` (cpu1 offline) and `after`,
-/// `error <what>`, and `done` last.
-const RUNNER: &str = r#"#!/bin/sh
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t debugfs debugfs /sys/kernel/debug
-exec 3>/dev/ttyS1
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
-r() { echo "$*" >&3; }
-domains() {
-  for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
-    [ -f "$d/name" ] || continue
-    c=${d%/domain*}; c=${c##*/cpu}; l=${d##*/domain}
-    r "domain $1 $c $l $(cat "$d/name")"
-  done
-}
-r "farm-guest 1"
-r "release $(uname -r)"
-for n in /sys/devices/system/node/node[0-9]*; do
-  [ -d "$n" ] && r "node ${n##*/node} $(cat "$n/cpulist")"
-done
-domains before
-r "online before $(cat /sys/devices/system/cpu/online)"
-if echo 0 > /sys/devices/system/cpu/cpu1/online; then
-  r "online offline $(cat /sys/devices/system/cpu/online)"
-else
-  r "error cpu1 offline"
-fi
-if echo 1 > /sys/devices/system/cpu/cpu1/online; then
-  r "online after $(cat /sys/devices/system/cpu/online)"
-else
-  r "error cpu1 online"
-fi
-domains after
-r "done"
-exec 3>&-
-sync
-poweroff -f
-"#;
-
-const HANG: &str = r#"#!/bin/sh
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-mount -t proc proc /proc
-echo "farm-guest: init hangs on purpose" > /dev/console
-while :; do sleep 1; done
-"#;
 
 /// An initramfs in the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,15 +60,9 @@ pub struct Initramfs {
     pub built: bool,
 }
 
-/// Builds (or reuses) the initramfs with `busybox` (a static busybox,
-/// normally [`BUSYBOX`]) and `init`, under `cache`.
-pub fn build(cache: &Path, busybox: &Path, init: Init) -> Result<Initramfs, Error> {
-    build_with(cache, busybox, Applets::Listed, init.script(), &[])
-}
-
 /// How busybox's applets (`mount`, `cat`, ...) get their links.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Applets {
+pub enum Applets {
     /// Listed by running busybox here: the archive carries every link.
     Listed,
     /// A busybox of another arch cannot run here: the archive carries
@@ -138,9 +70,11 @@ pub(crate) enum Applets {
     InstalledAtBoot,
 }
 
-/// [`build`] with any `/init` script and `extra` members (added after the
-/// busybox tree; their directories must be among them or the base ones).
-pub(crate) fn build_with(
+/// Builds (or reuses) under `cache` the initramfs with `busybox` (a static
+/// busybox for the guest's arch, normally [`BUSYBOX`] on x86_64), `init` as
+/// `/init`, and `extra` members (added after the busybox tree; their
+/// directories must be among them or the base ones).
+pub fn build_with(
     cache: &Path,
     busybox: &Path,
     applets: Applets,
@@ -148,9 +82,8 @@ pub(crate) fn build_with(
     extra: &[Entry<'_>],
 ) -> Result<Initramfs, Error> {
     if !busybox.is_file() {
-        return Err(step("find busybox")(format!(
-            "{} is missing (install the Debian package busybox-static)",
-            busybox.display()
+        return Err(step("find busybox")(Cause::NoBusybox(
+            busybox.to_path_buf(),
         )));
     }
     let dir = cache.join("initramfs");
@@ -203,25 +136,32 @@ pub(crate) fn build_with(
     })
 }
 
-fn gzip(from: &Path, to: &Path) -> Result<(), String> {
-    let input = fs::File::open(from).map_err(|e| e.to_string())?;
-    let output = fs::File::create(to).map_err(|e| e.to_string())?;
+fn gzip(from: &Path, to: &Path) -> Result<(), Cause> {
+    let input = fs::File::open(from)?;
+    let output = fs::File::create(to)?;
     let status = Command::new(GZIP)
         .args(["-n", "-6", "-c"])
         .stdin(input)
         .stdout(output)
         .stderr(Stdio::inherit())
         .status()
-        .map_err(|e| format!("cannot run {GZIP}: {e}"))?;
+        .map_err(|source| ToolError::Spawn {
+            program: GZIP.into(),
+            source,
+        })?;
     if !status.success() {
-        return Err(format!("{GZIP} exited with {status}"));
+        return Err(ToolError::Status {
+            program: GZIP.into(),
+            status,
+        }
+        .into());
     }
     Ok(())
 }
 
 /// One archive member.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Entry<'a> {
+pub enum Entry<'a> {
     Dir(String),
     File(String, u32, &'a [u8]),
     Symlink(String, String),
@@ -317,48 +257,4 @@ fn pad4(out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn newc_layout() {
-        let archive = newc(&[
-            Entry::File("init".into(), 0o755, b"#!/bin/sh\n"),
-            Entry::Symlink("bin/sh".into(), "/bin/busybox".into()),
-        ]);
-        let text = String::from_utf8_lossy(&archive);
-        // header of the first member: magic, ino 1, mode 0100755, size 10, namesize 5
-        assert!(text.starts_with("07070100000001000081ED"), "{text}");
-        assert_eq!(&archive[6 + 6 * 8..6 + 7 * 8], b"0000000A");
-        assert_eq!(&archive[6 + 11 * 8..6 + 12 * 8], b"00000005");
-        assert_eq!(&archive[110..115], b"init\0");
-        // name padded to 4: 110 + 5 = 115 → 116; data 10 → 128
-        assert_eq!(&archive[116..126], b"#!/bin/sh\n");
-        assert_eq!(&archive[128..134], b"070701");
-        assert!(text.contains("bin/sh\0"));
-        assert!(text.contains("TRAILER!!!\0"));
-        assert_eq!(archive.len() % 4, 0);
-    }
-
-    #[test]
-    fn applet_links_are_sanitised() {
-        let applets = "/bin/sh\nusr/bin/env\nbin/busybox\n../etc/x\nbin//y\n\nsbin/poweroff\n";
-        let e = entries(b"BB", applets, "init");
-        let links: Vec<_> = e
-            .iter()
-            .filter_map(|e| match e {
-                Entry::Symlink(n, _) => Some(n.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(links, ["bin/sh", "sbin/poweroff", "usr/bin/env"]);
-    }
-
-    #[test]
-    fn the_runner_reports_to_the_second_serial_port() {
-        let s = Init::Runner.script();
-        assert!(s.contains("exec 3>/dev/ttyS1"));
-        assert!(s.contains("poweroff -f"));
-        assert!(s.contains("r \"done\""));
-    }
-}
+mod tests;

@@ -2,16 +2,47 @@
 //! into the program to start and the way to read its output.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use farm_proto::{Workload, param};
 use farm_workload::catalogue::{self, Origin, Value};
 use farm_workload::output;
 
+use farm_workload::udp_stream;
+
 use super::WorkloadCommand;
-use super::pin::{self, Pin};
-use crate::executor::host;
 use crate::external;
+
+/// Why a workload cannot be launched as asked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    #[error("an external command without a program")]
+    NoProgram,
+    #[error("parameter `{param}` of `{workload}` must be a number")]
+    NotANumber { param: String, workload: String },
+    #[error(transparent)]
+    Catalogue(#[from] catalogue::ParamError),
+    #[error(transparent)]
+    External(#[from] external::Error),
+    #[error(
+        "external workload `{workload}` needs {program}, which this agent did not find \
+         (PATH and its tools directories)"
+    )]
+    NotFound {
+        workload: &'static str,
+        program: &'static str,
+    },
+    #[error("`{0}` is not an external workload")]
+    NotExternal(&'static str),
+}
+
+/// Why a workload's output gave no figures.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OutputError {
+    #[error(transparent)]
+    MetricLine(#[from] output::OutputError),
+    #[error(transparent)]
+    External(#[from] external::Error),
+}
 
 /// A workload ready to start.
 #[derive(Debug)]
@@ -35,22 +66,10 @@ pub(super) struct Program {
 }
 
 impl Program {
-    /// What the host executor starts.
-    pub fn spec(&self, cgroups: Vec<PathBuf>, timeout: Duration, perf: bool) -> host::Spec {
-        host::Spec {
-            program: self.path.clone(),
-            args: self.args.clone(),
-            env: self.env.clone(),
-            timeout,
-            cgroups,
-            perf,
-        }
-    }
-
     /// An external tool's command: its argv starts with the program.
-    fn from_command(command: external::Command) -> Result<Program, String> {
+    fn from_command(command: external::Command) -> Result<Program, Error> {
         let mut argv = command.argv.into_iter();
-        let path = argv.next().ok_or("an external command without a program")?;
+        let path = argv.next().ok_or(Error::NoProgram)?;
         Ok(Program {
             path: path.into(),
             args: argv.collect(),
@@ -69,7 +88,7 @@ pub(super) struct Server {
 
 /// How a workload reports its figures of merit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Output {
+pub(crate) enum Output {
     /// `farm-workload`'s metric lines on stdout.
     MetricLines,
     /// An external tool's own output, read by [`external::parse`] for the
@@ -77,38 +96,26 @@ pub(super) enum Output {
     External(&'static str),
 }
 
-/// The most of stdout kept as an external tool's log, when it says nothing on
-/// stderr; as much as the executor keeps of stderr.
-const LOG_TAIL: usize = 8 << 10;
-
 impl Output {
-    pub fn metrics(&self, out: &host::Outcome) -> Result<Vec<output::Metric>, String> {
-        match self {
-            Output::MetricLines => out
-                .stdout
+    /// The workload's figures, read from its `stdout` and the tail of its
+    /// `stderr`.
+    pub fn metrics(&self, stdout: &str, stderr: &str) -> Result<Vec<output::Metric>, OutputError> {
+        Ok(match self {
+            Output::MetricLines => stdout
                 .lines()
                 .filter_map(|line| output::parse_metric_line(line).transpose())
-                .collect::<Result<_, _>>()
-                .map_err(|e| e.to_string()),
-            Output::External(name) => {
-                external::parse(name, &out.stdout, &out.stderr_tail).map_err(|e| e.to_string())
-            }
-        }
+                .collect::<Result<_, _>>()?,
+            Output::External(name) => external::parse(name, stdout, stderr)?,
+        })
     }
 
     /// What the result keeps of the workload's output: the tail of its
     /// stderr, or for an external tool that writes only to stdout (stress-ng
     /// is told `--stdout`, iperf3 writes JSON) the tail of that.
-    pub fn log_tail(&self, out: &host::Outcome) -> String {
+    pub fn log_tail(&self, stdout: &str, stderr: &str) -> String {
         match self {
-            Output::External(_) if out.stderr_tail.trim().is_empty() => {
-                let mut start = out.stdout.len().saturating_sub(LOG_TAIL);
-                while !out.stdout.is_char_boundary(start) {
-                    start += 1;
-                }
-                out.stdout[start..].to_string()
-            }
-            _ => out.stderr_tail.clone(),
+            Output::External(_) if stderr.trim().is_empty() => super::tail_bytes(stdout),
+            _ => stderr.to_string(),
         }
     }
 }
@@ -117,7 +124,7 @@ impl Output {
 /// `farm-workload` binary for a built-in workload, the program this agent
 /// found for an external one. Parameters not given take their defaults, so
 /// that the command line describes the run completely.
-pub(super) fn launch(w: &Workload, cmd: &WorkloadCommand) -> Result<Launch, String> {
+pub(super) fn launch(w: &Workload, cmd: &WorkloadCommand) -> Result<Launch, Error> {
     let (spec, resolved) = resolve(w)?;
     match spec.origin {
         Origin::BuiltIn => {
@@ -136,16 +143,13 @@ pub(super) fn launch(w: &Workload, cmd: &WorkloadCommand) -> Result<Launch, Stri
                 },
                 server: None,
                 output: Output::MetricLines,
-                pins: pin::wanted(spec.name, &resolved),
+                pins: wanted(spec.name, &resolved),
             })
         }
         Origin::External { program } => {
-            let path = cmd.external(spec.name).ok_or_else(|| {
-                format!(
-                    "external workload `{}` needs {program}, which this agent did not find \
-                     (PATH and its tools directories)",
-                    spec.name
-                )
+            let path = cmd.external(spec.name).ok_or(Error::NotFound {
+                workload: spec.name,
+                program,
             })?;
             external_launch(spec.name, path, &resolved)
         }
@@ -153,10 +157,10 @@ pub(super) fn launch(w: &Workload, cmd: &WorkloadCommand) -> Result<Launch, Stri
 }
 
 /// An external workload `w` started as `program` (a guest's path to the tool).
-pub(super) fn launch_external_at(w: &Workload, program: &Path) -> Result<Launch, String> {
+pub(super) fn launch_external_at(w: &Workload, program: &Path) -> Result<Launch, Error> {
     let (spec, resolved) = resolve(w)?;
     if !matches!(spec.origin, Origin::External { .. }) {
-        return Err(format!("`{}` is not an external workload", spec.name));
+        return Err(Error::NotExternal(spec.name));
     }
     external_launch(spec.name, program, &resolved)
 }
@@ -164,23 +168,23 @@ pub(super) fn launch_external_at(w: &Workload, program: &Path) -> Result<Launch,
 type Resolved = (&'static catalogue::WorkloadSpec, Vec<(&'static str, Value)>);
 
 /// `w` checked against the catalogue, every parameter resolved.
-fn resolve(w: &Workload) -> Result<Resolved, String> {
+fn resolve(w: &Workload) -> Result<Resolved, Error> {
     let mut given = Vec::with_capacity(w.params.len());
     for p in &w.params {
         let v = match &p.value {
             Some(param::Value::Int(v)) => Value::Int(*v),
             Some(param::Value::Float(v)) => Value::Float(*v),
             Some(param::Value::Text(_)) | Some(param::Value::Flag(_)) | None => {
-                return Err(format!(
-                    "parameter `{}` of `{}` must be a number",
-                    p.name, w.name
-                ));
+                return Err(Error::NotANumber {
+                    param: p.name.clone(),
+                    workload: w.name.clone(),
+                });
             }
         };
         given.push((p.name.clone(), v));
     }
-    let spec = catalogue::lookup(&w.name).map_err(|e| e.to_string())?;
-    let resolved = catalogue::resolve(spec.name, &given).map_err(|e| e.to_string())?;
+    let spec = catalogue::lookup(&w.name)?;
+    let resolved = catalogue::resolve(spec.name, &given)?;
     Ok((spec, resolved))
 }
 
@@ -188,11 +192,11 @@ fn external_launch(
     name: &'static str,
     path: &Path,
     params: &[(&'static str, Value)],
-) -> Result<Launch, String> {
-    let tool = external::lookup(name).map_err(|e| e.to_string())?;
+) -> Result<Launch, Error> {
+    let tool = external::lookup(name)?;
     let params: Vec<(&str, Value)> = params.to_vec();
-    let command = external::command(tool, path, &params).map_err(|e| e.to_string())?;
-    let server = match external::server_command(tool, path, &params).map_err(|e| e.to_string())? {
+    let command = external::command(tool, path, &params)?;
+    let server = match external::server_command(tool, path, &params)? {
         Some(server) => Some(Server {
             program: Program::from_command(server.command)?,
             port: server.port,
@@ -206,4 +210,31 @@ fn external_launch(
         output: Output::External(name),
         pins: Vec::new(),
     })
+}
+
+/// One thread to pin, found by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pin {
+    /// The thread's name, as `comm` shows it.
+    pub thread: &'static str,
+    pub cpu: usize,
+}
+
+/// The pins a built-in workload's resolved parameters ask for: udp-stream's
+/// `sender_cpu` and `receiver_cpu`, where not -1.
+pub(crate) fn wanted(workload: &str, params: &[(&'static str, Value)]) -> Vec<Pin> {
+    if workload != "udp-stream" {
+        return Vec::new();
+    }
+    let cpu = |name: &str| match params.iter().find(|(n, _)| *n == name) {
+        Some((_, Value::Int(v))) => usize::try_from(*v).ok(),
+        _ => None,
+    };
+    [
+        (udp_stream::SENDER_THREAD, cpu("sender_cpu")),
+        (udp_stream::RECEIVER_THREAD, cpu("receiver_cpu")),
+    ]
+    .into_iter()
+    .filter_map(|(thread, cpu)| Some(Pin { thread, cpu: cpu? }))
+    .collect()
 }

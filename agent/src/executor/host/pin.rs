@@ -18,41 +18,15 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use farm_workload::catalogue::Value;
 use farm_workload::udp_stream;
 use nix::sched::{CpuSet, sched_setaffinity};
 use nix::unistd::Pid;
 use tracing::{debug, warn};
 
-/// One thread to pin, found by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Pin {
-    /// The thread's name, as `comm` shows it.
-    pub thread: &'static str,
-    pub cpu: usize,
-}
+use crate::executor::launch::Pin;
 
 /// How often the process's threads are looked at while waiting for them.
 const POLL: std::time::Duration = std::time::Duration::from_millis(5);
-
-/// The pins a built-in workload's resolved parameters ask for: udp-stream's
-/// `sender_cpu` and `receiver_cpu`, where not -1.
-pub(super) fn wanted(workload: &str, params: &[(&'static str, Value)]) -> Vec<Pin> {
-    if workload != "udp-stream" {
-        return Vec::new();
-    }
-    let cpu = |name: &str| match params.iter().find(|(n, _)| *n == name) {
-        Some((_, Value::Int(v))) => usize::try_from(*v).ok(),
-        _ => None,
-    };
-    [
-        (udp_stream::SENDER_THREAD, cpu("sender_cpu")),
-        (udp_stream::RECEIVER_THREAD, cpu("receiver_cpu")),
-    ]
-    .into_iter()
-    .filter_map(|(thread, cpu)| Some(Pin { thread, cpu: cpu? }))
-    .collect()
-}
 
 /// A thread waiting for the workload's pid, to pin its threads.
 pub(super) struct Pinner {

@@ -12,8 +12,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::arch::GuestArch;
-use super::{run_tool, sha256_file, unique_suffix};
+use super::{ToolError, run_tool, sha256_file, unique_suffix};
+use farm_spec::kernel::KernelError;
+use farm_spec::{Arch, DebianKernel, Kernel as SpecKernel};
 
 const APT_GET: &str = "/usr/bin/apt-get";
 const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
@@ -22,12 +23,45 @@ const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
 pub enum Error {
     #[error("kernel `{0}`: {1}")]
     Name(String, String),
-    #[error("kernel `{kernel}`: {step}: {detail}")]
+    /// A name `farm_spec` refused; its message quotes the name.
+    #[error("kernel {0}")]
+    Spec(KernelError),
+    #[error("kernel `{kernel}`: {step}: {source}")]
     Step {
         kernel: String,
         step: &'static str,
-        detail: String,
+        source: Cause,
     },
+}
+
+/// What went wrong in a step of resolving a Debian kernel.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error("{0} is missing (install the Debian packages apt and dpkg)")]
+    NoTool(&'static str),
+    /// Each package tried, with why `apt-get download` failed for it.
+    #[error("{}", .0.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; "))]
+    Download(Vec<(String, ToolError)>),
+    #[error("{count} .deb files in {}", dir.display())]
+    Debs { count: usize, dir: PathBuf },
+    #[error("manifest: {0}")]
+    Manifest(#[source] std::io::Error),
+    #[error("manifest has no `{0}`")]
+    ManifestField(&'static str),
+    #[error("manifest names a bad .deb `{0}`")]
+    BadDeb(String),
+    #[error("{deb} has sha256 {actual}, the manifest says {expected}")]
+    Sha256 {
+        deb: String,
+        actual: String,
+        expected: String,
+    },
+    #[error("{} is missing", .0.display())]
+    Missing(PathBuf),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
 }
 
 /// An unpacked kernel, ready to boot.
@@ -49,50 +83,49 @@ pub struct Kernel {
     pub downloaded: bool,
 }
 
-/// The version of a `debian:<version>` kernel name, validated so that it can
-/// only ever be one argument of a package name and one path component.
-pub fn parse_name(name: &str) -> Result<&str, Error> {
-    let bad = |why: &str| Error::Name(name.to_string(), why.to_string());
-    let version = name
-        .strip_prefix("debian:")
-        .ok_or_else(|| bad("must be debian:<version>"))?;
-    if version.is_empty() || version.len() > 100 {
-        return Err(bad("the version must have 1 to 100 characters"));
+/// The Debian kernel `name` names (`debian:<version>`, by
+/// `farm_spec::Kernel`: a version that can only ever be one argument of a
+/// package name and one path component, with the arch of its flavour).
+/// Whether this agent boots guests of that arch is the guest machine's to
+/// say.
+pub fn debian(name: &str) -> Result<DebianKernel, Error> {
+    match parse(name)? {
+        SpecKernel::Debian(d) => Ok(d),
+        _ => Err(Error::Name(
+            name.to_string(),
+            "must be debian:<version>".into(),
+        )),
     }
-    if !version
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b".+~-".contains(&b))
-    {
-        return Err(bad("the version may only contain A-Z a-z 0-9 . + ~ -"));
-    }
-    if !version.as_bytes()[0].is_ascii_alphanumeric() {
-        return Err(bad("the version must start with a letter or digit"));
-    }
-    Ok(version)
+}
+
+/// `name` parsed by `farm_spec`, the error naming it.
+fn parse(name: &str) -> Result<SpecKernel, Error> {
+    name.parse().map_err(|e| match e {
+        // These say nothing of the name.
+        KernelError::Empty | KernelError::TooLong | KernelError::Whitespace => {
+            Error::Name(name.to_string(), e.to_string())
+        }
+        e => Error::Spec(e),
+    })
 }
 
 /// Resolves `name` (`debian:<version>`) to an unpacked kernel under `cache`,
 /// downloading it when the cache has no valid copy.
 pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
-    let version = parse_name(name)?;
-    let arch = GuestArch::of_debian_version(version).ok_or_else(|| {
-        Error::Name(
-            name.to_string(),
-            "the version must end with a flavour naming its arch (-amd64, -s390x)".into(),
-        )
-    })?;
+    let debian = debian(name)?;
+    let (version, arch) = (debian.version(), debian.arch());
     let step = |step: &'static str| {
-        move |detail: String| Error::Step {
+        move |cause: Cause| Error::Step {
             kernel: name.to_string(),
             step,
-            detail,
+            source: cause,
         }
     };
     let io = |step_name: &'static str| {
         move |e: std::io::Error| Error::Step {
             kernel: name.to_string(),
             step: step_name,
-            detail: e.to_string(),
+            source: Cause::Io(e),
         }
     };
     let dir = cache.join("kernels");
@@ -118,9 +151,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
 
     for tool in [APT_GET, DPKG_DEB] {
         if !Path::new(tool).is_file() {
-            return Err(step("find tools")(format!(
-                "{tool} is missing (install the Debian packages apt and dpkg)"
-            )));
+            return Err(step("find tools")(Cause::NoTool(tool)));
         }
     }
     let tmp = dir.join(format!("{version}.{}", unique_suffix()));
@@ -128,7 +159,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
     let built = (|| {
         let package = download(version, arch, &tmp).map_err(step("apt-get download"))?;
         let deb = find_deb(&tmp).map_err(step("find the downloaded .deb"))?;
-        let sha = sha256_file(&deb).map_err(step("sha256 of the .deb"))?;
+        let sha = sha256_file(&deb).map_err(|e| step("sha256 of the .deb")(e.into()))?;
         run_tool(
             Path::new(DPKG_DEB),
             &[
@@ -138,7 +169,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
             ],
             None,
         )
-        .map_err(step("dpkg-deb -x"))?;
+        .map_err(|e| step("dpkg-deb -x")(e.into()))?;
         let deb_name = deb.file_name().unwrap_or_default().to_string_lossy();
         fs::write(
             tmp.join("manifest"),
@@ -162,7 +193,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
 /// `apt-get download` of the `-unsigned` package, or the plain one when
 /// there is no `-unsigned` package, of `arch` (a foreign arch must have
 /// been added with `dpkg --add-architecture`); returns the package name.
-fn download(version: &str, arch: GuestArch, dir: &Path) -> Result<String, String> {
+fn download(version: &str, arch: Arch, dir: &Path) -> Result<String, Cause> {
     let mut errors = Vec::new();
     let deb_arch = arch.deb_arch();
     for package in [
@@ -175,10 +206,10 @@ fn download(version: &str, arch: GuestArch, dir: &Path) -> Result<String, String
             Some(dir),
         ) {
             Ok(_) => return Ok(package),
-            Err(e) => errors.push(format!("{package}: {e}")),
+            Err(e) => errors.push((package, e)),
         }
     }
-    Err(errors.join("; "))
+    Err(Cause::Download(errors))
 }
 
 /// The kernels cached under `cache` (as [`resolve`] lays them out), as
@@ -194,9 +225,8 @@ pub fn cached(cache: &Path) -> Vec<String> {
         .filter_map(|e| {
             let version = e.file_name().to_str()?.to_owned();
             // Not a build's or an eviction's temporary sibling.
-            GuestArch::of_debian_version(&version)?;
             let name = format!("debian:{version}");
-            parse_name(&name).is_ok().then_some(name)
+            debian(&name).is_ok().then_some(name)
         })
         .collect();
     out.sort();
@@ -205,11 +235,11 @@ pub fn cached(cache: &Path) -> Vec<String> {
 
 /// What a kernel image is for, by its magic: an x86 bzImage has `HdrS` at
 /// 0x202, an s390x image `S390EP` at 0x10008 (what `file` reads too).
-pub fn image_arch(head: &[u8]) -> Option<GuestArch> {
+pub fn image_arch(head: &[u8]) -> Option<Arch> {
     if head.get(0x202..0x206) == Some(b"HdrS") {
-        Some(GuestArch::X86_64)
+        Some(Arch::X86_64)
     } else if head.get(0x10008..0x1000e) == Some(b"S390EP") {
-        Some(GuestArch::S390x)
+        Some(Arch::S390x)
     } else {
         None
     }
@@ -221,12 +251,13 @@ pub fn image_arch(head: &[u8]) -> Option<GuestArch> {
 /// file, and the agent must not read any file a submitter names. Modules,
 /// when the image has some, sit beside it in `<image>.modules/` (a
 /// `lib/modules/<release>` tree).
-pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch), Error> {
+pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, Arch), Error> {
     let bad = |why: String| Error::Name(name.to_string(), why);
-    let path = name
-        .strip_prefix("file:")
-        .filter(|p| p.starts_with('/'))
-        .ok_or_else(|| bad("must be file:<absolute path>".into()))?;
+    let path = match parse(name)? {
+        SpecKernel::File(p) => p.path().to_string(),
+        _ => return Err(bad("must be file:<absolute path>".into())),
+    };
+    let path = path.as_str();
     // One answer for everything outside the kernel directories, whether
     // it exists or not: the agent tells a submitter nothing about its files.
     let outside = || bad("not inside a kernel directory of this agent (--kernel-dir)".into());
@@ -268,7 +299,7 @@ pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch),
             real.display()
         ))
     })?;
-    let sha = sha256_file(&real).map_err(bad)?;
+    let sha = sha256_file(&real).map_err(|e| bad(e.to_string()))?;
     let modules = PathBuf::from(format!("{}.modules", real.display()));
     let version = real
         .file_name()
@@ -290,7 +321,7 @@ pub fn resolve_file(name: &str, dirs: &[PathBuf]) -> Result<(Kernel, GuestArch),
 
 /// The kernel images in `dirs` (not recursing), as `file:<path>` names
 /// with their arch.
-pub fn file_kernels(dirs: &[PathBuf]) -> Vec<(String, GuestArch)> {
+pub fn file_kernels(dirs: &[PathBuf]) -> Vec<(String, Arch)> {
     let mut out = Vec::new();
     for dir in dirs {
         let Ok(entries) = fs::read_dir(dir) else {
@@ -311,48 +342,52 @@ pub fn file_kernels(dirs: &[PathBuf]) -> Vec<(String, GuestArch)> {
     out
 }
 
-fn find_deb(dir: &Path) -> Result<PathBuf, String> {
+fn find_deb(dir: &Path) -> Result<PathBuf, Cause> {
     let mut debs = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| e.to_string())? {
-        let path = entry.map_err(|e| e.to_string())?.path();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
         if path.extension().is_some_and(|e| e == "deb") {
             debs.push(path);
         }
     }
     match debs.len() {
         1 => Ok(debs.remove(0)),
-        n => Err(format!("{n} .deb files in {}", dir.display())),
+        count => Err(Cause::Debs {
+            count,
+            dir: dir.to_path_buf(),
+        }),
     }
 }
 
-fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, String> {
-    let manifest =
-        fs::read_to_string(entry.join("manifest")).map_err(|e| format!("manifest: {e}"))?;
-    let field = |key: &str| {
+fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, Cause> {
+    let manifest = fs::read_to_string(entry.join("manifest")).map_err(Cause::Manifest)?;
+    let field = |key: &'static str| {
         manifest
             .lines()
             .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
             .map(str::to_string)
-            .ok_or_else(|| format!("manifest has no `{key}`"))
+            .ok_or(Cause::ManifestField(key))
     };
     let (package, deb, sha) = (field("package")?, field("deb")?, field("sha256")?);
     if deb.contains('/') {
-        return Err(format!("manifest names a bad .deb `{deb}`"));
+        return Err(Cause::BadDeb(deb));
     }
     let actual = sha256_file(&entry.join(&deb))?;
     if actual != sha {
-        return Err(format!(
-            "{deb} has sha256 {actual}, the manifest says {sha}"
-        ));
+        return Err(Cause::Sha256 {
+            deb,
+            actual,
+            expected: sha,
+        });
     }
     let root = entry.join("root");
     let vmlinuz = root.join("boot").join(format!("vmlinuz-{version}"));
     let modules = root.join("lib").join("modules").join(version);
     if !vmlinuz.is_file() {
-        return Err(format!("{} is missing", vmlinuz.display()));
+        return Err(Cause::Missing(vmlinuz));
     }
     if !modules.is_dir() {
-        return Err(format!("{} is missing", modules.display()));
+        return Err(Cause::Missing(modules));
     }
     Ok(Kernel {
         name: name.to_string(),
@@ -366,116 +401,4 @@ fn check_entry(entry: &Path, name: &str, version: &str) -> Result<Kernel, String
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_validated_strictly() {
-        assert_eq!(
-            parse_name("debian:6.1.0-57-cloud-amd64").unwrap(),
-            "6.1.0-57-cloud-amd64"
-        );
-        assert_eq!(
-            parse_name("debian:6.12.107+deb12-amd64").unwrap(),
-            "6.12.107+deb12-amd64"
-        );
-        for bad in [
-            "6.1.0-57-amd64",
-            "debian:",
-            "debian:../../etc",
-            "debian:6.1/x",
-            "debian:-o",
-            "debian:6.1 x",
-            "debian:6.1;rm",
-            "ubuntu:6.1",
-        ] {
-            let err = parse_name(bad).unwrap_err().to_string();
-            assert!(err.contains(bad), "{err}");
-        }
-    }
-
-    #[test]
-    fn file_kernels_stay_inside_the_agents_kernel_directories() {
-        let dir = tempfile::tempdir().unwrap();
-        let kernels = dir.path().join("kernels");
-        fs::create_dir(&kernels).unwrap();
-        let mut bz = vec![0u8; 0x400];
-        bz[0x202..0x206].copy_from_slice(b"HdrS");
-        fs::write(kernels.join("vmlinuz-test"), &bz).unwrap();
-        let mut s390 = vec![0u8; 0x10100];
-        s390[0x10008..0x1000e].copy_from_slice(b"S390EP");
-        fs::write(kernels.join("image-s390"), &s390).unwrap();
-        fs::write(kernels.join("notes.txt"), b"not a kernel").unwrap();
-        fs::write(dir.path().join("outside"), &bz).unwrap();
-        let dirs = vec![kernels.clone()];
-
-        let name = format!("file:{}", kernels.join("vmlinuz-test").display());
-        let (k, arch) = resolve_file(&name, &dirs).unwrap();
-        assert_eq!(arch, GuestArch::X86_64);
-        assert_eq!(k.version, "vmlinuz-test");
-        assert_eq!(k.deb_sha256.len(), 64);
-        let (_, arch) = resolve_file(
-            &format!("file:{}", kernels.join("image-s390").display()),
-            &dirs,
-        )
-        .unwrap();
-        assert_eq!(arch, GuestArch::S390x);
-        for (bad, why) in [
-            (
-                format!("file:{}", dir.path().join("outside").display()),
-                "not inside",
-            ),
-            (
-                format!("file:{}/../outside", kernels.display()),
-                "not inside",
-            ),
-            (
-                format!("file:{}", kernels.join("notes.txt").display()),
-                "neither",
-            ),
-            (format!("file:{}", kernels.display()), "not inside"),
-            ("file:relative".to_string(), "absolute"),
-            (
-                format!("file:{}", kernels.join("missing").display()),
-                "No such file",
-            ),
-            ("file:/etc/no-such-file".to_string(), "not inside"),
-        ] {
-            let e = resolve_file(&bad, &dirs).unwrap_err().to_string();
-            assert!(e.contains(why), "{bad}: {e}");
-        }
-        // A link out of the directory is followed, and refused.
-        std::os::unix::fs::symlink(dir.path().join("outside"), kernels.join("link")).unwrap();
-        let e = resolve_file(&format!("file:{}", kernels.join("link").display()), &dirs)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not inside"), "{e}");
-        assert_eq!(
-            file_kernels(&dirs),
-            [
-                (
-                    format!("file:{}", kernels.join("image-s390").display()),
-                    GuestArch::S390x
-                ),
-                (
-                    format!("file:{}", kernels.join("vmlinuz-test").display()),
-                    GuestArch::X86_64
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_corrupted_cache_entry_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let entry = dir.path();
-        fs::write(entry.join("k.deb"), b"not the package").unwrap();
-        fs::write(
-            entry.join("manifest"),
-            "package p\ndeb k.deb\nsha256 0000000000000000000000000000000000000000000000000000000000000000\n",
-        )
-        .unwrap();
-        let err = check_entry(entry, "debian:1", "1").unwrap_err();
-        assert!(err.contains("the manifest says"), "{err}");
-    }
-}
+mod tests;

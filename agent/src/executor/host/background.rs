@@ -13,9 +13,29 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::lock;
-use crate::executor::host::{self, Killer};
+use super::process::{self, Killer};
+use crate::executor::lock;
 use crate::state::journal::{self, Entry, Journal};
+
+/// Why background processes did not start, or a server never listened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    #[error("starting {}: {source}", program.display())]
+    Start {
+        program: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Journal(#[from] journal::Error),
+    #[error("starting a background thread: {0}")]
+    Thread(std::io::Error),
+    #[error("the background thread died")]
+    ThreadDied,
+    #[error("exited before listening on port {0}")]
+    Exited(u16),
+    #[error("not listening on port {port} after {secs} s")]
+    NotListening { port: u16, secs: f64 },
+}
 
 /// Started background processes, until [`Background::stop`].
 pub(super) struct Background {
@@ -28,8 +48,8 @@ pub(super) struct Background {
 impl Background {
     /// Starts every spec, in order, and journals each. If one fails, those
     /// already started are stopped and the error returned.
-    pub fn start(specs: Vec<host::Spec>, journal: Arc<Mutex<Journal>>) -> Result<Self, String> {
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<Vec<i32>, (Vec<i32>, String)>>();
+    pub fn start(specs: Vec<process::Spec>, journal: Arc<Mutex<Journal>>) -> Result<Self, Error> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Vec<i32>, (Vec<i32>, Error)>>();
         let (stop, stop_rx) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("background".into())
@@ -38,20 +58,23 @@ impl Background {
                 let mut failed = None;
                 for spec in &specs {
                     let killer = Killer::default();
-                    match host::start(spec, &killer) {
+                    match process::start(spec, &killer) {
                         Ok(r) => {
                             let pid = r.pid();
                             let mut j = lock(&journal);
                             let start_time =
                                 journal::process_start_time(j.root(), pid).unwrap_or(0);
                             if let Err(e) = j.record(&Entry::Process { pid, start_time }) {
-                                failed = Some(e.to_string());
+                                failed = Some(Error::Journal(e));
                             }
                             drop(j);
                             running.push((r, killer));
                         }
                         Err(e) => {
-                            failed = Some(format!("starting {}: {e}", spec.program.display()));
+                            failed = Some(Error::Start {
+                                program: spec.program.clone(),
+                                source: e,
+                            });
                         }
                     }
                     if failed.is_some() {
@@ -70,7 +93,7 @@ impl Background {
                     let _ = r.wait();
                 }
             })
-            .map_err(|e| format!("starting a background thread: {e}"))?;
+            .map_err(Error::Thread)?;
         let started = |pids| Background { stop, thread, pids };
         match ready_rx.recv() {
             Ok(Ok(pids)) => Ok(started(pids)),
@@ -78,7 +101,7 @@ impl Background {
                 started(pids).stop();
                 Err(e)
             }
-            Err(_) => Err("the background thread died".into()),
+            Err(_) => Err(Error::ThreadDied),
         }
     }
 
@@ -105,20 +128,20 @@ pub(super) fn wait_listening(
     port: u16,
     pid: i32,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let give_up = Instant::now() + timeout;
     loop {
         if listening(root, port) {
             return Ok(());
         }
         if !alive(root, pid) {
-            return Err(format!("exited before listening on port {port}"));
+            return Err(Error::Exited(port));
         }
         if Instant::now() >= give_up {
-            return Err(format!(
-                "not listening on port {port} after {} s",
-                timeout.as_secs_f64()
-            ));
+            return Err(Error::NotListening {
+                port,
+                secs: timeout.as_secs_f64(),
+            });
         }
         std::thread::sleep(POLL);
     }

@@ -24,19 +24,46 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::run_tool;
+use super::{ToolError, run_tool};
 
 const READELF: &str = "/usr/bin/readelf";
 
+/// Why a module's load order could not be found: where, and in which step.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kernel modules in {dir}: module `{module}`: {step}: {detail}")]
+    #[error("kernel modules in {dir}: module `{module}`: {step}: {source}")]
     Step {
         dir: String,
         module: String,
         step: &'static str,
-        detail: String,
+        source: Cause,
     },
+}
+
+/// What went wrong in a step.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error("`{0}` is not in modules.dep")]
+    NotInModulesDep(String),
+    #[error("`{0}` is needed but has no line in modules.dep")]
+    NoDepLine(String),
+    #[error("no module file for `{0}`, and it is not built in")]
+    NoFile(String),
+    #[error("`{path}` depends on `{name}`, which has no file")]
+    NoDependencyFile { path: String, name: String },
+    #[error("dependency cycle through `{0}`")]
+    Cycle(String),
+    #[error("{0} is compressed; only uncompressed .ko files can be loaded")]
+    Compressed(String),
+    #[error("{}: {source}", path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
 }
 
 /// The module files (absolute) to insmod, in order, for `module` (a name
@@ -44,11 +71,11 @@ pub enum Error {
 /// is `modules_dir`; empty when it is built in.
 pub fn load_order(modules_dir: &Path, module: &str) -> Result<Vec<PathBuf>, Error> {
     let fail = |step: &'static str| {
-        move |detail: String| Error::Step {
+        move |source: Cause| Error::Step {
             dir: modules_dir.display().to_string(),
             module: module.to_string(),
             step,
-            detail,
+            source,
         }
     };
     let builtin = fs::read_to_string(modules_dir.join("modules.builtin")).unwrap_or_default();
@@ -61,7 +88,7 @@ pub fn load_order(modules_dir: &Path, module: &str) -> Result<Vec<PathBuf>, Erro
     let dep_file = modules_dir.join("modules.dep");
     let order = if dep_file.is_file() {
         let text =
-            fs::read_to_string(&dep_file).map_err(|e| fail("read modules.dep")(e.to_string()))?;
+            fs::read_to_string(&dep_file).map_err(|e| fail("read modules.dep")(Cause::Io(e)))?;
         order_from_modules_dep(&text, module).map_err(fail("modules.dep"))?
     } else {
         order_from_modinfo(modules_dir, module).map_err(fail("read .modinfo"))?
@@ -69,8 +96,8 @@ pub fn load_order(modules_dir: &Path, module: &str) -> Result<Vec<PathBuf>, Erro
     for rel in &order {
         if !rel.ends_with(".ko") {
             // busybox's insmod loads plain ELF objects only.
-            return Err(fail("check the module files")(format!(
-                "{rel} is compressed; only uncompressed .ko files can be loaded"
+            return Err(fail("check the module files")(Cause::Compressed(
+                rel.clone(),
             )));
         }
     }
@@ -106,7 +133,7 @@ fn parse_modules_dep(text: &str) -> BTreeMap<String, Vec<String>> {
 
 /// From `modules.dep` text: the module files (relative to the modules
 /// directory) to insmod for `module`, its dependencies first.
-pub fn order_from_modules_dep(modules_dep: &str, module: &str) -> Result<Vec<String>, String> {
+pub fn order_from_modules_dep(modules_dep: &str, module: &str) -> Result<Vec<String>, Cause> {
     let deps = parse_modules_dep(modules_dep);
     let by_name: BTreeMap<String, String> = deps
         .keys()
@@ -114,17 +141,17 @@ pub fn order_from_modules_dep(modules_dep: &str, module: &str) -> Result<Vec<Str
         .collect();
     let start = by_name
         .get(&canonical(module))
-        .ok_or_else(|| format!("`{module}` is not in modules.dep"))?;
+        .ok_or_else(|| Cause::NotInModulesDep(module.to_string()))?;
     topological(start, &|path: &str| {
         deps.get(path)
             .cloned()
-            .ok_or_else(|| format!("`{path}` is needed but has no line in modules.dep"))
+            .ok_or_else(|| Cause::NoDepLine(path.to_string()))
     })
 }
 
 /// The same order from the modules' own `depends=` lists, for a module
 /// tree without `modules.dep`.
-fn order_from_modinfo(modules_dir: &Path, module: &str) -> Result<Vec<String>, String> {
+fn order_from_modinfo(modules_dir: &Path, module: &str) -> Result<Vec<String>, Cause> {
     let mut files = Vec::new();
     walk(modules_dir, modules_dir, &mut files)?;
     let by_name: BTreeMap<String, String> = files
@@ -133,7 +160,7 @@ fn order_from_modinfo(modules_dir: &Path, module: &str) -> Result<Vec<String>, S
         .collect();
     let start = by_name
         .get(&canonical(module))
-        .ok_or_else(|| format!("no module file for `{module}`, and it is not built in"))?;
+        .ok_or_else(|| Cause::NoFile(module.to_string()))?;
     topological(start, &|path: &str| {
         let out = run_tool(
             Path::new(READELF),
@@ -150,7 +177,10 @@ fn order_from_modinfo(modules_dir: &Path, module: &str) -> Result<Vec<String>, S
                 by_name
                     .get(&canonical(name))
                     .cloned()
-                    .ok_or_else(|| format!("`{path}` depends on `{name}`, which has no file"))
+                    .ok_or_else(|| Cause::NoDependencyFile {
+                        path: path.to_string(),
+                        name: name.clone(),
+                    })
             })
             .collect()
     })
@@ -178,19 +208,19 @@ fn modinfo_depends(text: &str) -> Vec<String> {
 /// load order, so they are visited last to first.
 fn topological(
     start: &str,
-    deps_of: &dyn Fn(&str) -> Result<Vec<String>, String>,
-) -> Result<Vec<String>, String> {
+    deps_of: &dyn Fn(&str) -> Result<Vec<String>, Cause>,
+) -> Result<Vec<String>, Cause> {
     fn visit(
         path: &str,
-        deps_of: &dyn Fn(&str) -> Result<Vec<String>, String>,
+        deps_of: &dyn Fn(&str) -> Result<Vec<String>, Cause>,
         visiting: &mut BTreeSet<String>,
         out: &mut Vec<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         if out.iter().any(|p| p == path) {
             return Ok(());
         }
         if !visiting.insert(path.to_string()) {
-            return Err(format!("dependency cycle through `{path}`"));
+            return Err(Cause::Cycle(path.to_string()));
         }
         for dep in deps_of(path)?.iter().rev() {
             visit(dep, deps_of, visiting, out)?;
@@ -205,11 +235,14 @@ fn topological(
 }
 
 /// Module files under `dir`, relative to `base`.
-fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), Cause> {
+    let entries = fs::read_dir(dir).map_err(|source| Cause::Dir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     for entry in entries {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        let entry = entry?;
+        let kind = entry.file_type()?;
         let path = entry.path();
         if kind.is_dir() {
             walk(base, &path, out)?;
@@ -224,132 +257,4 @@ fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Lines of `depmod -b <root> 6.1.0-57-cloud-amd64` (Debian's package
-    /// ships no modules.dep) for the unpacked linux-image-6.1.0-57-cloud-amd64.
-    const AMD64_CLOUD: &str = "\
-kernel/drivers/virtio/virtio.ko: kernel/drivers/virtio/virtio_ring.ko
-kernel/drivers/virtio/virtio_ring.ko:
-kernel/drivers/virtio/virtio_pci_modern_dev.ko:
-kernel/drivers/virtio/virtio_pci_legacy_dev.ko:
-kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_pci_legacy_dev.ko kernel/drivers/virtio/virtio_pci_modern_dev.ko kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
-kernel/drivers/char/virtio_console.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
-";
-
-    /// The same for linux-image-6.1.0-50-s390x: virtio and virtio_ring are
-    /// built in there.
-    const S390X: &str = "\
-kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_pci_legacy_dev.ko kernel/drivers/virtio/virtio_pci_modern_dev.ko
-kernel/drivers/char/virtio_console.ko:
-kernel/drivers/vhost/vhost_net.ko: kernel/drivers/net/tun.ko kernel/drivers/vhost/vhost.ko kernel/drivers/vhost/vhost_iotlb.ko kernel/drivers/net/tap.ko
-kernel/drivers/vhost/vhost.ko: kernel/drivers/vhost/vhost_iotlb.ko
-kernel/drivers/vhost/vhost_iotlb.ko:
-kernel/drivers/net/tun.ko:
-kernel/drivers/net/tap.ko:
-kernel/drivers/virtio/virtio_pci_modern_dev.ko:
-kernel/drivers/virtio/virtio_pci_legacy_dev.ko:
-";
-
-    #[test]
-    fn dependencies_come_first() {
-        assert_eq!(
-            order_from_modules_dep(AMD64_CLOUD, "virtio_console").unwrap(),
-            [
-                "kernel/drivers/virtio/virtio_ring.ko",
-                "kernel/drivers/virtio/virtio.ko",
-                "kernel/drivers/char/virtio_console.ko",
-            ]
-        );
-        assert_eq!(
-            order_from_modules_dep(AMD64_CLOUD, "virtio-pci").unwrap(),
-            [
-                "kernel/drivers/virtio/virtio_ring.ko",
-                "kernel/drivers/virtio/virtio.ko",
-                "kernel/drivers/virtio/virtio_pci_modern_dev.ko",
-                "kernel/drivers/virtio/virtio_pci_legacy_dev.ko",
-                "kernel/drivers/virtio/virtio_pci.ko",
-            ]
-        );
-    }
-
-    #[test]
-    fn s390x_needs_virtio_console_alone() {
-        assert_eq!(
-            order_from_modules_dep(S390X, "virtio_console").unwrap(),
-            ["kernel/drivers/char/virtio_console.ko"]
-        );
-        // vhost before vhost_net even though modules.dep lists it first.
-        let order = order_from_modules_dep(S390X, "vhost_net").unwrap();
-        let at = |m: &str| order.iter().position(|p| p.ends_with(m)).unwrap();
-        assert!(at("/vhost_iotlb.ko") < at("/vhost.ko"));
-        assert!(at("/vhost.ko") < at("/vhost_net.ko"));
-        assert_eq!(order.len(), 5);
-        assert_eq!(order.last().unwrap(), "kernel/drivers/vhost/vhost_net.ko");
-    }
-
-    #[test]
-    fn unknown_modules_and_cycles_are_errors() {
-        let err = order_from_modules_dep(S390X, "virtio_blk").unwrap_err();
-        assert!(err.contains("virtio_blk"), "{err}");
-        let err = order_from_modules_dep("a.ko: b.ko\nb.ko: a.ko\n", "a").unwrap_err();
-        assert!(err.contains("cycle"), "{err}");
-        let err = order_from_modules_dep("a.ko: c.ko\n", "a").unwrap_err();
-        assert!(err.contains("c.ko"), "{err}");
-    }
-
-    #[test]
-    fn module_names() {
-        assert_eq!(
-            module_name("kernel/drivers/char/virtio_console.ko").as_deref(),
-            Some("virtio_console")
-        );
-        assert_eq!(
-            module_name("kernel/x/snd-hda.ko.xz").as_deref(),
-            Some("snd_hda")
-        );
-        assert_eq!(module_name("modules.dep"), None);
-    }
-
-    #[test]
-    fn modinfo_depends_lists() {
-        // `readelf -p .modinfo virtio_console.ko` of 6.1.0-50-s390x.
-        let s390x = "
-String dump of section '.modinfo':
-  [     0]  license=GPL
-  [     c]  description=Virtio console driver
-  [    2e]  alias=virtio:d00000003v*
-  [    47]  depends=
-  [    50]  intree=Y
-  [    59]  name=virtio_console
-  [    6d]  vermagic=6.1.0-50-s390x SMP mod_unload modversions 
-";
-        assert!(modinfo_depends(s390x).is_empty());
-        let amd64 = "  [    47]  depends=virtio,virtio_ring\n  [    77]  name=virtio_console\n";
-        assert_eq!(modinfo_depends(amd64), ["virtio", "virtio_ring"]);
-    }
-
-    #[test]
-    fn a_tree_without_modules_dep_uses_modinfo_and_builtins() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(
-            dir.path().join("modules.builtin"),
-            "kernel/drivers/virtio/virtio.ko\nkernel/drivers/virtio/virtio_ring.ko\n",
-        )
-        .unwrap();
-        assert!(load_order(dir.path(), "virtio_ring").unwrap().is_empty());
-        let err = load_order(dir.path(), "virtio_console")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("virtio_console") && err.contains("no module file"),
-            "{err}"
-        );
-        fs::write(dir.path().join("modules.dep"), S390X).unwrap();
-        assert_eq!(
-            load_order(dir.path(), "virtio_console").unwrap(),
-            [dir.path().join("kernel/drivers/char/virtio_console.ko")]
-        );
-    }
-}
+mod tests;

@@ -15,7 +15,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::arch::{Accel, GuestArch};
-use super::{initramfs, qemu};
+use super::qemu;
+use crate::executor::guest::image::{initramfs, kernels};
 
 /// A KVM guest reaches init in a second or two; a nested KVM that hangs
 /// never does.
@@ -37,7 +38,8 @@ pub enum Verdict {
 
 /// The arch of this host's own guests, the only ones KVM could run.
 pub fn host_arch() -> Option<GuestArch> {
-    GuestArch::from_uname(std::env::consts::ARCH)
+    let arch: farm_spec::Arch = std::env::consts::ARCH.parse().ok()?;
+    GuestArch::try_from(arch).ok()
 }
 
 /// The accelerator for a guest of `arch`: KVM when it is the host's arch
@@ -154,7 +156,8 @@ fn cached_kernel(cache: &Path) -> Option<PathBuf> {
         .filter_map(|e| e.ok())
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            GuestArch::of_debian_version(&name) == Some(arch) && e.path().join("manifest").is_file()
+            kernels::debian(&format!("debian:{name}")).is_ok_and(|d| d.arch() == arch.arch())
+                && e.path().join("manifest").is_file()
         })
         .map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -231,22 +234,4 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Probe {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_are_kept_per_key() {
-        let key = "host 6.1.0-1 qemu 123";
-        let works = record(key, &Verdict::Works);
-        assert_eq!(parse_record(&works, key), Some(Verdict::Works));
-        let fails = record(key, &Verdict::Fails("hung\nat boot".into()));
-        assert_eq!(
-            parse_record(&fails, key),
-            Some(Verdict::Fails("hung at boot".into()))
-        );
-        // Another host kernel or QEMU: probe again.
-        assert_eq!(parse_record(&works, "host 6.2 qemu 123"), None);
-        assert_eq!(parse_record("", key), None);
-        assert_eq!(parse_record(&format!("{key}\nmaybe\n"), key), None);
-    }
-}
+mod tests;

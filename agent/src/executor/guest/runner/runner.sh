@@ -1,0 +1,140 @@
+#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+if [ -e /bin/mount ]; then
+  mount -t proc proc /proc
+else
+  # A foreign busybox (s390x) could not list its applets on the host.
+  /bin/busybox mount -t proc proc /proc
+  /bin/busybox --install -s
+fi
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# The channel's modules (virtio-serial on s390x), dependencies first.
+if [ -f /modules ]; then
+  while IFS= read -r m || [ -n "$m" ]; do
+    insmod "$m" 2>/dev/console || echo "farm: insmod $m failed" > /dev/console
+  done < /modules
+fi
+ch=/dev/ttyS1
+i=0
+while [ $i -lt 50 ]; do
+  for p in /sys/class/virtio-ports/*; do
+    [ -f "$p/name" ] && [ "$(cat "$p/name")" = farm ] && ch=/dev/${p##*/}
+  done
+  [ -f /modules ] || break
+  [ "$ch" != /dev/ttyS1 ] && [ -e "$ch" ] && break
+  sleep 0.1
+  i=$((i + 1))
+done
+exec 3>"$ch"
+[ "$ch" = /dev/ttyS1 ] && stty -F /dev/ttyS1 raw -echo 2>/dev/null
+r() { printf '%s\n' "$*" >&3; }
+domains() {
+  for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
+    [ -f "$d/name" ] || continue
+    c=${d%/domain*}; c=${c##*/cpu}; l=${d##*/domain}
+    r "domain $1 $c $l $(cat "$d/name")"
+  done
+}
+r "farm-job 2"
+r "release $(uname -r)"
+for n in /sys/devices/system/node/node[0-9]*; do
+  [ -f "$n/cpulist" ] && r "node ${n##*/node} $(cat "$n/cpulist")"
+done
+domains before
+# The machine state: lines `cycle N`, `offline N`, `autogroup 0|1`, `cgroup 1`
+# then its limits `cpu_weight N`, `cpu_max Q P`, `cpuset LIST`; written by the
+# host (numbers only); anything else stops the job.
+cg=
+while IFS=' ' read -r what a b || [ -n "$what" ]; do
+  case "$what" in
+    cycle) echo 0 > /sys/devices/system/cpu/cpu$a/online && echo 1 > /sys/devices/system/cpu/cpu$a/online || r "error state $what $a" ;;
+    offline) echo 0 > /sys/devices/system/cpu/cpu$a/online || r "error state $what $a" ;;
+    autogroup) echo $a > /proc/sys/kernel/sched_autogroup_enabled || r "error state $what $a" ;;
+    cgroup) mount -t cgroup2 none /sys/fs/cgroup && echo "+cpu +cpuset" > /sys/fs/cgroup/cgroup.subtree_control && mkdir /sys/fs/cgroup/farm && cg=/sys/fs/cgroup/farm || r "error state cgroup" ;;
+    cpu_weight) [ -n "$cg" ] && echo $a > $cg/cpu.weight || r "error state $what $a" ;;
+    cpu_max) [ -n "$cg" ] && echo "$a $b" > $cg/cpu.max || r "error state $what $a $b" ;;
+    cpuset) [ -n "$cg" ] && echo $a > $cg/cpuset.cpus || r "error state $what $a" ;;
+    *) r "error state $what" ;;
+  esac
+done < /state
+r "online $(cat /sys/devices/system/cpu/online)"
+domains after
+set --
+while IFS= read -r a || [ -n "$a" ]; do
+  set -- "$@" "$a"
+done < /job
+# Under TCG every exec costs tens of milliseconds: a sweep runs one sed for
+# the tasks, a grep and a sed for the migrations, one sed for the CPUs (a
+# file that vanishes meanwhile is skipped, not fatal).
+sampler() {
+  while [ ! -e /tmp/stop ]; do
+    read up x < /proc/uptime
+    r "sample $up"
+    sed 's/^/task /' /proc/[0-9]*/task/*/stat 2>/dev/null >&3
+    grep -H '^se.nr_migrations' /proc/[0-9]*/task/*/sched 2>/dev/null | sed 's/^/mig /' >&3
+    sed -n 's/^cpu/cpu &/p' /proc/stat >&3
+    # Every 500 ms: coarser than the host's 100 ms, as every sweep forks.
+    sleep 0.5
+  done
+  # What the sweeps cost: this shell's own CPU time and its children's.
+  times > /tmp/sampler.times
+  { read -r su ss; read -r cu cs; } < /tmp/sampler.times
+  r "sampler $su $ss $cu $cs"
+}
+# Counters right before and after the workload, kept in files and sent
+# once the workload and the sampler are done, so that neither the sending
+# (forked seds) nor the sampler lands between them; `times` is the shell's
+# builtin (children's user and sys), run without a fork, taken where the
+# snapshot's own forks (cat, grep) fall outside the difference.
+snap() {
+  [ $1 = after ] && times > /tmp/times.$1
+  cat /proc/interrupts > /tmp/irq.$1
+  grep '^ctxt ' /proc/stat > /tmp/ctxt.$1
+  [ $1 = before ] && times > /tmp/times.$1
+}
+send() {
+  sed "s/^/irq $1 /" /tmp/irq.$1 >&3
+  while read -r k v; do r "ctxt $1 $v"; done < /tmp/ctxt.$1
+  { read -r x; read -r u s; } < /tmp/times.$1
+  r "times $1 $u $s"
+}
+# The workload does not get the channel (3>&-): it could write report
+# lines, and would hold the port open past poweroff.
+snap before
+r "begin"
+read t0 x < /proc/uptime
+if [ -n "$cg" ]; then
+  setsid sh -c 'echo $$ > /sys/fs/cgroup/farm/cgroup.procs && exec "$@"' farm-job "$@" > /tmp/out 2> /tmp/err 3>&- &
+else
+  setsid "$@" > /tmp/out 2> /tmp/err 3>&- &
+fi
+pid=$!
+r "session $pid"
+sampler &
+spid=$!
+# Under TCG a busy workload would starve the sweeps (each forks a few
+# programs) until it ends: the sampler runs at a higher priority, and
+# reports what it cost.
+renice -n -5 -p $spid > /dev/null 2>&1
+wait $pid
+rc=$?
+read t1 x < /proc/uptime
+snap after
+touch /tmp/stop
+wait $spid
+send before
+send after
+r "end"
+# A last line without a newline must not run into the next report line.
+sed 's/^/out /' /tmp/out >&3
+printf '\n' >&3
+tail -n 100 /tmp/err | sed 's/^/err /' >&3
+printf '\n' >&3
+r "exit $rc"
+r "wall_s $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+r "done"
+exec 3>&-
+sync
+poweroff -f

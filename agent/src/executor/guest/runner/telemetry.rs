@@ -1,0 +1,722 @@
+//! Telemetry of a workload run inside a guest, from the raw `/proc` text the
+//! guest runner reports: the guest has neither perf nor Rust, so the host
+//! turns the text into the same [`report::build`] output as the host
+//! executor's sampler.
+//!
+//! The runner's telemetry lines, each `<kind> <rest>` (see [`Observed::line`]):
+//!
+//! | line | from |
+//! |---|---|
+//! | `node <id> <cpulist>` | `/sys/devices/system/node/node<id>/cpulist`; none on s390x (no NUMA in sysfs) |
+//! | `times <before\|after> <user> <sys>` | ash's `times` builtin, its children line (`0m1.230s 0m0.100s`) |
+//! | `ctxt <before\|after> <n>` | `/proc/stat`'s `ctxt`: context switches, guest-wide |
+//! | `irq <before\|after> <line>` | every line of `/proc/interrupts`, header first, in order |
+//! | `session <sid>` | the workload's session: it runs under `setsid`, its pid is its sid |
+//! | `sample <uptime>` | starts a sweep at `/proc/uptime`'s first field (`12.34`) |
+//! | `task <line>` | a `/proc/PID/task/TID/stat` line, every task of the guest |
+//! | `sampler <u> <s> <cu> <cs>` | the sampler's own `times` (itself, then its children) when it stops |
+//! | `mig <line>` | `grep -H '^se.nr_migrations' /proc/PID/task/TID/sched`: a task's migrations so far |
+//! | `cpu <line>` | a `cpu` or `cpu<N>` line of `/proc/stat` |
+//!
+//! `task` and `cpu` lines belong to the last `sample` line before them.
+//!
+//! All of it comes from the guest, whose kernel is the one under test:
+//! every line is checked when it arrives and a malformed one is an error
+//! naming it, cut to a readable length. One exception: a `task` line that is
+//! empty, or a prefix of a stat line (cut in the comm or before field 39),
+//! is what reading the stat of a thread that exits meanwhile gives. Such a
+//! line is skipped and counted ([`Observed::skipped_tasks`]): the thread
+//! was gone, the host sampler skips it alike. Anything else that does not
+//! parse is an error.
+//!
+//! What the host sampler measures and the guest measures otherwise:
+//! - the sampling cost: the runner's sampler is a shell loop; its CPU time
+//!   (itself and the programs it forks, by `times`) is `Collected::cost`,
+//!   and `telemetry_overhead_pct` is that against the workload's CPU time;
+//! - perf's counts (`task_clock_s`, `page_faults`): the workload's
+//!   `context_switches` are replaced by the guest-wide `ctxt` delta, its CPU
+//!   time by `times` (and `cpus_utilised` by CPU time over wall time), and
+//!   `cpu_migrations` by the sum over the workload's threads of the last
+//!   `se.nr_migrations` each showed in a sweep (CONFIG_SCHED_DEBUG): a lower
+//!   bound, missing what a thread did after its last sweep;
+//! - processes: a task stat line has no tgid, so the threads of a workload
+//!   of several processes cannot be told apart by process. Instances are
+//!   numbered as the sampler numbers those of a single-process workload:
+//!   threads named as instances ([`sampler::instance_of`], `stream-<N>`)
+//!   are their instance (the others are then left out, as the sampler
+//!   does), every other thread is instance 0.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use farm_proto::{Metric, NumaNode, Telemetry};
+
+use crate::capabilities::parse_cpu_list;
+use crate::telemetry::interrupts;
+use crate::telemetry::placement::{NodeMap, Sample};
+use crate::telemetry::procstat::{CpuTimes, ProcStat};
+use crate::telemetry::report::{self, known};
+use crate::telemetry::sampler::{self, Collected};
+use crate::telemetry::taskstat;
+use crate::telemetry::waste::Snapshot;
+use farm_spec::metric;
+
+/// The metrics [`report::build`] derives from `/proc/interrupts`: left out
+/// when the guest reported none, rather than claiming zero IPIs.
+const IPI_METRICS: &[&str] = &[
+    metric::RESCHEDULING_IPIS.name,
+    metric::FUNCTION_CALL_IPIS.name,
+    metric::TLB_SHOOTDOWNS.name,
+    metric::MIXED_IPIS.name,
+];
+
+/// The longest excerpt of a guest line an error quotes.
+const EXCERPT: usize = 160;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Before,
+    After,
+}
+
+impl Phase {
+    fn parse(s: &str) -> Result<Phase, String> {
+        match s {
+            "before" => Ok(Phase::Before),
+            "after" => Ok(Phase::After),
+            _ => Err(format!("{:?} is neither `before` nor `after`", cut(s))),
+        }
+    }
+}
+
+/// A reading taken before and after the workload.
+#[derive(Debug, Clone, Default)]
+struct Around<T> {
+    before: Option<T>,
+    after: Option<T>,
+}
+
+impl<T> Around<T> {
+    fn set(&mut self, phase: Phase, value: T) -> Result<(), String> {
+        let slot = match phase {
+            Phase::Before => &mut self.before,
+            Phase::After => &mut self.after,
+        };
+        if slot.is_some() {
+            return Err("a second reading for the same phase".into());
+        }
+        *slot = Some(value);
+        Ok(())
+    }
+
+    /// Both readings, none, or an error naming `what` when only one came.
+    fn pair(&self, what: &str) -> Result<Option<(&T, &T)>, String> {
+        match (&self.before, &self.after) {
+            (Some(b), Some(a)) => Ok(Some((b, a))),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(format!("`{what} before` without `{what} after`")),
+            (None, Some(_)) => Err(format!("`{what} after` without `{what} before`")),
+        }
+    }
+}
+
+/// One task of one sweep, as much of it as telemetry needs.
+#[derive(Debug, Clone)]
+struct Task {
+    tid: u32,
+    /// Field 6.
+    session: u32,
+    state: char,
+    cpu: u32,
+    /// The instance its name makes it, see [`sampler::instance_of`].
+    instance: Option<u32>,
+}
+
+/// The most migrations a task can have had: a counter beyond it is garbage.
+const MAX_MIGRATIONS: u64 = 1 << 48;
+
+/// One `sample` line and the `task` and `cpu` lines after it.
+#[derive(Debug, Clone)]
+struct Sweep {
+    uptime_ms: u64,
+    /// The `sample` line, for errors about the sweep as a whole.
+    line: String,
+    tasks: Vec<Task>,
+    /// The tids of `tasks`, to refuse a repeated one in constant time.
+    tids: std::collections::HashSet<u32>,
+    /// `se.nr_migrations` by tid.
+    migrations: BTreeMap<u32, u64>,
+    total: Option<CpuTimes>,
+    per_cpu: BTreeMap<u32, CpuTimes>,
+}
+
+/// A runner line the telemetry could not take: its kind, an excerpt of it,
+/// and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed {kind} line `{line}`: {reason}")]
+pub struct LineError {
+    pub kind: String,
+    pub line: String,
+    pub reason: String,
+}
+
+/// What the guest runner reported, accumulated line by line.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    nodes: Vec<NumaNode>,
+    /// `times`' children line: user and system time in milliseconds.
+    times: Around<(u64, u64)>,
+    ctxt: Around<u64>,
+    /// The raw `/proc/interrupts` lines, header first.
+    irq_before: Vec<String>,
+    irq_after: Vec<String>,
+    session: Option<u32>,
+    /// The sampler's own CPU time, in ms.
+    sampler_ms: Option<u64>,
+    sweeps: Vec<Sweep>,
+    skipped_tasks: usize,
+}
+
+impl Observed {
+    pub fn new() -> Observed {
+        Observed::default()
+    }
+
+    /// Takes one runner line, already split at its first space into `kind`
+    /// and `rest`. Ok(true) when it was a telemetry line (consumed),
+    /// Ok(false) for a kind this module does not know (the caller's), an
+    /// error naming the line when it is malformed.
+    pub fn line(&mut self, kind: &str, rest: &str) -> Result<bool, LineError> {
+        let result = match kind {
+            "node" => self.node(rest),
+            "times" => self.times(rest),
+            "ctxt" => self.ctxt(rest),
+            "irq" => self.irq(rest),
+            "session" => self.session(rest),
+            "sample" => self.sample(rest),
+            "task" => self.task(rest),
+            "mig" => self.mig(rest),
+            "sampler" => self.sampler(rest),
+            "cpu" => self.cpu(rest),
+            _ => return Ok(false),
+        };
+        result.map(|()| true).map_err(|reason| LineError {
+            kind: kind.to_string(),
+            line: cut(&format!("{kind} {rest}")),
+            reason,
+        })
+    }
+
+    /// The guest's NUMA nodes with their CPUs, as its sysfs listed them.
+    pub fn nodes(&self) -> &[NumaNode] {
+        &self.nodes
+    }
+
+    /// `task` lines skipped as threads that exited while they were read.
+    pub fn skipped_tasks(&self) -> usize {
+        self.skipped_tasks
+    }
+
+    fn node(&mut self, rest: &str) -> Result<(), String> {
+        let (id, cpulist) = rest.split_once(' ').unwrap_or((rest, ""));
+        let id = number(id).ok_or_else(|| format!("node id {:?} is not a number", cut(id)))?;
+        let id = u32::try_from(id).map_err(|_| format!("node id {id} is too large"))?;
+        // An empty list is a node without CPUs (memory only), as in sysfs.
+        let cpus = parse_cpu_list(cpulist).map_err(|e| e.to_string())?;
+        if self.nodes.iter().any(|n| n.id == id) {
+            return Err(format!("node {id} appears twice"));
+        }
+        if let Some((cpu, other)) = cpus.iter().find_map(|c| {
+            self.nodes
+                .iter()
+                .find(|n| n.cpus.contains(c))
+                .map(|n| (c, n.id))
+        }) {
+            return Err(format!("cpu{cpu} is already on node {other}"));
+        }
+        self.nodes.push(NumaNode { id, cpus });
+        Ok(())
+    }
+
+    fn times(&mut self, rest: &str) -> Result<(), String> {
+        let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+        let [phase, user, sys] = f[..] else {
+            return Err("expected `times <before|after> <user> <sys>`".into());
+        };
+        let phase = Phase::parse(phase)?;
+        let clock = |s: &str| {
+            clock_ms(s).ok_or_else(|| format!("{:?} is not a time like 0m1.230s", cut(s)))
+        };
+        self.times.set(phase, (clock(user)?, clock(sys)?))
+    }
+
+    fn ctxt(&mut self, rest: &str) -> Result<(), String> {
+        let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+        let [phase, n] = f[..] else {
+            return Err("expected `ctxt <before|after> <n>`".into());
+        };
+        let phase = Phase::parse(phase)?;
+        let n = number(n).ok_or_else(|| format!("{:?} is not a count", cut(n)))?;
+        self.ctxt.set(phase, n)
+    }
+
+    fn irq(&mut self, rest: &str) -> Result<(), String> {
+        let (phase, raw) = rest.split_once(' ').unwrap_or((rest, ""));
+        let lines = match Phase::parse(phase)? {
+            Phase::Before => &mut self.irq_before,
+            Phase::After => &mut self.irq_after,
+        };
+        if raw.trim().is_empty() {
+            return Ok(());
+        }
+        // Checked now, against the phase's header, so that the error names
+        // this line; parsed again whole in `build`.
+        let text = match lines.first() {
+            None => raw.to_owned(),
+            Some(header) => format!("{header}\n{raw}"),
+        };
+        interrupts::parse(&text).map_err(reason)?;
+        lines.push(raw.to_owned());
+        Ok(())
+    }
+
+    fn session(&mut self, rest: &str) -> Result<(), String> {
+        let sid = number(rest.trim())
+            .and_then(|s| u32::try_from(s).ok())
+            .ok_or("the session is not a number")?;
+        if sid < 2 {
+            return Err(format!(
+                "session {sid} is not a workload's (0 is the kernel threads', 1 init's)"
+            ));
+        }
+        match self.session {
+            Some(old) if old != sid => Err(format!("a second session, after {old}")),
+            _ => {
+                self.session = Some(sid);
+                Ok(())
+            }
+        }
+    }
+
+    fn sample(&mut self, rest: &str) -> Result<(), String> {
+        let uptime_ms = uptime_ms(rest.trim()).ok_or("the uptime is not like 12.34")?;
+        if let Some(last) = self.sweeps.last()
+            && uptime_ms <= last.uptime_ms
+        {
+            return Err(format!(
+                "the uptime does not advance from the sweep before (`{}`)",
+                last.line
+            ));
+        }
+        self.sweeps.push(Sweep {
+            uptime_ms,
+            line: cut(&format!("sample {rest}")),
+            tasks: Vec::new(),
+            tids: Default::default(),
+            migrations: BTreeMap::new(),
+            total: None,
+            per_cpu: BTreeMap::new(),
+        });
+        Ok(())
+    }
+
+    fn sweep(&mut self) -> Result<&mut Sweep, String> {
+        self.sweeps
+            .last_mut()
+            .ok_or_else(|| "before any `sample` line".to_owned())
+    }
+
+    fn task(&mut self, rest: &str) -> Result<(), String> {
+        let sweep = self.sweep()?;
+        let Some(task) = parse_task(rest)? else {
+            self.skipped_tasks += 1;
+            return Ok(());
+        };
+        if !sweep.tids.insert(task.tid) {
+            return Err(format!("task {} twice in one sweep", task.tid));
+        }
+        sweep.tasks.push(task);
+        Ok(())
+    }
+
+    /// `sampler <user> <sys> <children user> <children sys>`, in `times`'
+    /// format.
+    fn sampler(&mut self, rest: &str) -> Result<(), String> {
+        if self.sampler_ms.is_some() {
+            return Err("a second `sampler` line".into());
+        }
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() != 4 {
+            return Err("expected four `times` values".into());
+        }
+        let mut total = 0u64;
+        for v in f {
+            total = total.saturating_add(clock_ms(v).ok_or_else(|| format!("bad time `{v}`"))?);
+        }
+        self.sampler_ms = Some(total);
+        Ok(())
+    }
+
+    /// `/proc/<pid>/task/<tid>/sched:se.nr_migrations   :   <n>`.
+    fn mig(&mut self, rest: &str) -> Result<(), String> {
+        let sweep = self.sweep()?;
+        let (path, value) = rest.split_once(':').ok_or("no `:` after the file name")?;
+        let tid = path
+            .strip_prefix("/proc/")
+            .and_then(|p| p.strip_suffix("/sched"))
+            .and_then(|p| p.split_once("/task/"))
+            .and_then(|(_, tid)| tid.parse::<u32>().ok())
+            .ok_or("not a /proc/<pid>/task/<tid>/sched file")?;
+        let n = value
+            .split_once(':')
+            .filter(|(key, _)| key.trim() == "se.nr_migrations")
+            .and_then(|(_, n)| n.trim().parse::<u64>().ok())
+            .filter(|&n| n <= MAX_MIGRATIONS)
+            .ok_or("not `se.nr_migrations : <count>`")?;
+        if sweep.migrations.insert(tid, n).is_some() {
+            return Err(format!("task {tid} twice in one sweep"));
+        }
+        Ok(())
+    }
+
+    /// The workload's migrations: per thread the largest count any sweep
+    /// saw (the counter only grows), summed; `None` without `mig` lines.
+    fn migrations(&self) -> Option<u64> {
+        let sid = self.session?;
+        if self.sweeps.iter().all(|s| s.migrations.is_empty()) {
+            return None;
+        }
+        let mut last: BTreeMap<u32, u64> = BTreeMap::new();
+        for s in &self.sweeps {
+            for t in s.tasks.iter().filter(|t| t.session == sid) {
+                if let Some(&n) = s.migrations.get(&t.tid) {
+                    let e = last.entry(t.tid).or_default();
+                    *e = (*e).max(n);
+                }
+            }
+        }
+        Some(last.values().sum())
+    }
+
+    fn cpu(&mut self, rest: &str) -> Result<(), String> {
+        let sweep = self.sweep()?;
+        let (cpu, times) = parse_cpu(rest)?;
+        match cpu {
+            None if sweep.total.is_some() => Err("a second `cpu` line in one sweep".into()),
+            None => {
+                sweep.total = Some(times);
+                Ok(())
+            }
+            Some(c) => match sweep.per_cpu.insert(c, times) {
+                Some(_) => Err(format!("a second cpu{c} line in one sweep")),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// The sweeps as the host sampler would have collected them.
+    ///
+    /// The sweeps before the workload's first task appears and after its
+    /// last are dropped: the host sampler sweeps only while the workload
+    /// lives, and idle sweeps around it would dilute the wasted-core share.
+    /// Every sweep reads every task, so `threads_read == threads_seen`.
+    fn collected(&self) -> Result<Collected, String> {
+        if self.sweeps.is_empty() {
+            return Ok(Collected::default());
+        }
+        let sid = self
+            .session
+            .ok_or("`sample` lines but no `session` line: the workload's tasks are unknown")?;
+        for s in &self.sweeps {
+            if s.total.is_none() && !s.per_cpu.is_empty() {
+                return Err(format!(
+                    "sweep `{}` has cpu<N> lines but no `cpu` line",
+                    s.line
+                ));
+            }
+        }
+        let has_workload = |s: &&Sweep| s.tasks.iter().any(|t| t.session == sid);
+        let first = self.sweeps.iter().position(|s| has_workload(&s));
+        let last = self.sweeps.iter().rposition(|s| has_workload(&s));
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(Collected::default());
+        };
+        let sweeps = &self.sweeps[first..=last];
+        let t0 = sweeps[0].uptime_ms;
+        let mut out = Collected::default();
+        for s in sweeps {
+            let t_ms = s.uptime_ms - t0;
+            let kept: Vec<&Task> = s.tasks.iter().filter(|t| t.session == sid).collect();
+            out.threads_seen += kept.len() as u64;
+            // As the sampler: zombies and dead tasks are not placed, and
+            // when some threads are instances the others are left out.
+            let live: Vec<&Task> = kept
+                .into_iter()
+                .filter(|t| t.state != 'Z' && t.state != 'X')
+                .collect();
+            let by_thread = live.iter().any(|t| t.instance.is_some());
+            out.samples.extend(
+                live.iter()
+                    .filter(|t| !by_thread || t.instance.is_some())
+                    .map(|t| {
+                        Sample::whole(t_ms, t.instance.unwrap_or(0), t.tid, t.cpu, t.state == 'R')
+                    }),
+            );
+            if let Some(total) = s.total {
+                out.snapshots.push(Snapshot {
+                    t_ms,
+                    stat: ProcStat {
+                        total,
+                        per_cpu: s.per_cpu.clone(),
+                    },
+                });
+            }
+        }
+        out.threads_read = out.threads_seen;
+        out.cost = Duration::from_millis(self.sampler_ms.unwrap_or(0));
+        out.interval = Duration::from_millis(median_spacing(sweeps));
+        Ok(out)
+    }
+}
+
+/// The median of the spacings between consecutive sweeps, in ms; 0 for
+/// fewer than two sweeps.
+fn median_spacing(sweeps: &[Sweep]) -> u64 {
+    let mut gaps: Vec<u64> = sweeps
+        .windows(2)
+        .map(|w| w[1].uptime_ms - w[0].uptime_ms)
+        .collect();
+    gaps.sort_unstable();
+    match gaps.len() {
+        0 => 0,
+        n if !n.is_multiple_of(2) => gaps[n / 2],
+        n => (gaps[n / 2 - 1] + gaps[n / 2]) / 2,
+    }
+}
+
+/// The run's metrics and telemetry from what the guest reported.
+///
+/// `wall_s` is the workload's wall time, `online` the guest's online CPUs
+/// (the CPUs the workload could use, and the single node's when the guest
+/// reported no `node` lines), `user_hz` the guest's USER_HZ. Parts the guest
+/// did not report are left out (no IPI metrics without `irq` lines, no
+/// placement without sweeps); a `before` reading without its `after` (or the
+/// reverse) is an error. Topology is the caller's: the telemetry's topology
+/// fields are left empty.
+pub fn build(
+    obs: &Observed,
+    wall_s: f64,
+    online: &[u32],
+    user_hz: u64,
+) -> Result<(Vec<Metric>, Telemetry), String> {
+    let wall = Duration::try_from_secs_f64(wall_s)
+        .map_err(|_| format!("the wall time {wall_s} s is not a duration"))?;
+    let times = obs.times.pair("times")?;
+    let ctxt = obs.ctxt.pair("ctxt")?;
+    let irqs = match (obs.irq_before.is_empty(), obs.irq_after.is_empty()) {
+        (true, true) => None,
+        (false, true) => return Err("`irq before` lines without `irq after` lines".into()),
+        (true, false) => return Err("`irq after` lines without `irq before` lines".into()),
+        (false, false) => {
+            let parse = |lines: &[String]| {
+                interrupts::parse(&lines.join("\n")).map_err(|e| format!("irq: {e}"))
+            };
+            let (before, after) = (parse(&obs.irq_before)?, parse(&obs.irq_after)?);
+            Some(interrupts::delta(&before, &after).map_err(|e| format!("irq: {e}"))?)
+        }
+    };
+    let collected = obs.collected()?;
+    let map = if obs.nodes.is_empty() {
+        NodeMap::single(online)
+    } else {
+        NodeMap::from_nodes(&obs.nodes)
+    };
+    let (mut metrics, telemetry) = report::build(&report::Inputs {
+        wall,
+        counts: None,
+        irqs: irqs.as_deref().unwrap_or_default(),
+        collected: &collected,
+        map: &map,
+        allowed: online,
+        user_hz,
+        topology: None,
+    });
+    if irqs.is_none() {
+        metrics.retain(|m| !IPI_METRICS.contains(&m.name.as_str()));
+    }
+    // Names, units and directions as the host executor's (run.rs).
+    if let Some((&(user0, sys0), &(user1, sys1))) = times {
+        let spent = |what: &str, b: u64, a: u64| {
+            a.checked_sub(b)
+                .map(|ms| ms as f64 / 1000.0)
+                .ok_or_else(|| format!("times: {what} time went backwards from {b} ms to {a} ms"))
+        };
+        let (user, sys) = (spent("user", user0, user1)?, spent("system", sys0, sys1)?);
+        metrics.push(known(metric::USER_S, user));
+        metrics.push(known(metric::SYS_S, sys));
+        // As the host: what sampling cost against the CPU time it watched.
+        if let Some(ms) = obs.sampler_ms
+            && user + sys > 0.0
+        {
+            let pct = ms as f64 / 1000.0 / (user + sys) * 100.0;
+            metrics.push(known(metric::TELEMETRY_OVERHEAD_PCT, pct));
+        }
+        if wall_s > 0.0 {
+            metrics.push(known(metric::CPUS_UTILISED, (user + sys) / wall_s));
+        }
+    }
+    // Sampled (see the module's doc): a lower bound on perf's count.
+    if let Some(n) = obs.migrations() {
+        metrics.push(known(metric::CPU_MIGRATIONS, n as f64));
+    }
+    // Guest-wide, where perf counts the workload's own: the guest runs little
+    // else (the runner and its sweeps, kernel threads).
+    if let Some((&b, &a)) = ctxt {
+        let n = a
+            .checked_sub(b)
+            .ok_or_else(|| format!("ctxt went backwards from {b} to {a}"))?;
+        metrics.push(known(metric::CONTEXT_SWITCHES, n as f64));
+    }
+    Ok((metrics, telemetry))
+}
+
+/// `s` cut to [`EXCERPT`] characters.
+fn cut(s: &str) -> String {
+    match s.char_indices().nth(EXCERPT) {
+        None => s.to_owned(),
+        Some((at, _)) => format!("{}...", &s[..at]),
+    }
+}
+
+/// The reason of a telemetry parse error: the line is named by the caller.
+fn reason(e: crate::telemetry::Error) -> String {
+    match e {
+        crate::telemetry::Error::Parse { reason, .. } => reason,
+        e => e.to_string(),
+    }
+}
+
+/// Decimal digits only (no sign, unlike `str::parse`), at most 19 of them.
+fn number(s: &str) -> Option<u64> {
+    (!s.is_empty() && s.len() <= 19 && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// `/proc/uptime`'s `12.34` (any number of fraction digits, or none) in ms.
+fn uptime_ms(s: &str) -> Option<u64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.len() > 12 || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if s.contains('.') && frac.is_empty() {
+        return None;
+    }
+    let ms: String = frac.chars().chain("000".chars()).take(3).collect();
+    Some(number(int)? * 1000 + ms.parse::<u64>().ok()?)
+}
+
+/// A time of ash's `times`, `<m>m<s>.<fff>s` (2 or 3 fraction digits), in ms.
+fn clock_ms(s: &str) -> Option<u64> {
+    let (min, rest) = s.strip_suffix('s')?.split_once('m')?;
+    let (sec, frac) = rest.split_once('.')?;
+    if sec.len() > 2 {
+        return None;
+    }
+    let (min, sec) = (number(min)?, number(sec)?);
+    if min > 1 << 32 || sec >= 60 {
+        return None;
+    }
+    let frac_ms = match frac.len() {
+        2 => number(frac)? * 10,
+        3 => number(frac)?,
+        _ => return None,
+    };
+    Some(min * 60_000 + sec * 1000 + frac_ms)
+}
+
+/// A `cpu` or `cpu<N>` line of `/proc/stat`: `None` for the total. At least
+/// the four columns every kernel prints, later ones beyond the ten known
+/// ignored, as [`crate::telemetry::procstat::parse`] reads them.
+fn parse_cpu(raw: &str) -> Result<(Option<u32>, CpuTimes), String> {
+    let mut fields = raw.split_ascii_whitespace();
+    let label = fields.next().unwrap_or("");
+    let cpu = match label.strip_prefix("cpu") {
+        Some("") => None,
+        Some(n) => Some(
+            number(n)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|&n| n < crate::capabilities::parse::MAX_CPUS)
+                .ok_or_else(|| format!("{:?} is not cpu<N>", cut(label)))?,
+        ),
+        None => return Err(format!("{:?} is not a cpu line", cut(label))),
+    };
+    let mut t = [0u64; 10];
+    let mut n = 0;
+    for field in fields {
+        let v = number(field).ok_or_else(|| format!("{:?} is not a tick count", cut(field)))?;
+        if let Some(slot) = t.get_mut(n) {
+            *slot = v;
+        }
+        n += 1;
+    }
+    if n < 4 {
+        return Err(format!("expected at least 4 time columns, found {n}"));
+    }
+    Ok((cpu, CpuTimes::from(t)))
+}
+
+/// A task stat line; `None` for one cut short by a thread that exited while
+/// it was read (empty, or a prefix of a stat line: see the module doc).
+fn parse_task(raw: &str) -> Result<Option<Task>, String> {
+    if raw.trim().is_empty() {
+        return Ok(None);
+    }
+    let t = match taskstat::parse(raw) {
+        Ok(t) => t,
+        Err(_) if truncated(raw) => return Ok(None),
+        Err(e) => return Err(reason(e)),
+    };
+    // Field 6, counted from after the comm like `taskstat` does: rest[i] is
+    // field i + 3.
+    let close = raw.rfind(')').expect("parsed: the comm is closed");
+    let session = raw[close + 1..]
+        .split_ascii_whitespace()
+        .nth(3)
+        .and_then(number)
+        .and_then(|s| u32::try_from(s).ok())
+        .ok_or("field 6 (session) is not a number")?;
+    Ok(Some(Task {
+        tid: t.tid,
+        session,
+        state: t.state,
+        cpu: t.cpu,
+        instance: sampler::instance_of(&t.comm),
+    }))
+}
+
+/// Whether `raw`, which does not parse, is the start of a stat line: a tid
+/// and `(`, then a comm left open, or a single-letter state followed by
+/// fewer than the 37 fields up to field 39, all of them integers.
+fn truncated(raw: &str) -> bool {
+    let raw = raw.trim_end();
+    let Some(open) = raw.find('(') else {
+        return false;
+    };
+    if number(raw[..open].trim()).is_none() {
+        return false;
+    }
+    let Some(close) = raw.rfind(')').filter(|&c| c > open) else {
+        // Cut inside the comm, which is at most 64 bytes.
+        return raw.len() - open <= 65;
+    };
+    let fields: Vec<&str> = raw[close + 1..].split_ascii_whitespace().collect();
+    let state_ok = fields
+        .first()
+        .is_none_or(|s| s.len() == 1 && s.bytes().all(|b| b.is_ascii_alphabetic()));
+    let int = |f: &&str| number(f.strip_prefix('-').unwrap_or(f)).is_some();
+    fields.len() < 37 && state_ok && fields.iter().skip(1).all(int)
+}
+
+#[cfg(test)]
+mod tests;
