@@ -50,18 +50,36 @@ impl fmt::Display for UnknownName {
 
 impl std::error::Error for UnknownName {}
 
+/// The word of `all` whose name is `s`: the one parser of every closed set
+/// of words here (layouts, executors, state kinds, arches).
+pub(crate) fn closed_word<T: Copy>(
+    s: &str,
+    what: &'static str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+    known: &'static [&'static str],
+) -> Result<T, UnknownName> {
+    all.iter()
+        .copied()
+        .find(|w| name(*w) == s)
+        .ok_or_else(|| UnknownName {
+            what,
+            value: excerpt(s),
+            known,
+        })
+}
+
 impl FromStr for CgroupShape {
     type Err = UnknownName;
 
     fn from_str(s: &str) -> Result<CgroupShape, UnknownName> {
-        CgroupShape::ALL
-            .into_iter()
-            .find(|c| c.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "cgroup layout",
-                value: excerpt(s),
-                known: &["shared", "separate"],
-            })
+        closed_word(
+            s,
+            "cgroup layout",
+            &CgroupShape::ALL,
+            CgroupShape::as_str,
+            &["shared", "separate"],
+        )
     }
 }
 

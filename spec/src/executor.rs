@@ -5,8 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::cgroup::UnknownName;
-use crate::excerpt;
+use crate::cgroup::{UnknownName, closed_word};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Executor {
@@ -36,14 +35,13 @@ impl FromStr for Executor {
     type Err = UnknownName;
 
     fn from_str(s: &str) -> Result<Executor, UnknownName> {
-        Executor::ALL
-            .into_iter()
-            .find(|e| e.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "executor",
-                value: excerpt(s),
-                known: &["host", "tcg", "kvm"],
-            })
+        closed_word(
+            s,
+            "executor",
+            &Executor::ALL,
+            Executor::as_str,
+            &["host", "tcg", "kvm"],
+        )
     }
 }
 

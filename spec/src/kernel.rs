@@ -13,7 +13,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::cgroup::UnknownName;
+use crate::cgroup::{UnknownName, closed_word};
 use crate::excerpt;
 
 /// An architecture, as `uname -m` names it.
@@ -72,14 +72,13 @@ impl FromStr for Arch {
 
     /// From `uname -m`.
     fn from_str(s: &str) -> Result<Arch, UnknownName> {
-        Arch::ALL
-            .into_iter()
-            .find(|a| a.uname() == s)
-            .ok_or_else(|| UnknownName {
-                what: "arch",
-                value: excerpt(s),
-                known: &["x86_64", "s390x", "aarch64", "ppc64le"],
-            })
+        closed_word(
+            s,
+            "arch",
+            &Arch::ALL,
+            Arch::uname,
+            &["x86_64", "s390x", "aarch64", "ppc64le"],
+        )
     }
 }
 

@@ -10,7 +10,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::cgroup::{CgroupShape, CpuMax, CpuWeight, OutOfRange, UnknownName};
+use crate::cgroup::{CgroupShape, CpuMax, CpuWeight, OutOfRange, UnknownName, closed_word};
 use crate::cpuset::CpuSet;
 use crate::excerpt;
 use crate::hotplug::HotplugPlan;
@@ -98,14 +98,13 @@ impl FromStr for StateKind {
     type Err = UnknownName;
 
     fn from_str(s: &str) -> Result<StateKind, UnknownName> {
-        StateKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "state kind",
-                value: excerpt(s),
-                known: &["hotplug", "cgroup", "autogroup"],
-            })
+        closed_word(
+            s,
+            "state kind",
+            &StateKind::ALL,
+            StateKind::as_str,
+            &["hotplug", "cgroup", "autogroup"],
+        )
     }
 }
 
