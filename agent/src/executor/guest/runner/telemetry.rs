@@ -61,6 +61,9 @@ use crate::telemetry::taskstat;
 use crate::telemetry::waste::Snapshot;
 use farm_spec::metric;
 
+mod error;
+pub use error::{BuildError, Reason};
+
 /// The metrics [`report::build`] derives from `/proc/interrupts`: left out
 /// when the guest reported none, rather than claiming zero IPIs.
 const IPI_METRICS: &[&str] = &[
@@ -80,11 +83,11 @@ enum Phase {
 }
 
 impl Phase {
-    fn parse(s: &str) -> Result<Phase, String> {
+    fn parse(s: &str) -> Result<Phase, Reason> {
         match s {
             "before" => Ok(Phase::Before),
             "after" => Ok(Phase::After),
-            _ => Err(format!("{:?} is neither `before` nor `after`", cut(s))),
+            _ => Err(Reason::Phase(cut(s))),
         }
     }
 }
@@ -97,25 +100,25 @@ struct Around<T> {
 }
 
 impl<T> Around<T> {
-    fn set(&mut self, phase: Phase, value: T) -> Result<(), String> {
+    fn set(&mut self, phase: Phase, value: T) -> Result<(), Reason> {
         let slot = match phase {
             Phase::Before => &mut self.before,
             Phase::After => &mut self.after,
         };
         if slot.is_some() {
-            return Err("a second reading for the same phase".into());
+            return Err(Reason::SecondReading);
         }
         *slot = Some(value);
         Ok(())
     }
 
     /// Both readings, none, or an error naming `what` when only one came.
-    fn pair(&self, what: &str) -> Result<Option<(&T, &T)>, String> {
+    fn pair(&self, what: &'static str) -> Result<Option<(&T, &T)>, BuildError> {
         match (&self.before, &self.after) {
             (Some(b), Some(a)) => Ok(Some((b, a))),
             (None, None) => Ok(None),
-            (Some(_), None) => Err(format!("`{what} before` without `{what} after`")),
-            (None, Some(_)) => Err(format!("`{what} after` without `{what} before`")),
+            (Some(_), None) => Err(BuildError::BeforeOnly(what)),
+            (None, Some(_)) => Err(BuildError::AfterOnly(what)),
         }
     }
 }
@@ -157,7 +160,7 @@ struct Sweep {
 pub struct LineError {
     pub kind: String,
     pub line: String,
-    pub reason: String,
+    pub reason: Reason,
 }
 
 /// What the guest runner reported, accumulated line by line.
@@ -217,14 +220,14 @@ impl Observed {
         self.skipped_tasks
     }
 
-    fn node(&mut self, rest: &str) -> Result<(), String> {
+    fn node(&mut self, rest: &str) -> Result<(), Reason> {
         let (id, cpulist) = rest.split_once(' ').unwrap_or((rest, ""));
-        let id = number(id).ok_or_else(|| format!("node id {:?} is not a number", cut(id)))?;
-        let id = u32::try_from(id).map_err(|_| format!("node id {id} is too large"))?;
+        let id = number(id).ok_or_else(|| Reason::NodeId(cut(id)))?;
+        let id = u32::try_from(id).map_err(|_| Reason::NodeIdTooLarge(id))?;
         // An empty list is a node without CPUs (memory only), as in sysfs.
-        let cpus = parse_cpu_list(cpulist).map_err(|e| e.to_string())?;
+        let cpus = parse_cpu_list(cpulist).map_err(|e| Reason::CpuList(Box::new(e)))?;
         if self.nodes.iter().any(|n| n.id == id) {
-            return Err(format!("node {id} appears twice"));
+            return Err(Reason::NodeTwice(id));
         }
         if let Some((cpu, other)) = cpus.iter().find_map(|c| {
             self.nodes
@@ -232,35 +235,36 @@ impl Observed {
                 .find(|n| n.cpus.contains(c))
                 .map(|n| (c, n.id))
         }) {
-            return Err(format!("cpu{cpu} is already on node {other}"));
+            return Err(Reason::CpuOnTwoNodes {
+                cpu: *cpu,
+                node: other,
+            });
         }
         self.nodes.push(NumaNode { id, cpus });
         Ok(())
     }
 
-    fn times(&mut self, rest: &str) -> Result<(), String> {
+    fn times(&mut self, rest: &str) -> Result<(), Reason> {
         let f: Vec<&str> = rest.split_ascii_whitespace().collect();
         let [phase, user, sys] = f[..] else {
-            return Err("expected `times <before|after> <user> <sys>`".into());
+            return Err(Reason::TimesShape);
         };
         let phase = Phase::parse(phase)?;
-        let clock = |s: &str| {
-            clock_ms(s).ok_or_else(|| format!("{:?} is not a time like 0m1.230s", cut(s)))
-        };
+        let clock = |s: &str| clock_ms(s).ok_or_else(|| Reason::Clock(cut(s)));
         self.times.set(phase, (clock(user)?, clock(sys)?))
     }
 
-    fn ctxt(&mut self, rest: &str) -> Result<(), String> {
+    fn ctxt(&mut self, rest: &str) -> Result<(), Reason> {
         let f: Vec<&str> = rest.split_ascii_whitespace().collect();
         let [phase, n] = f[..] else {
-            return Err("expected `ctxt <before|after> <n>`".into());
+            return Err(Reason::CtxtShape);
         };
         let phase = Phase::parse(phase)?;
-        let n = number(n).ok_or_else(|| format!("{:?} is not a count", cut(n)))?;
+        let n = number(n).ok_or_else(|| Reason::Count(cut(n)))?;
         self.ctxt.set(phase, n)
     }
 
-    fn irq(&mut self, rest: &str) -> Result<(), String> {
+    fn irq(&mut self, rest: &str) -> Result<(), Reason> {
         let (phase, raw) = rest.split_once(' ').unwrap_or((rest, ""));
         let lines = match Phase::parse(phase)? {
             Phase::Before => &mut self.irq_before,
@@ -280,17 +284,15 @@ impl Observed {
         Ok(())
     }
 
-    fn session(&mut self, rest: &str) -> Result<(), String> {
+    fn session(&mut self, rest: &str) -> Result<(), Reason> {
         let sid = number(rest.trim())
             .and_then(|s| u32::try_from(s).ok())
-            .ok_or("the session is not a number")?;
+            .ok_or(Reason::SessionNotNumber)?;
         if sid < 2 {
-            return Err(format!(
-                "session {sid} is not a workload's (0 is the kernel threads', 1 init's)"
-            ));
+            return Err(Reason::SessionReserved(sid));
         }
         match self.session {
-            Some(old) if old != sid => Err(format!("a second session, after {old}")),
+            Some(old) if old != sid => Err(Reason::SecondSession(old)),
             _ => {
                 self.session = Some(sid);
                 Ok(())
@@ -298,15 +300,12 @@ impl Observed {
         }
     }
 
-    fn sample(&mut self, rest: &str) -> Result<(), String> {
-        let uptime_ms = uptime_ms(rest.trim()).ok_or("the uptime is not like 12.34")?;
+    fn sample(&mut self, rest: &str) -> Result<(), Reason> {
+        let uptime_ms = uptime_ms(rest.trim()).ok_or(Reason::Uptime)?;
         if let Some(last) = self.sweeps.last()
             && uptime_ms <= last.uptime_ms
         {
-            return Err(format!(
-                "the uptime does not advance from the sweep before (`{}`)",
-                last.line
-            ));
+            return Err(Reason::UptimeStalls(last.line.clone()));
         }
         self.sweeps.push(Sweep {
             uptime_ms,
@@ -320,20 +319,18 @@ impl Observed {
         Ok(())
     }
 
-    fn sweep(&mut self) -> Result<&mut Sweep, String> {
-        self.sweeps
-            .last_mut()
-            .ok_or_else(|| "before any `sample` line".to_owned())
+    fn sweep(&mut self) -> Result<&mut Sweep, Reason> {
+        self.sweeps.last_mut().ok_or(Reason::NoSweep)
     }
 
-    fn task(&mut self, rest: &str) -> Result<(), String> {
+    fn task(&mut self, rest: &str) -> Result<(), Reason> {
         let sweep = self.sweep()?;
         let Some(task) = parse_task(rest)? else {
             self.skipped_tasks += 1;
             return Ok(());
         };
         if !sweep.tids.insert(task.tid) {
-            return Err(format!("task {} twice in one sweep", task.tid));
+            return Err(Reason::TaskTwice(task.tid));
         }
         sweep.tasks.push(task);
         Ok(())
@@ -341,40 +338,41 @@ impl Observed {
 
     /// `sampler <user> <sys> <children user> <children sys>`, in `times`'
     /// format.
-    fn sampler(&mut self, rest: &str) -> Result<(), String> {
+    fn sampler(&mut self, rest: &str) -> Result<(), Reason> {
         if self.sampler_ms.is_some() {
-            return Err("a second `sampler` line".into());
+            return Err(Reason::SecondSampler);
         }
         let f: Vec<&str> = rest.split_whitespace().collect();
         if f.len() != 4 {
-            return Err("expected four `times` values".into());
+            return Err(Reason::SamplerShape);
         }
         let mut total = 0u64;
         for v in f {
-            total = total.saturating_add(clock_ms(v).ok_or_else(|| format!("bad time `{v}`"))?);
+            total =
+                total.saturating_add(clock_ms(v).ok_or_else(|| Reason::SamplerTime(v.to_owned()))?);
         }
         self.sampler_ms = Some(total);
         Ok(())
     }
 
     /// `/proc/<pid>/task/<tid>/sched:se.nr_migrations   :   <n>`.
-    fn mig(&mut self, rest: &str) -> Result<(), String> {
+    fn mig(&mut self, rest: &str) -> Result<(), Reason> {
         let sweep = self.sweep()?;
-        let (path, value) = rest.split_once(':').ok_or("no `:` after the file name")?;
+        let (path, value) = rest.split_once(':').ok_or(Reason::NoColon)?;
         let tid = path
             .strip_prefix("/proc/")
             .and_then(|p| p.strip_suffix("/sched"))
             .and_then(|p| p.split_once("/task/"))
             .and_then(|(_, tid)| tid.parse::<u32>().ok())
-            .ok_or("not a /proc/<pid>/task/<tid>/sched file")?;
+            .ok_or(Reason::NotSchedFile)?;
         let n = value
             .split_once(':')
             .filter(|(key, _)| key.trim() == "se.nr_migrations")
             .and_then(|(_, n)| n.trim().parse::<u64>().ok())
             .filter(|&n| n <= MAX_MIGRATIONS)
-            .ok_or("not `se.nr_migrations : <count>`")?;
+            .ok_or(Reason::NotMigrations)?;
         if sweep.migrations.insert(tid, n).is_some() {
-            return Err(format!("task {tid} twice in one sweep"));
+            return Err(Reason::TaskTwice(tid));
         }
         Ok(())
     }
@@ -398,17 +396,17 @@ impl Observed {
         Some(last.values().sum())
     }
 
-    fn cpu(&mut self, rest: &str) -> Result<(), String> {
+    fn cpu(&mut self, rest: &str) -> Result<(), Reason> {
         let sweep = self.sweep()?;
         let (cpu, times) = parse_cpu(rest)?;
         match cpu {
-            None if sweep.total.is_some() => Err("a second `cpu` line in one sweep".into()),
+            None if sweep.total.is_some() => Err(Reason::SecondTotal),
             None => {
                 sweep.total = Some(times);
                 Ok(())
             }
             Some(c) => match sweep.per_cpu.insert(c, times) {
-                Some(_) => Err(format!("a second cpu{c} line in one sweep")),
+                Some(_) => Err(Reason::SecondCpu(c)),
                 None => Ok(()),
             },
         }
@@ -420,19 +418,14 @@ impl Observed {
     /// last are dropped: the host sampler sweeps only while the workload
     /// lives, and idle sweeps around it would dilute the wasted-core share.
     /// Every sweep reads every task, so `threads_read == threads_seen`.
-    fn collected(&self) -> Result<Collected, String> {
+    fn collected(&self) -> Result<Collected, BuildError> {
         if self.sweeps.is_empty() {
             return Ok(Collected::default());
         }
-        let sid = self
-            .session
-            .ok_or("`sample` lines but no `session` line: the workload's tasks are unknown")?;
+        let sid = self.session.ok_or(BuildError::NoSession)?;
         for s in &self.sweeps {
             if s.total.is_none() && !s.per_cpu.is_empty() {
-                return Err(format!(
-                    "sweep `{}` has cpu<N> lines but no `cpu` line",
-                    s.line
-                ));
+                return Err(BuildError::NoTotal(s.line.clone()));
             }
         }
         let has_workload = |s: &&Sweep| s.tasks.iter().any(|t| t.session == sid);
@@ -508,21 +501,19 @@ pub fn build(
     wall_s: f64,
     online: &[u32],
     user_hz: u64,
-) -> Result<(Vec<Metric>, Telemetry), String> {
-    let wall = Duration::try_from_secs_f64(wall_s)
-        .map_err(|_| format!("the wall time {wall_s} s is not a duration"))?;
+) -> Result<(Vec<Metric>, Telemetry), BuildError> {
+    let wall = Duration::try_from_secs_f64(wall_s).map_err(|_| BuildError::Wall(wall_s))?;
     let times = obs.times.pair("times")?;
     let ctxt = obs.ctxt.pair("ctxt")?;
     let irqs = match (obs.irq_before.is_empty(), obs.irq_after.is_empty()) {
         (true, true) => None,
-        (false, true) => return Err("`irq before` lines without `irq after` lines".into()),
-        (true, false) => return Err("`irq after` lines without `irq before` lines".into()),
+        (false, true) => return Err(BuildError::IrqBeforeOnly),
+        (true, false) => return Err(BuildError::IrqAfterOnly),
         (false, false) => {
-            let parse = |lines: &[String]| {
-                interrupts::parse(&lines.join("\n")).map_err(|e| format!("irq: {e}"))
-            };
+            let parse =
+                |lines: &[String]| interrupts::parse(&lines.join("\n")).map_err(BuildError::Irq);
             let (before, after) = (parse(&obs.irq_before)?, parse(&obs.irq_after)?);
-            Some(interrupts::delta(&before, &after).map_err(|e| format!("irq: {e}"))?)
+            Some(interrupts::delta(&before, &after).map_err(BuildError::Irq)?)
         }
     };
     let collected = obs.collected()?;
@@ -546,10 +537,14 @@ pub fn build(
     }
     // Names, units and directions as the host executor's (run.rs).
     if let Some((&(user0, sys0), &(user1, sys1))) = times {
-        let spent = |what: &str, b: u64, a: u64| {
+        let spent = |what: &'static str, b: u64, a: u64| {
             a.checked_sub(b)
                 .map(|ms| ms as f64 / 1000.0)
-                .ok_or_else(|| format!("times: {what} time went backwards from {b} ms to {a} ms"))
+                .ok_or(BuildError::TimeBackwards {
+                    what,
+                    before: b,
+                    after: a,
+                })
         };
         let (user, sys) = (spent("user", user0, user1)?, spent("system", sys0, sys1)?);
         metrics.push(known(metric::USER_S, user));
@@ -572,9 +567,10 @@ pub fn build(
     // Guest-wide, where perf counts the workload's own: the guest runs little
     // else (the runner and its sweeps, kernel threads).
     if let Some((&b, &a)) = ctxt {
-        let n = a
-            .checked_sub(b)
-            .ok_or_else(|| format!("ctxt went backwards from {b} to {a}"))?;
+        let n = a.checked_sub(b).ok_or(BuildError::CtxtBackwards {
+            before: b,
+            after: a,
+        })?;
         metrics.push(known(metric::CONTEXT_SWITCHES, n as f64));
     }
     Ok((metrics, telemetry))
@@ -589,10 +585,10 @@ fn cut(s: &str) -> String {
 }
 
 /// The reason of a telemetry parse error: the line is named by the caller.
-fn reason(e: crate::telemetry::Error) -> String {
+fn reason(e: crate::telemetry::Error) -> Reason {
     match e {
-        crate::telemetry::Error::Parse { reason, .. } => reason,
-        e => e.to_string(),
+        crate::telemetry::Error::Parse { reason, .. } => Reason::Proc(reason),
+        e => Reason::Proc(e.to_string()),
     }
 }
 
@@ -638,7 +634,7 @@ fn clock_ms(s: &str) -> Option<u64> {
 /// A `cpu` or `cpu<N>` line of `/proc/stat`: `None` for the total. At least
 /// the four columns every kernel prints, later ones beyond the ten known
 /// ignored, as [`crate::telemetry::procstat::parse`] reads them.
-fn parse_cpu(raw: &str) -> Result<(Option<u32>, CpuTimes), String> {
+fn parse_cpu(raw: &str) -> Result<(Option<u32>, CpuTimes), Reason> {
     let mut fields = raw.split_ascii_whitespace();
     let label = fields.next().unwrap_or("");
     let cpu = match label.strip_prefix("cpu") {
@@ -647,28 +643,28 @@ fn parse_cpu(raw: &str) -> Result<(Option<u32>, CpuTimes), String> {
             number(n)
                 .and_then(|n| u32::try_from(n).ok())
                 .filter(|&n| n < crate::capabilities::parse::MAX_CPUS)
-                .ok_or_else(|| format!("{:?} is not cpu<N>", cut(label)))?,
+                .ok_or_else(|| Reason::NotCpuN(cut(label)))?,
         ),
-        None => return Err(format!("{:?} is not a cpu line", cut(label))),
+        None => return Err(Reason::NotCpuLine(cut(label))),
     };
     let mut t = [0u64; 10];
     let mut n = 0;
     for field in fields {
-        let v = number(field).ok_or_else(|| format!("{:?} is not a tick count", cut(field)))?;
+        let v = number(field).ok_or_else(|| Reason::Ticks(cut(field)))?;
         if let Some(slot) = t.get_mut(n) {
             *slot = v;
         }
         n += 1;
     }
     if n < 4 {
-        return Err(format!("expected at least 4 time columns, found {n}"));
+        return Err(Reason::TooFewColumns(n));
     }
     Ok((cpu, CpuTimes::from(t)))
 }
 
 /// A task stat line; `None` for one cut short by a thread that exited while
 /// it was read (empty, or a prefix of a stat line: see the module doc).
-fn parse_task(raw: &str) -> Result<Option<Task>, String> {
+fn parse_task(raw: &str) -> Result<Option<Task>, Reason> {
     if raw.trim().is_empty() {
         return Ok(None);
     }
@@ -685,7 +681,7 @@ fn parse_task(raw: &str) -> Result<Option<Task>, String> {
         .nth(3)
         .and_then(number)
         .and_then(|s| u32::try_from(s).ok())
-        .ok_or("field 6 (session) is not a number")?;
+        .ok_or(Reason::SessionField)?;
     Ok(Some(Task {
         tid: t.tid,
         session,

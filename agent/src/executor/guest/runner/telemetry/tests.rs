@@ -629,7 +629,7 @@ fn unpaired_or_inconsistent_readings_are_errors() {
             "RES on cpu0 went backwards",
         ),
     ] {
-        let err = build(&feed(text), 1.0, &[0], 100).unwrap_err();
+        let err = build(&feed(text), 1.0, &[0], 100).unwrap_err().to_string();
         assert!(err.contains(want), "{text}: {err}");
     }
     for wall in [f64::NAN, -1.0, f64::INFINITY] {
