@@ -31,6 +31,9 @@ use std::path::{Component, Path, PathBuf};
 
 use super::{run_tool, sha256_file, unique_suffix};
 
+mod error;
+pub use error::{Detail, Error};
+
 const APT_CACHE: &str = "/usr/bin/apt-cache";
 const APT_GET: &str = "/usr/bin/apt-get";
 const DPKG: &str = "/usr/bin/dpkg";
@@ -39,24 +42,6 @@ const READELF: &str = "/usr/bin/readelf";
 
 /// More symlinks than this while resolving one path is a loop.
 const MAX_SYMLINKS: usize = 40;
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("sysroot {arch} [{packages}]: {step}: {detail}")]
-    Fetch {
-        arch: String,
-        packages: String,
-        step: &'static str,
-        detail: String,
-    },
-    #[error("closure of {binary} in {root}: {step}: {detail}")]
-    Closure {
-        binary: String,
-        root: String,
-        step: &'static str,
-        detail: String,
-    },
-}
 
 /// One unpacked package.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,16 +78,16 @@ pub fn fetch(cache: &Path, arch: &str, packages: &[&str]) -> Result<Sysroot, Err
     requested.dedup();
     let fail = |step: &'static str| {
         let (arch, packages) = (arch.to_string(), requested.join(" "));
-        move |detail: String| Error::Fetch {
+        move |detail: Detail| Error::Fetch {
             arch: arch.clone(),
             packages: packages.clone(),
             step,
-            detail,
+            detail: Box::new(detail),
         }
     };
     let io = |step: &'static str| {
         let f = fail(step);
-        move |e: std::io::Error| f(e.to_string())
+        move |e: std::io::Error| f(Detail::Io(e))
     };
     let key = cache_key(arch, &requested).map_err(fail("check the request"))?;
 
@@ -129,9 +114,7 @@ pub fn fetch(cache: &Path, arch: &str, packages: &[&str]) -> Result<Sysroot, Err
 
     for tool in [APT_CACHE, APT_GET, DPKG, DPKG_DEB] {
         if !Path::new(tool).is_file() {
-            return Err(fail("find tools")(format!(
-                "{tool} is missing (install the Debian packages apt and dpkg)"
-            )));
+            return Err(fail("find tools")(Detail::NoAptTool(tool)));
         }
     }
     let native = check_arch(arch).map_err(fail("check the dpkg architectures"))?;
@@ -146,7 +129,7 @@ pub fn fetch(cache: &Path, arch: &str, packages: &[&str]) -> Result<Sysroot, Err
             .chain(wanted.iter().map(|p| format!("{p}:{arch}")))
             .collect();
         run_tool(Path::new(APT_GET), &args, Some(&debs))
-            .map_err(|e| fail("apt-get download")(e.to_string()))?;
+            .map_err(|e| fail("apt-get download")(Detail::Tool(e)))?;
         let packages = downloaded_packages(&debs, &wanted).map_err(fail("check the downloads"))?;
         let root = tmp.join("root");
         for p in &packages {
@@ -156,7 +139,12 @@ pub fn fetch(cache: &Path, arch: &str, packages: &[&str]) -> Result<Sysroot, Err
                 &[OsStr::new("-x"), deb.as_os_str(), root.as_os_str()],
                 None,
             )
-            .map_err(|e| fail("dpkg-deb -x")(format!("{}: {e}", p.deb)))?;
+            .map_err(|e| {
+                fail("dpkg-deb -x")(Detail::ToolOn {
+                    what: p.deb.clone(),
+                    source: e,
+                })
+            })?;
         }
         fs::write(tmp.join("manifest"), manifest(arch, &requested, &packages))
             .map_err(io("write the manifest"))
@@ -180,33 +168,30 @@ pub fn fetch(cache: &Path, arch: &str, packages: &[&str]) -> Result<Sysroot, Err
 
 /// The cache key of a sorted request; names and arch are validated so that
 /// each can only ever be one path component and one apt argument.
-fn cache_key(arch: &str, requested: &[String]) -> Result<String, String> {
+fn cache_key(arch: &str, requested: &[String]) -> Result<String, Detail> {
     if arch.is_empty()
         || !arch
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
     {
-        return Err(format!("bad architecture `{arch}` (a-z 0-9 only)"));
+        return Err(Detail::BadArch(arch.to_owned()));
     }
     if requested.is_empty() {
-        return Err("no packages requested".into());
+        return Err(Detail::NoPackages);
     }
     for name in requested {
         validate_package_name(name)?;
     }
     let key = requested.join(",");
     if key.len() > 200 {
-        return Err(format!(
-            "{} package names are too long for a cache key",
-            requested.len()
-        ));
+        return Err(Detail::KeyTooLong(requested.len()));
     }
     Ok(key)
 }
 
 /// Debian policy 5.6.1: lower case letters, digits, `+ - .`, at least two
 /// characters, starting with a letter or digit.
-fn validate_package_name(name: &str) -> Result<(), String> {
+fn validate_package_name(name: &str) -> Result<(), Detail> {
     let ok = name.len() >= 2
         && name.len() <= 100
         && name.as_bytes()[0].is_ascii_alphanumeric()
@@ -216,38 +201,35 @@ fn validate_package_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("bad package name `{name}` (a-z 0-9 + - . only)"))
+        Err(Detail::BadPackage(name.to_owned()))
     }
 }
 
 /// The native architecture; fails unless dpkg knows `arch`: apt cannot
 /// download a foreign architecture's packages before it has been added and
 /// its lists fetched.
-fn check_arch(arch: &str) -> Result<String, String> {
-    let native =
-        run_tool(Path::new(DPKG), &["--print-architecture"], None).map_err(|e| e.to_string())?;
-    let foreign = run_tool(Path::new(DPKG), &["--print-foreign-architectures"], None)
-        .map_err(|e| e.to_string())?;
+fn check_arch(arch: &str) -> Result<String, Detail> {
+    let native = run_tool(Path::new(DPKG), &["--print-architecture"], None)?;
+    let foreign = run_tool(Path::new(DPKG), &["--print-foreign-architectures"], None)?;
     let native = String::from_utf8_lossy(&native.stdout).trim().to_string();
     arch_enabled(&native, &String::from_utf8_lossy(&foreign.stdout), arch)?;
     Ok(native)
 }
 
-fn arch_enabled(native: &str, foreign: &str, arch: &str) -> Result<(), String> {
+fn arch_enabled(native: &str, foreign: &str, arch: &str) -> Result<(), Detail> {
     if native.trim() == arch || foreign.split_whitespace().any(|a| a == arch) {
         return Ok(());
     }
-    Err(format!(
-        "dpkg does not know the architecture {arch} (native {}, foreign: {}); \
-         run `dpkg --add-architecture {arch} && apt-get update` as root",
-        native.trim(),
-        foreign.split_whitespace().collect::<Vec<_>>().join(" "),
-    ))
+    Err(Detail::ArchUnknown {
+        arch: arch.to_owned(),
+        native: native.trim().to_owned(),
+        foreign: foreign.split_whitespace().collect::<Vec<_>>().join(" "),
+    })
 }
 
 /// The packages to download: the requested ones and the library packages
 /// they depend on, recursively, sorted.
-fn resolve(arch: &str, native: &str, requested: &[String]) -> Result<Vec<String>, String> {
+fn resolve(arch: &str, native: &str, requested: &[String]) -> Result<Vec<String>, Detail> {
     let mut args: Vec<String> = [
         "depends",
         "--recurse",
@@ -262,8 +244,9 @@ fn resolve(arch: &str, native: &str, requested: &[String]) -> Result<Vec<String>
     .map(|s| s.to_string())
     .collect();
     args.extend(requested.iter().map(|p| format!("{p}:{arch}")));
-    let out = run_tool(Path::new(APT_CACHE), &args, None).map_err(|e| {
-        format!("{e} (is the package known for {arch}? `apt-get update` may be needed)")
+    let out = run_tool(Path::new(APT_CACHE), &args, None).map_err(|source| Detail::Depends {
+        source,
+        arch: arch.to_owned(),
     })?;
     let graph = parse_depends(&String::from_utf8_lossy(&out.stdout));
 
@@ -275,7 +258,7 @@ fn resolve(arch: &str, native: &str, requested: &[String]) -> Result<Vec<String>
         .collect();
     let mut args = vec!["show".to_string(), "--no-all-versions".to_string()];
     args.extend(ours.iter().map(|p| format!("{p}:{arch}")));
-    let out = run_tool(Path::new(APT_CACHE), &args, None).map_err(|e| e.to_string())?;
+    let out = run_tool(Path::new(APT_CACHE), &args, None)?;
     let libraries = parse_show(&String::from_utf8_lossy(&out.stdout), arch);
     select(&graph, &libraries, requested, arch, native)
 }
@@ -380,7 +363,7 @@ fn select(
     requested: &[String],
     arch: &str,
     native: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Detail> {
     let printed = |name: &str| {
         if arch == native {
             name.to_string()
@@ -392,7 +375,10 @@ fn select(
     let mut queue = VecDeque::new();
     for name in requested {
         if !graph.contains_key(&printed(name)) {
-            return Err(format!("apt-cache does not know {name}:{arch}"));
+            return Err(Detail::UnknownPackage {
+                name: name.clone(),
+                arch: arch.to_owned(),
+            });
         }
         chosen.insert(name.clone());
         queue.push_back(name.clone());
@@ -416,10 +402,14 @@ fn select(
 }
 
 /// The `.deb` files apt-get left in `dir`, one per wanted package.
-fn downloaded_packages(dir: &Path, wanted: &[String]) -> Result<Vec<Package>, String> {
+fn downloaded_packages(dir: &Path, wanted: &[String]) -> Result<Vec<Package>, Detail> {
     let mut found = BTreeMap::new();
-    for entry in fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let path = entry.map_err(|e| e.to_string())?.path();
+    let entries = fs::read_dir(dir).map_err(|source| Detail::Path {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for entry in entries {
+        let path = entry?.path();
         let file = path
             .file_name()
             .unwrap_or_default()
@@ -429,8 +419,8 @@ fn downloaded_packages(dir: &Path, wanted: &[String]) -> Result<Vec<Package>, St
             continue;
         }
         let (name, version, _) =
-            parse_deb_file_name(&file).ok_or_else(|| format!("unexpected file {file}"))?;
-        let sha256 = sha256_file(&path).map_err(|e| e.to_string())?;
+            parse_deb_file_name(&file).ok_or_else(|| Detail::UnexpectedFile(file.clone()))?;
+        let sha256 = sha256_file(&path)?;
         found.insert(
             name.clone(),
             Package {
@@ -444,11 +434,10 @@ fn downloaded_packages(dir: &Path, wanted: &[String]) -> Result<Vec<Package>, St
     let names: Vec<&String> = found.keys().collect();
     let wanted_names: Vec<&String> = wanted.iter().collect();
     if names != wanted_names {
-        return Err(format!(
-            "downloaded [{}], wanted [{}]",
-            found.keys().cloned().collect::<Vec<_>>().join(" "),
-            wanted.join(" ")
-        ));
+        return Err(Detail::Downloaded {
+            found: found.keys().cloned().collect::<Vec<_>>().join(" "),
+            wanted: wanted.join(" "),
+        });
     }
     Ok(found.into_values().collect())
 }
@@ -480,7 +469,7 @@ fn manifest(arch: &str, requested: &[String], packages: &[Package]) -> String {
     out
 }
 
-fn parse_manifest(text: &str) -> Result<(String, Vec<String>, Vec<Package>), String> {
+fn parse_manifest(text: &str) -> Result<(String, Vec<String>, Vec<Package>), Detail> {
     let (mut arch, mut request, mut packages) = (None, None, Vec::new());
     for line in text.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
@@ -489,7 +478,7 @@ fn parse_manifest(text: &str) -> Result<(String, Vec<String>, Vec<Package>), Str
             ["request", r] => request = Some(r.split(',').map(str::to_string).collect()),
             ["package", name, version, deb, sha256] => {
                 if deb.contains('/') || !deb.ends_with(".deb") {
-                    return Err(format!("manifest names a bad .deb `{deb}`"));
+                    return Err(Detail::BadDeb(deb.to_string()));
                 }
                 packages.push(Package {
                     name: name.to_string(),
@@ -498,37 +487,39 @@ fn parse_manifest(text: &str) -> Result<(String, Vec<String>, Vec<Package>), Str
                     sha256: sha256.to_string(),
                 });
             }
-            _ => return Err(format!("unexpected manifest line `{line}`")),
+            _ => return Err(Detail::ManifestLine(line.to_owned())),
         }
     }
     match (arch, request) {
         (Some(a), Some(r)) if !packages.is_empty() => Ok((a, r, packages)),
-        _ => Err("manifest lacks arch, request or packages".into()),
+        _ => Err(Detail::ManifestIncomplete),
     }
 }
 
-fn check_entry(entry: &Path, arch: &str, requested: &[String]) -> Result<Sysroot, String> {
-    let text = fs::read_to_string(entry.join("manifest")).map_err(|e| format!("manifest: {e}"))?;
+fn check_entry(entry: &Path, arch: &str, requested: &[String]) -> Result<Sysroot, Detail> {
+    let text = fs::read_to_string(entry.join("manifest")).map_err(Detail::Manifest)?;
     let (a, request, packages) = parse_manifest(&text)?;
     if a != arch || request != requested {
-        return Err(format!(
-            "manifest is for {a} [{}], not {arch} [{}]",
-            request.join(" "),
-            requested.join(" ")
-        ));
+        return Err(Detail::ManifestMismatch {
+            arch: a,
+            request: request.join(" "),
+            wanted_arch: arch.to_owned(),
+            wanted: requested.join(" "),
+        });
     }
     for p in &packages {
-        let actual = sha256_file(&entry.join("debs").join(&p.deb)).map_err(|e| e.to_string())?;
+        let actual = sha256_file(&entry.join("debs").join(&p.deb))?;
         if actual != p.sha256 {
-            return Err(format!(
-                "{} has sha256 {actual}, the manifest says {}",
-                p.deb, p.sha256
-            ));
+            return Err(Detail::Sha256 {
+                deb: p.deb.clone(),
+                actual,
+                expected: p.sha256.clone(),
+            });
         }
     }
     let root = entry.join("root");
     if !root.is_dir() {
-        return Err(format!("{} is missing", root.display()));
+        return Err(Detail::NoRoot(root));
     }
     Ok(Sysroot {
         root,
@@ -595,17 +586,15 @@ pub fn parse_readelf(text: &str) -> ElfDeps {
 /// looks for.
 pub fn closure(root: &Path, binary: &str) -> Result<Vec<(PathBuf, String)>, Error> {
     let fail = |step: &'static str| {
-        move |detail: String| Error::Closure {
+        move |detail: Detail| Error::Closure {
             binary: binary.to_string(),
             root: root.display().to_string(),
             step,
-            detail,
+            detail: Box::new(detail),
         }
     };
     if !Path::new(READELF).is_file() {
-        return Err(fail("find tools")(format!(
-            "{READELF} is missing (install the Debian package binutils)"
-        )));
+        return Err(fail("find tools")(Detail::NoReadelf(READELF)));
     }
     let dirs = library_dirs(root).map_err(fail("list library directories"))?;
     let binary_rel = guest_relative(binary).map_err(fail("check the path"))?;
@@ -622,7 +611,12 @@ pub fn closure(root: &Path, binary: &str) -> Result<Vec<(PathBuf, String)>, Erro
             None,
         )
         .map(|out| parse_readelf(&String::from_utf8_lossy(&out.stdout)))
-        .map_err(|e| fail("readelf")(format!("{guest}: {e}")))
+        .map_err(|source| {
+            fail("readelf")(Detail::ToolOn {
+                what: guest.to_owned(),
+                source,
+            })
+        })
     };
 
     let mut out: Vec<(PathBuf, String)> = Vec::new();
@@ -643,8 +637,13 @@ pub fn closure(root: &Path, binary: &str) -> Result<Vec<(PathBuf, String)>, Erro
             && installed.insert(interp.clone())
         {
             let rel = guest_relative(interp).map_err(fail("check the interpreter"))?;
-            let real = resolve_in_root(root, &rel)
-                .map_err(|e| fail("find the interpreter")(format!("{interp} of {guest}: {e}")))?;
+            let real = resolve_in_root(root, &rel).map_err(|e| {
+                fail("find the interpreter")(Detail::Interpreter {
+                    interp: interp.clone(),
+                    binary: guest.clone(),
+                    source: Box::new(e),
+                })
+            })?;
             provided.extend(read(&real, interp)?.soname);
             out.push((real.clone(), interp.clone()));
             queue.push_back((real, interp.clone()));
@@ -674,10 +673,11 @@ pub fn closure(root: &Path, binary: &str) -> Result<Vec<(PathBuf, String)>, Erro
                     .map(|real| (real, format!("/{rel}")))
             });
             let Some((real, lib_guest)) = found else {
-                return Err(fail("find a needed library")(format!(
-                    "`{name}` (needed by {guest}) is in none of {}",
-                    search.join(", ")
-                )));
+                return Err(fail("find a needed library")(Detail::NotFound {
+                    name: name.clone(),
+                    by: guest.clone(),
+                    search: search.join(", "),
+                }));
             };
             provided.insert(name.clone());
             if installed.insert(lib_guest.clone()) {
@@ -692,14 +692,14 @@ pub fn closure(root: &Path, binary: &str) -> Result<Vec<(PathBuf, String)>, Erro
 /// The directories the loader searches, relative to `root`: the multiarch
 /// ones (`lib/<triplet>`, `usr/lib/<triplet>`, with the triplet read from
 /// what exists) first, then `lib`, `usr/lib`, `lib64`, `usr/lib64`.
-fn library_dirs(root: &Path) -> Result<Vec<String>, String> {
+fn library_dirs(root: &Path) -> Result<Vec<String>, Detail> {
     let mut triplets = BTreeSet::new();
     for base in ["lib", "usr/lib"] {
         let Ok(entries) = fs::read_dir(root.join(base)) else {
             continue;
         };
         for entry in entries {
-            let entry = entry.map_err(|e| e.to_string())?;
+            let entry = entry?;
             let name = entry.file_name().to_string_lossy().to_string();
             if name.contains("-linux-") && entry.path().is_dir() {
                 triplets.insert(name);
@@ -717,7 +717,7 @@ fn library_dirs(root: &Path) -> Result<Vec<String>, String> {
 
 /// `path` (absolute or not) as a path relative to the guest's `/`, with no
 /// `..`, `.` or empty components.
-fn guest_relative(path: &str) -> Result<String, String> {
+fn guest_relative(path: &str) -> Result<String, Detail> {
     let rel = path.trim_start_matches('/');
     let ok = !rel.is_empty()
         && Path::new(rel)
@@ -729,14 +729,14 @@ fn guest_relative(path: &str) -> Result<String, String> {
     if ok {
         Ok(rel.to_string())
     } else {
-        Err(format!("bad path `{path}`"))
+        Err(Detail::BadPath(path.to_owned()))
     }
 }
 
 /// The real (non-symlink) file `rel` names inside `root`, following
 /// symlinks as the guest would see them: an absolute target is relative
 /// to `root`, and `..` never leaves it.
-fn resolve_in_root(root: &Path, rel: &str) -> Result<PathBuf, String> {
+fn resolve_in_root(root: &Path, rel: &str) -> Result<PathBuf, Detail> {
     let mut done: Vec<String> = Vec::new();
     let mut todo: VecDeque<String> = rel.split('/').map(str::to_string).collect();
     let mut links = 0;
@@ -751,15 +751,21 @@ fn resolve_in_root(root: &Path, rel: &str) -> Result<PathBuf, String> {
         }
         done.push(c);
         let here = root.join(done.join("/"));
-        let meta = fs::symlink_metadata(&here).map_err(|e| format!("{}: {e}", here.display()))?;
+        let meta = fs::symlink_metadata(&here).map_err(|source| Detail::Path {
+            path: here.clone(),
+            source,
+        })?;
         if !meta.file_type().is_symlink() {
             continue;
         }
         links += 1;
         if links > MAX_SYMLINKS {
-            return Err(format!("{rel}: too many symlinks"));
+            return Err(Detail::TooManySymlinks(rel.to_owned()));
         }
-        let target = fs::read_link(&here).map_err(|e| format!("{}: {e}", here.display()))?;
+        let target = fs::read_link(&here).map_err(|source| Detail::Path {
+            path: here.clone(),
+            source,
+        })?;
         let target = target.to_string_lossy().to_string();
         done.pop();
         if target.starts_with('/') {
@@ -773,7 +779,10 @@ fn resolve_in_root(root: &Path, rel: &str) -> Result<PathBuf, String> {
     if real.is_file() {
         Ok(real)
     } else {
-        Err(format!("{rel}: {} is not a file", real.display()))
+        Err(Detail::NotAFile {
+            rel: rel.to_owned(),
+            real,
+        })
     }
 }
 
