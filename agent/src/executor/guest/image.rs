@@ -36,22 +36,53 @@ const MODULE_DIR: &str = "lib/farm-modules";
 pub enum Error {
     #[error("guest job: {binary}: {detail}")]
     Binary { binary: String, detail: String },
+    /// What `ldd` said, or failed to say, of a binary.
+    #[error("guest job: {binary}: {source}")]
+    Ldd {
+        binary: String,
+        #[source]
+        source: LddError,
+    },
     #[error(transparent)]
     Initramfs(#[from] initramfs::Error),
+}
+
+/// Why the shared libraries of a binary could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum LddError {
+    #[error("cannot run {ldd}: {source}")]
+    Spawn {
+        ldd: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `stderr` is the tail of what it printed.
+    #[error("{ldd} exited with {status}: {stderr}")]
+    Exited {
+        ldd: &'static str,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+    #[error("ldd cannot resolve the shared library `{0}`")]
+    NotFound(String),
+    #[error("unexpected ldd line `{0}`")]
+    UnexpectedLine(String),
+    #[error("refusing the library path in `{0}`")]
+    BadPath(String),
 }
 
 /// The shared libraries (and loader) of `binary`, by `ldd`; a binary with a
 /// library ldd cannot find is refused, naming it. A static binary has none.
 pub fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, Error> {
-    let fail = |detail: String| Error::Binary {
+    let fail = |source: LddError| Error::Ldd {
         binary: binary.display().to_string(),
-        detail,
+        source,
     };
     let out = Command::new(LDD)
         .arg(binary)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| fail(format!("cannot run {LDD}: {e}")))?;
+        .map_err(|source| fail(LddError::Spawn { ldd: LDD, source }))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
@@ -60,18 +91,18 @@ pub fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, Error> {
         {
             return Ok(Vec::new());
         }
-        return Err(fail(format!(
-            "{LDD} exited with {}: {}",
-            out.status,
-            tail(&stderr, 5)
-        )));
+        return Err(fail(LddError::Exited {
+            ldd: LDD,
+            status: out.status,
+            stderr: tail(&stderr, 5),
+        }));
     }
     parse_ldd(&stdout).map_err(fail)
 }
 
 /// The absolute paths in `ldd`'s output. `name => not found` is an error
 /// naming the library; the vDSO (no path) is skipped.
-pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, String> {
+pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, LddError> {
     let mut libs = Vec::new();
     for line in out.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if line.contains("statically linked") {
@@ -82,7 +113,7 @@ pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, String> {
             None => (line, line),
         };
         if target.starts_with("not found") {
-            return Err(format!("ldd cannot resolve the shared library `{name}`"));
+            return Err(LddError::NotFound(name.to_owned()));
         }
         let path = target.split_whitespace().next().unwrap_or("");
         if path.is_empty() || path.starts_with('(') {
@@ -91,7 +122,7 @@ pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, String> {
         let path = Path::new(path);
         if !path.is_absolute() {
             if line.contains("=>") {
-                return Err(format!("unexpected ldd line `{line}`"));
+                return Err(LddError::UnexpectedLine(line.to_owned()));
             }
             continue; // the vDSO without "=>"
         }
@@ -99,7 +130,7 @@ pub fn parse_ldd(out: &str) -> Result<Vec<PathBuf>, String> {
             .components()
             .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
         {
-            return Err(format!("refusing the library path in `{line}`"));
+            return Err(LddError::BadPath(line.to_owned()));
         }
         if !libs.iter().any(|l: &PathBuf| l == path) {
             libs.push(path.to_path_buf());

@@ -31,7 +31,9 @@ fn ldd_output() {
             PathBuf::from("/lib64/ld-linux-x86-64.so.2"),
         ]
     );
-    let e = parse_ldd(&format!("{out}\tlibfoo.so.3 => not found\n")).unwrap_err();
+    let e = parse_ldd(&format!("{out}\tlibfoo.so.3 => not found\n"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("`libfoo.so.3`"), "{e}");
     assert!(parse_ldd("\tstatically linked\n").unwrap().is_empty());
     assert!(parse_ldd("\tlibx.so => /lib/../etc/x (0x1)\n").is_err());
