@@ -44,6 +44,25 @@ pub enum Error {
     },
     #[error("restoring {entry}: {why}")]
     Undo { entry: String, why: String },
+    #[error("restoring {entry}: {source}")]
+    Cgroup {
+        entry: String,
+        #[source]
+        source: CgroupError,
+    },
+}
+
+/// Why one of our cgroups could not be removed.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    #[error("{}: processes {pids:?} will not die", path.display())]
+    WillNotDie { path: PathBuf, pids: Vec<i32> },
+    #[error("{}: {source}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -301,7 +320,10 @@ fn undo(root: &Path, e: &Entry) -> Result<()> {
                 let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
             }
         }
-        Entry::Cgroup { path } => remove_cgroup(path).map_err(fail)?,
+        Entry::Cgroup { path } => remove_cgroup(path).map_err(|source| Error::Cgroup {
+            entry: e.to_line(),
+            source,
+        })?,
         Entry::SubtreeControl { path, controller } => {
             let file = path.join("cgroup.subtree_control");
             fs::write(&file, format!("-{controller}"))
@@ -312,7 +334,7 @@ fn undo(root: &Path, e: &Entry) -> Result<()> {
 }
 
 /// Kills whatever is left in one of our cgroups and removes it.
-pub fn remove_cgroup(path: &Path) -> Result<(), String> {
+pub fn remove_cgroup(path: &Path) -> Result<(), CgroupError> {
     if !path.exists() {
         return Ok(());
     }
@@ -331,10 +353,10 @@ pub fn remove_cgroup(path: &Path) -> Result<(), String> {
             let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "{}: processes {pids:?} will not die",
-                path.display()
-            ));
+            return Err(CgroupError::WillNotDie {
+                path: path.to_path_buf(),
+                pids,
+            });
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -347,7 +369,12 @@ pub fn remove_cgroup(path: &Path) -> Result<(), String> {
                 let _ = e;
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => {
+                return Err(CgroupError::Remove {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
         }
     }
     // Our parents (…/farm/<run>, …/farm) go too once empty; others' are kept.
