@@ -42,6 +42,32 @@ use std::path::{Path, PathBuf};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Why a line of a kernel file did not parse: [`Error::Parse`] names the
+/// file, the line and its content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseReason {
+    /// One of the fixed reasons the parsers give, e.g. `no CPU header`.
+    #[error("{0}")]
+    Plain(&'static str),
+    /// A task stat file without field `n`.
+    #[error("no field {n} ({name})")]
+    NoField { n: usize, name: &'static str },
+    #[error("field {n} ({name}) is not a number")]
+    FieldNotNumber { n: usize, name: &'static str },
+    #[error(transparent)]
+    CpuList(#[from] crate::capabilities::parse::ParseError),
+    #[error(transparent)]
+    Interrupts(#[from] interrupts::LineError),
+    #[error(transparent)]
+    ProcStat(#[from] procstat::LineError),
+}
+
+impl From<&'static str> for ParseReason {
+    fn from(reason: &'static str) -> Self {
+        ParseReason::Plain(reason)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Displays as `/proc/interrupts line 3: expected 2 per-CPU counts, found 1: "RES: 7"`.
@@ -50,7 +76,8 @@ pub enum Error {
         file: String,
         /// 1-based; 1 for single-line files.
         line: usize,
-        reason: String,
+        /// Boxed: it is large, and every telemetry result carries it.
+        reason: Box<ParseReason>,
         /// The offending line, cut to a readable length.
         content: String,
     },
@@ -74,11 +101,11 @@ pub enum Error {
 
 impl Error {
     /// A parse error in `file` at `line` (1-based).
-    fn parse(file: &str, line: usize, reason: impl Into<String>, content: &str) -> Self {
+    fn parse(file: &str, line: usize, reason: impl Into<ParseReason>, content: &str) -> Self {
         Error::Parse {
             file: file.to_owned(),
             line,
-            reason: reason.into(),
+            reason: Box::new(reason.into()),
             content: excerpt(content),
         }
     }

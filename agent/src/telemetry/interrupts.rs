@@ -43,6 +43,26 @@ use super::{Error, Result};
 /// The canonical name errors use; [`read`] replaces it with the path it read.
 const FILE: &str = "/proc/interrupts";
 
+/// Why the header or a line of `/proc/interrupts` did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("header column {0:?} is not CPU<n>")]
+    HeaderColumn(String),
+    #[error("CPU{0} appears twice in the header")]
+    HeaderTwice(u32),
+    #[error("no CPU columns in the header")]
+    NoCpuColumns,
+    #[error("no colon after the interrupt name")]
+    NoColon,
+    #[error("bad interrupt name {0:?}")]
+    BadName(String),
+    /// Fewer (or more) counts than the header has CPUs.
+    #[error("expected {expected} per-CPU counts, found {found}")]
+    CountsShort { expected: usize, found: usize },
+    #[error("count {0:?} does not fit in 64 bits")]
+    CountTooLarge(String),
+}
+
 /// One sample of `/proc/interrupts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interrupts {
@@ -82,7 +102,7 @@ pub fn parse(text: &str) -> Result<Interrupts> {
 }
 
 /// The header: `CPU0       CPU1`, or `CPU0 CPU2 CPU3` with cpu1 offline.
-fn parse_header(header: &str) -> Result<Vec<u32>, String> {
+fn parse_header(header: &str) -> Result<Vec<u32>, LineError> {
     let mut cpus = Vec::new();
     let mut seen = BTreeSet::new();
     for column in header.split_whitespace() {
@@ -90,26 +110,26 @@ fn parse_header(header: &str) -> Result<Vec<u32>, String> {
             .strip_prefix("CPU")
             .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|n| n.parse::<u32>().ok())
-            .ok_or_else(|| format!("header column {column:?} is not CPU<n>"))?;
+            .ok_or_else(|| LineError::HeaderColumn(column.to_owned()))?;
         if !seen.insert(cpu) {
-            return Err(format!("CPU{cpu} appears twice in the header"));
+            return Err(LineError::HeaderTwice(cpu));
         }
         cpus.push(cpu);
     }
     if cpus.is_empty() {
-        return Err("no CPU columns in the header".to_owned());
+        return Err(LineError::NoCpuColumns);
     }
     Ok(cpus)
 }
 
 /// One line below the header, with `n_cpus` columns expected.
-fn parse_line(line: &str, n_cpus: usize) -> Result<Line, String> {
+fn parse_line(line: &str, n_cpus: usize) -> Result<Line, LineError> {
     let Some((name, rest)) = line.split_once(':') else {
-        return Err("no colon after the interrupt name".to_owned());
+        return Err(LineError::NoColon);
     };
     let name = name.trim();
     if name.is_empty() || name.contains(char::is_whitespace) {
-        return Err(format!("bad interrupt name {name:?}"));
+        return Err(LineError::BadName(name.to_owned()));
     }
     // Take up to `n_cpus` leading numbers; whatever follows is the description. The
     // description may itself hold numbers (an ARM GIC's hardware irq), hence the limit.
@@ -132,17 +152,17 @@ fn parse_line(line: &str, n_cpus: usize) -> Result<Line, String> {
         }
         let count = token
             .parse::<u64>()
-            .map_err(|_| format!("count {token:?} does not fit in 64 bits"))?;
+            .map_err(|_| LineError::CountTooLarge(token.to_owned()))?;
         counts.push(count);
         pos = token_start + token_len;
     }
     let description = rest[description_start..].trim().to_owned();
     let machine_wide = counts.len() == 1 && description.is_empty();
     if counts.len() != n_cpus && !machine_wide {
-        return Err(format!(
-            "expected {n_cpus} per-CPU counts, found {}",
-            counts.len()
-        ));
+        return Err(LineError::CountsShort {
+            expected: n_cpus,
+            found: counts.len(),
+        });
     }
     Ok(Line {
         name: name.to_owned(),

@@ -54,6 +54,19 @@ use super::{Error, Result};
 /// The canonical name errors use; [`read`] replaces it with the path it read.
 const FILE: &str = "/proc/stat";
 
+/// Why a `cpu` line of `/proc/stat` did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("{0:?} is not a tick count")]
+    Ticks(String),
+    #[error("expected at least 4 time columns, found {0}")]
+    TooFewColumns(usize),
+    #[error("{0:?} is not cpu<N>")]
+    NotCpuN(String),
+    #[error("second line for cpu{0}")]
+    SecondLine(u32),
+}
+
 /// The time columns of one `cpu` line, in USER_HZ ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuTimes {
@@ -125,7 +138,7 @@ pub fn parse(text: &str) -> Result<ProcStat> {
         let Some(label) = fields.next().filter(|l| l.starts_with("cpu")) else {
             continue;
         };
-        let bad = |reason: String| Error::parse(FILE, no, reason, line);
+        let bad = |reason: LineError| Error::parse(FILE, no, reason, line);
         let times = parse_times(fields).map_err(bad)?;
         match &label[3..] {
             "" => total = Some(times),
@@ -134,9 +147,9 @@ pub fn parse(text: &str) -> Result<ProcStat> {
                     .parse::<u32>()
                     .ok()
                     .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))
-                    .ok_or_else(|| bad(format!("{label:?} is not cpu<N>")))?;
+                    .ok_or_else(|| bad(LineError::NotCpuN(label.to_owned())))?;
                 if per_cpu.insert(cpu, times).is_some() {
-                    return Err(bad(format!("second line for cpu{cpu}")));
+                    return Err(bad(LineError::SecondLine(cpu)));
                 }
             }
         }
@@ -147,20 +160,20 @@ pub fn parse(text: &str) -> Result<ProcStat> {
 
 /// The time columns after the label: at least the four that every kernel prints, at
 /// most the ten known ones (later additions are ignored).
-fn parse_times<'a>(fields: impl Iterator<Item = &'a str>) -> Result<CpuTimes, String> {
+fn parse_times<'a>(fields: impl Iterator<Item = &'a str>) -> Result<CpuTimes, LineError> {
     let mut t = [0u64; 10];
     let mut n = 0;
     for field in fields {
         let value = field
             .parse::<u64>()
-            .map_err(|_| format!("{field:?} is not a tick count"))?;
+            .map_err(|_| LineError::Ticks(field.to_owned()))?;
         if let Some(slot) = t.get_mut(n) {
             *slot = value;
         }
         n += 1;
     }
     if n < 4 {
-        return Err(format!("expected at least 4 time columns, found {n}"));
+        return Err(LineError::TooFewColumns(n));
     }
     Ok(CpuTimes::from(t))
 }

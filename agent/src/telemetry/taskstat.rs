@@ -23,7 +23,7 @@ mod tests;
 use std::io;
 use std::path::Path;
 
-use super::{Error, Result};
+use super::{Error, ParseReason, Result};
 
 /// The canonical name errors use; the readers replace it with the path they read.
 const FILE: &str = "/proc/<pid>/task/<tid>/stat";
@@ -56,7 +56,7 @@ impl TaskSample {
 /// Parses the text of a task `stat` file.
 pub fn parse(text: &str) -> Result<TaskSample> {
     let line = text.trim_end_matches('\n');
-    let bad = |reason: &str| Error::parse(FILE, 1, reason, line);
+    let bad = |reason: &'static str| Error::parse(FILE, 1, reason, line);
     let (Some(open), Some(close)) = (line.find('('), line.rfind(')')) else {
         return Err(bad("no comm in parentheses"));
     };
@@ -76,11 +76,11 @@ pub fn parse(text: &str) -> Result<TaskSample> {
         (Some(c), None) if c.is_ascii_alphabetic() => c,
         _ => return Err(bad("the state is not a single letter")),
     };
-    let number = |n: usize, name: &str| -> Result<u64> {
+    let number = |n: usize, name: &'static str| -> Result<u64> {
         field(n)
-            .ok_or_else(|| bad(&format!("no field {n} ({name})")))?
+            .ok_or_else(|| Error::parse(FILE, 1, ParseReason::NoField { n, name }, line))?
             .parse::<u64>()
-            .map_err(|_| bad(&format!("field {n} ({name}) is not a number")))
+            .map_err(|_| Error::parse(FILE, 1, ParseReason::FieldNotNumber { n, name }, line))
     };
     let utime = number(14, "utime")?;
     let stime = number(15, "stime")?;

@@ -159,7 +159,7 @@ pub fn synthesize(files: &Files) -> Result<Domains> {
             None => Ok(None),
             Some(content) => parse_cpu_list(content)
                 .map(|cpus| Some(cpus.into_iter().collect()))
-                .map_err(|e| Error::parse(&sysfs_file(key), 1, e.to_string(), content.trim())),
+                .map_err(|e| Error::parse(&sysfs_file(key), 1, e, content.trim())),
         }
     };
     let online = cpu_list("cpu/online")?
@@ -292,7 +292,7 @@ fn last_level_cache(files: &Files, dir: &str) -> Result<Option<BTreeSet<u32>>> {
             continue;
         };
         let cpus = parse_cpu_list(shared)
-            .map_err(|e| Error::parse(&sysfs_file(&shared_key), 1, e.to_string(), shared.trim()))?;
+            .map_err(|e| Error::parse(&sysfs_file(&shared_key), 1, e, shared.trim()))?;
         if best.as_ref().is_none_or(|(l, _)| level > *l) {
             best = Some((level, cpus.into_iter().collect()));
         }
@@ -676,14 +676,8 @@ fn read_sysfs_files(root: &Path) -> Result<Files> {
     let mut files = Files::new();
     let online_path = base.join("cpu/online");
     let online = super::read_text(&online_path)?;
-    let cpus = parse_cpu_list(&online).map_err(|e| {
-        Error::parse(
-            &online_path.display().to_string(),
-            1,
-            e.to_string(),
-            online.trim(),
-        )
-    })?;
+    let cpus = parse_cpu_list(&online)
+        .map_err(|e| Error::parse(&online_path.display().to_string(), 1, e, online.trim()))?;
     files.insert("cpu/online".to_owned(), online);
     for cpu in cpus {
         let dir = format!("cpu/cpu{cpu}");

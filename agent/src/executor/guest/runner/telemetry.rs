@@ -510,10 +510,11 @@ pub fn build(
         (false, true) => return Err(BuildError::IrqBeforeOnly),
         (true, false) => return Err(BuildError::IrqAfterOnly),
         (false, false) => {
-            let parse =
-                |lines: &[String]| interrupts::parse(&lines.join("\n")).map_err(BuildError::Irq);
+            let parse = |lines: &[String]| {
+                interrupts::parse(&lines.join("\n")).map_err(|e| BuildError::Irq(Box::new(e)))
+            };
             let (before, after) = (parse(&obs.irq_before)?, parse(&obs.irq_after)?);
-            Some(interrupts::delta(&before, &after).map_err(BuildError::Irq)?)
+            Some(interrupts::delta(&before, &after).map_err(|e| BuildError::Irq(Box::new(e)))?)
         }
     };
     let collected = obs.collected()?;
@@ -588,7 +589,7 @@ fn cut(s: &str) -> String {
 fn reason(e: crate::telemetry::Error) -> Reason {
     match e {
         crate::telemetry::Error::Parse { reason, .. } => Reason::Proc(reason),
-        e => Reason::Proc(e.to_string()),
+        e => Reason::ProcOther(e.to_string()),
     }
 }
 

@@ -30,10 +30,15 @@ pub enum Reason {
     CtxtShape,
     #[error("{0:?} is not a count")]
     Count(String),
-    /// The reason of a [`crate::telemetry::Error`] (of its `Parse` variant,
-    /// else the whole error's text): the line is named by the caller.
+    /// The reason of a [`crate::telemetry::Error::Parse`]: the line is named
+    /// by the caller.
+    /// Boxed, as [`Reason::CpuList`].
+    #[error(transparent)]
+    Proc(Box<crate::telemetry::ParseReason>),
+    /// Any other telemetry error, which the parsers used here do not give;
+    /// as text, since those errors (I/O) are neither `Clone` nor `Eq`.
     #[error("{0}")]
-    Proc(String),
+    ProcOther(String),
     #[error("the session is not a number")]
     SessionNotNumber,
     #[error("session {0} is not a workload's (0 is the kernel threads', 1 init's)")]
@@ -91,8 +96,9 @@ pub enum BuildError {
     IrqBeforeOnly,
     #[error("`irq after` lines without `irq before` lines")]
     IrqAfterOnly,
+    /// Boxed: a telemetry error is large, and so would every result be.
     #[error("irq: {0}")]
-    Irq(#[source] crate::telemetry::Error),
+    Irq(#[source] Box<crate::telemetry::Error>),
     #[error("`sample` lines but no `session` line: the workload's tasks are unknown")]
     NoSession,
     /// Carries the sweep's `sample` line.
