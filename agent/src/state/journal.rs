@@ -44,12 +44,10 @@ pub enum Error {
     },
     #[error("restoring {entry}: {why}")]
     Undo { entry: String, why: String },
-    #[error("restoring {entry}: {source}")]
-    Cgroup {
-        entry: String,
-        #[source]
-        source: CgroupError,
-    },
+    /// `why` is not a `#[source]`: the message already holds its text, and
+    /// an error chain (anyhow's `Caused by`) would print it twice.
+    #[error("restoring {entry}: {why}")]
+    Cgroup { entry: String, why: CgroupError },
 }
 
 /// Why one of our cgroups could not be removed.
@@ -320,9 +318,9 @@ fn undo(root: &Path, e: &Entry) -> Result<()> {
                 let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
             }
         }
-        Entry::Cgroup { path } => remove_cgroup(path).map_err(|source| Error::Cgroup {
+        Entry::Cgroup { path } => remove_cgroup(path).map_err(|why| Error::Cgroup {
             entry: e.to_line(),
-            source,
+            why,
         })?,
         Entry::SubtreeControl { path, controller } => {
             let file = path.join("cgroup.subtree_control");

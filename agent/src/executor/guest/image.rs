@@ -37,12 +37,10 @@ pub enum Error {
     #[error("guest job: {binary}: {detail}")]
     Binary { binary: String, detail: String },
     /// What `ldd` said, or failed to say, of a binary.
-    #[error("guest job: {binary}: {source}")]
-    Ldd {
-        binary: String,
-        #[source]
-        source: LddError,
-    },
+    /// `detail` is not a `#[source]`: the message already holds its text,
+    /// and an error chain (anyhow's `Caused by`) would print it twice.
+    #[error("guest job: {binary}: {detail}")]
+    Ldd { binary: String, detail: LddError },
     #[error(transparent)]
     Initramfs(#[from] initramfs::Error),
 }
@@ -74,9 +72,9 @@ pub enum LddError {
 /// The shared libraries (and loader) of `binary`, by `ldd`; a binary with a
 /// library ldd cannot find is refused, naming it. A static binary has none.
 pub fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, Error> {
-    let fail = |source: LddError| Error::Ldd {
+    let fail = |detail: LddError| Error::Ldd {
         binary: binary.display().to_string(),
-        source,
+        detail,
     };
     let out = Command::new(LDD)
         .arg(binary)

@@ -14,7 +14,8 @@ pub enum Error {
         packages: String,
         step: &'static str,
         /// Boxed: a tool's error is large, and so would every result be.
-        #[source]
+        /// Not a `#[source]`: the message already holds its text, and an
+        /// error chain (anyhow's `Caused by`) would print it twice.
         detail: Box<Detail>,
     },
     #[error("closure of {binary} in {root}: {step}: {detail}")]
@@ -23,7 +24,8 @@ pub enum Error {
         root: String,
         step: &'static str,
         /// Boxed: a tool's error is large, and so would every result be.
-        #[source]
+        /// Not a `#[source]`: the message already holds its text, and an
+        /// error chain (anyhow's `Caused by`) would print it twice.
         detail: Box<Detail>,
     },
 }
