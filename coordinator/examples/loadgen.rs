@@ -503,24 +503,7 @@ async fn main() -> Result<()> {
     let mut refreshed = results_refresh(&metrics_addr)?;
     for _ in 0..args.matrices.max(1) {
         let t = Instant::now();
-        submitted = farm
-            .submit_matrix(SubmitMatrixRequest {
-                file_name: "loadgen.toml".into(),
-                toml: toml.clone(),
-            })
-            .await?
-            .into_inner();
-        let mut watch = farm
-            .watch_matrix(WatchMatrixRequest {
-                matrix_id: submitted.matrix_id.clone(),
-            })
-            .await?
-            .into_inner();
-        while let Some(st) = watch.message().await? {
-            if st.state != farm_proto::MatrixState::Running as i32 {
-                break;
-            }
-        }
+        submitted = run_matrix(&mut farm, "loadgen.toml", &toml).await?;
         walls.push(t.elapsed().as_secs_f64());
         // The gauges are redone right after the final status is published.
         let t = Instant::now();
