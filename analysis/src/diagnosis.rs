@@ -218,28 +218,9 @@ fn topology_lines(baseline: &[String], candidate: &[String]) -> Vec<Line> {
         .collect()
 }
 
-/// `0-3,6`.
+/// `0-3,6`: the kernel's CPU list form, as `farm_spec::CpuSet` prints it.
 fn cpu_list(cpus: &[u32]) -> String {
-    let mut cpus = cpus.to_vec();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
+    farm_spec::CpuSet::from_cpus(cpus.iter().copied()).to_string()
 }
 
 /// More runnable threads than CPUs on a node, on average.
