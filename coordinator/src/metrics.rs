@@ -91,6 +91,7 @@ pub struct Metrics {
     agents_connected: Replaced,
     runs: IntGaugeVec,
     runs_finished: IntCounterVec,
+    rejected_messages: IntCounterVec,
     assignment_latency: Histogram,
     run_duration: Histogram,
     store_commit_latency: Histogram,
@@ -155,6 +156,18 @@ impl Metrics {
         )
         .expect("valid counter options");
         register(&registry, runs_finished.clone());
+        let rejected_messages = IntCounterVec::new(
+            Opts::new(
+                "farm_rejected_messages_total",
+                "Messages from agents dropped because they concern an attempt not leased to \
+                 the agent that sent them (a result, a progress report or a claim in its \
+                 hello), or carry values outside their metric's domain, or try to take over \
+                 another agent's live session. Any increase is a misbehaving or hostile agent.",
+            ),
+            &["reason"],
+        )
+        .expect("valid counter options");
+        register(&registry, rejected_messages.clone());
         let assignment_latency = histogram(
             &registry,
             "farm_run_assignment_latency_seconds",
@@ -310,6 +323,7 @@ impl Metrics {
             agents_connected,
             runs,
             runs_finished,
+            rejected_messages,
             assignment_latency,
             run_duration,
             store_commit_latency,
@@ -337,6 +351,11 @@ impl Metrics {
         if let Some(d) = ran {
             self.run_duration.observe(d.as_secs_f64());
         }
+    }
+
+    /// A message of an agent was dropped for `reason` (`scheduler::provenance`).
+    pub fn message_rejected(&self, reason: &str) {
+        self.rejected_messages.with_label_values(&[reason]).inc();
     }
 
     /// The results gauges, for the thread that computes summaries.

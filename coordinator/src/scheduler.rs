@@ -171,6 +171,9 @@ pub enum Error {
     UnknownSchedule(String),
     #[error("unknown agent id {0}; call Register first")]
     UnknownAgent(String),
+    /// Another caller asked for the id of an agent whose stream is open.
+    #[error("agent {0} has a live session; another one may not take it over")]
+    AgentInUse(String),
     /// The agent's stream is closed: it was silent longer than its lease.
     #[error("lease expired: no heartbeat")]
     LeaseExpired,
@@ -235,6 +238,11 @@ struct RunMem {
     /// The current attempt's trace span, from assignment until its result
     /// is committed; the agent's spans of the attempt are its children.
     span: Span,
+    /// Every (agent, attempt) this run was leased to: only their messages
+    /// about it count (`provenance`), a late result of a lost attempt
+    /// included. As long as its attempts (`max_attempts`, plus the rare
+    /// adoption of a run back from an agent that lost it).
+    holders: Vec<(String, u32)>,
 }
 
 struct Scheduler {
@@ -272,6 +280,7 @@ struct Scheduler {
     /// The counter behind matrices' versions.
     generation: u64,
     summaries: summaries::Worker,
+    rejections: provenance::Rejections,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
@@ -314,6 +323,7 @@ pub fn spawn_with(
         crons: watch::channel(Vec::new()).0,
         generation: 0,
         summaries,
+        rejections: provenance::Rejections::default(),
     };
     s.recover()?;
     let crons = s.crons.subscribe();
@@ -420,7 +430,7 @@ impl Scheduler {
                 reply,
             } => {
                 let id = self.register(*capabilities, resume_agent_id);
-                self.reply(reply, Ok(id));
+                self.reply(reply, id);
             }
             Event::SessionOpen {
                 hello,
@@ -485,6 +495,7 @@ mod ingest;
 mod leases;
 mod matrices;
 mod observe;
+mod provenance;
 mod recovery;
 mod reruns;
 mod summaries;

@@ -33,6 +33,7 @@ impl From<scheduler::Error> for Status {
             E::UnknownMatrix(_) | E::UnknownSchedule(_) | E::UnknownAgent(_) => {
                 Status::not_found(message)
             }
+            E::AgentInUse(_) => Status::failed_precondition(message),
             E::LeaseExpired | E::ShuttingDown => Status::unavailable(message),
             E::Store(_) => Status::internal(message),
         }

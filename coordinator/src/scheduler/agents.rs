@@ -12,6 +12,7 @@ use farm_proto::{
 };
 use tracing::{debug, info, warn};
 
+use super::provenance::{self, Rejection};
 use super::{Agent, AgentTx, Error, Scheduler, now_ms, random_id};
 use crate::store::{AgentRecord, Op, RunState};
 
@@ -29,12 +30,22 @@ impl Scheduler {
         }
     }
 
-    pub(super) fn register(&mut self, capabilities: Capabilities, resume: String) -> String {
+    pub(super) fn register(
+        &mut self,
+        capabilities: Capabilities,
+        resume: String,
+    ) -> Result<String, Error> {
         let now = now_ms();
-        let id = if !resume.is_empty() && self.agents.contains_key(&resume) {
-            resume
-        } else {
-            random_id("a")
+        let id = match self.agents.get(&resume) {
+            // A live session is never replaced: the caller is another
+            // process (its own stream would have closed first), and taking
+            // the id over would hand it the victim's run.
+            Some(a) if a.session.is_some() => {
+                self.reject(&resume, Rejection::Takeover, "");
+                return Err(Error::AgentInUse(resume));
+            }
+            Some(_) => resume,
+            None => random_id("a"),
         };
         info!(agent = %id, host = %capabilities.hostname, arch = %capabilities.arch,
               kernel = %capabilities.kernel_release, cpus = capabilities.cpus_online, "agent registered");
@@ -57,7 +68,7 @@ impl Scheduler {
         })));
         let caps = a.capabilities.clone();
         self.catalogue_changed(&caps);
-        id
+        Ok(id)
     }
 
     /// An agent's catalogue changed while it was connected (a kernel
@@ -94,6 +105,10 @@ impl Scheduler {
         let Some(a) = self.agents.get_mut(&hello.agent_id) else {
             return Err(Error::UnknownAgent(hello.agent_id));
         };
+        if a.session.is_some() {
+            self.reject(&hello.agent_id, Rejection::Takeover, "");
+            return Err(Error::AgentInUse(hello.agent_id));
+        }
         a.session = Some((session, tx));
         a.lease_until = Instant::now() + lease;
         self.fleet_changed = true;
@@ -124,13 +139,30 @@ impl Scheduler {
         Ok(())
     }
 
-    /// An agent says it is executing `r`: it is busy with it whatever we think.
+    /// An agent says it is executing `r`: if that attempt was leased to it,
+    /// it is busy with it whatever we think; if not, it is told to stop and
+    /// the run is left to whoever holds it.
     pub(super) fn adopt(&mut self, agent_id: &str, r: RunRef) {
+        let leased = self
+            .runs
+            .get(&r.run_id)
+            .map(|run| provenance::was_leased(run, agent_id, r.attempt));
+        match leased {
+            None => {
+                self.outbox.push((agent_id.to_string(), cancel_msg(r)));
+                return;
+            }
+            Some(false) => {
+                self.reject(agent_id, Rejection::ClaimNotLeased, &r.run_id);
+                self.outbox.push((agent_id.to_string(), cancel_msg(r)));
+                return;
+            }
+            Some(true) => {}
+        }
         if let Some(a) = self.agents.get_mut(agent_id) {
             a.current = Some(r.clone());
         }
         let Some(run) = self.runs.get_mut(&r.run_id) else {
-            self.outbox.push((agent_id.to_string(), cancel_msg(r)));
             return;
         };
         match run.rec.state {
@@ -177,7 +209,16 @@ impl Scheduler {
             }
             agent_message::Msg::Heartbeat(_) => {}
             agent_message::Msg::Progress(p) => {
-                debug!(agent = %agent_id, run = ?p.run, phase = %p.phase, "progress");
+                let r = p.run.unwrap_or_default();
+                let held = self
+                    .runs
+                    .get(&r.run_id)
+                    .is_some_and(|run| provenance::holds(run, agent_id, r.attempt));
+                if held {
+                    debug!(agent = %agent_id, run = %r.run_id, phase = %farm_spec::excerpt(&p.phase), "progress");
+                } else {
+                    self.reject(agent_id, Rejection::ProgressNotLeased, &r.run_id);
+                }
             }
             agent_message::Msg::Result(res) => self.result(agent_id, res),
             agent_message::Msg::Capabilities(caps) => self.capabilities_changed(agent_id, caps),

@@ -74,6 +74,7 @@ impl Scheduler {
         };
         run.rec.state = RunState::Assigned;
         run.rec.attempt += 1;
+        run.holders.push((agent_id.to_string(), run.rec.attempt));
         run.rec.agent_id = agent_id.to_string();
         run.assigned_at = Some(Instant::now());
         let queued = run.queued_at.elapsed();

@@ -3,7 +3,8 @@
 //! any other copy of the run, and may call for more runs.
 //!
 //! Invariant: every result is acknowledged, and only after the batch that
-//! recorded it is committed; a run counts its first result only.
+//! recorded it is committed; a run counts its first result only, and only
+//! a result of an attempt leased to its sender (`provenance`).
 
 use farm_proto::trace::TARGET;
 use farm_proto::{RunRef, RunResult};
@@ -11,6 +12,7 @@ use tracing::{Span, debug, info_span, warn};
 
 use super::Scheduler;
 use super::agents::{ack_msg, cancel_msg};
+use super::provenance::{self, Rejection};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -19,7 +21,21 @@ impl Scheduler {
             warn!(agent = %agent_id, "result without a run reference dropped");
             return;
         };
+        // Acknowledged whatever becomes of it, so that the sender forgets
+        // it rather than sending it again on every reconnect.
         let ack = (agent_id.to_string(), ack_msg(rref.clone()));
+        let Some(run) = self.runs.get(&rref.run_id) else {
+            self.reject(agent_id, Rejection::UnknownRun, &rref.run_id);
+            self.outbox.push(ack);
+            return;
+        };
+        if !provenance::was_leased(run, agent_id, rref.attempt) {
+            // Another agent's attempt, or one nobody was given: the run and
+            // whoever holds it are left alone.
+            self.reject(agent_id, Rejection::ResultNotLeased, &rref.run_id);
+            self.outbox.push(ack);
+            return;
+        }
         if let Some(a) = self.agents.get_mut(agent_id)
             && a.current.as_ref() == Some(&rref)
         {
@@ -27,8 +43,6 @@ impl Scheduler {
         }
         self.refresh_idle(agent_id);
         let Some(run) = self.runs.get_mut(&rref.run_id) else {
-            warn!(agent = %agent_id, run = %rref.run_id, "result for an unknown run dropped");
-            self.outbox.push(ack);
             return;
         };
         if run.rec.state.is_terminal() {
@@ -37,12 +51,26 @@ impl Scheduler {
             self.outbox.push(ack);
             return;
         }
+        let leased_for = provenance::holds(run, agent_id, rref.attempt)
+            .then_some(run.assigned_at)
+            .flatten()
+            .map(|t| t.elapsed());
+        let res = match res
+            .ok
+            .then(|| provenance::bad_value(&res, leased_for))
+            .flatten()
+        {
+            Some(why) => {
+                warn!(agent = %agent_id, run = %rref.run_id, "{why}: the run fails");
+                provenance::refused(res, why)
+            }
+            None => res,
+        };
         if run.rec.state == RunState::Queued
             && let Some(q) = self.queues.get_mut(&(run.matrix_seq, run.rec.cell))
         {
             q.remove(&run.rec.seq);
         }
-        // Another agent may be running a later attempt: stop it.
         // Another copy may be running — elsewhere, or a later attempt on this
         // very agent: stop it.
         let other = (run.rec.state == RunState::Assigned

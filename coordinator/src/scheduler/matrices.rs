@@ -122,6 +122,7 @@ impl Scheduler {
             self.runs.insert(
                 r.run_id.clone(),
                 RunMem {
+                    holders: Vec::new(),
                     rec: r,
                     matrix_seq: seq,
                     assigned_at: None,

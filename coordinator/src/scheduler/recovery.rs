@@ -92,6 +92,11 @@ impl Scheduler {
             self.runs.insert(
                 r.run_id.clone(),
                 RunMem {
+                    // Only the last holder is on disk.
+                    holders: (!r.agent_id.is_empty())
+                        .then(|| (r.agent_id.clone(), r.attempt))
+                        .into_iter()
+                        .collect(),
                     rec: r,
                     matrix_seq,
                     assigned_at: None,

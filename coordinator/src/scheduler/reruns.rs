@@ -122,6 +122,7 @@ impl Scheduler {
         self.runs.insert(
             rec.run_id.clone(),
             RunMem {
+                holders: Vec::new(),
                 rec,
                 matrix_seq: m.rec.seq,
                 assigned_at: None,

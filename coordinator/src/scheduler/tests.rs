@@ -40,6 +40,7 @@ fn drain(rx: &mut Rx) -> Vec<String> {
 
 struct Farm {
     h: Handle,
+    registry: prometheus::Registry,
     _dir: tempfile::TempDir,
 }
 
@@ -47,7 +48,9 @@ impl Farm {
     fn new(lease_ms: u32, max_attempts: u32) -> Farm {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let (h, _thread) = spawn(
+        let metrics = Metrics::new(crate::metrics::DEFAULT_SERIES_LIMIT);
+        let registry = metrics.registry().clone();
+        let (h, _thread) = spawn_with(
             store,
             Config {
                 heartbeat_ms: 1000,
@@ -55,9 +58,14 @@ impl Farm {
                 max_attempts,
                 ..Default::default()
             },
+            metrics,
         )
         .unwrap();
-        Farm { h, _dir: dir }
+        Farm {
+            h,
+            registry,
+            _dir: dir,
+        }
     }
 
     async fn register(&self) -> String {
@@ -350,6 +358,13 @@ async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> Vec<
         farm.sync().await;
         let got = drain(&mut rx);
         let Some(assign) = got.iter().find(|m| m.starts_with("assign ")) else {
+            // Closed, so that the next `play` may open it again.
+            farm.h
+                .send(Event::SessionClosed {
+                    agent_id: agent.into(),
+                    session: 1,
+                })
+                .unwrap();
             return played;
         };
         let (run_id, attempt) = assign["assign ".len()..].split_once('@').unwrap();
@@ -519,6 +534,33 @@ async fn history_spans_matrices_with_its_change_points() {
 }
 
 /// A finished run of `run_id` whose `wall_s` is `value`.
+/// Registers `n` agents with open streams and returns, for each run of the
+/// matrix's first cell in repetition order, the agent it was leased to
+/// (only a run's holder may post its result), with their streams.
+async fn lease_to_many(farm: &Farm, n: usize) -> (Vec<String>, Vec<Rx>) {
+    let mut held = Vec::new();
+    let mut streams = Vec::new();
+    for i in 0..n {
+        let a = farm.register().await;
+        let mut rx = farm.open(&a, i as u64 + 1, None, vec![]).await;
+        farm.sync().await;
+        for m in drain(&mut rx) {
+            let run = m
+                .strip_prefix("assign ")
+                .unwrap()
+                .split_once('@')
+                .unwrap()
+                .0;
+            let rep: u32 = run.rsplit_once(".r").unwrap().1.parse().unwrap();
+            held.push((rep, a.clone()));
+        }
+        streams.push(rx);
+    }
+    held.sort();
+    assert_eq!(held.len(), n, "one run per agent");
+    (held.into_iter().map(|(_, a)| a).collect(), streams)
+}
+
 fn finished(farm: &Farm, agent: &str, run_id: &str, value: f64) {
     farm.send(
         agent,
@@ -553,21 +595,21 @@ fn wall_n(r: &GetResultsResponse) -> u32 {
 #[tokio::test]
 async fn results_after_a_new_result_reflect_it() {
     let farm = Farm::new(60_000, 3);
-    let a = farm.register().await;
     let m = farm.submit(3).await;
+    let (a, _streams) = lease_to_many(&farm, 3).await;
     let r = results_of(&farm, &m).await;
     assert!(r.runs.is_empty());
     assert_eq!(wall_n(&r), 0);
-    finished(&farm, &a, &format!("{m}.c0.r0"), 1.0);
+    finished(&farm, &a[0], &format!("{m}.c0.r0"), 1.0);
     let r = results_of(&farm, &m).await;
     assert_eq!((r.runs.len(), wall_n(&r)), (1, 1));
     // Asked again with nothing changed: the cached answer, the same.
     assert_eq!(results_of(&farm, &m).await, r);
-    finished(&farm, &a, &format!("{m}.c0.r1"), 1.1);
+    finished(&farm, &a[1], &format!("{m}.c0.r1"), 1.1);
     let r = results_of(&farm, &m).await;
     assert_eq!((r.runs.len(), wall_n(&r)), (2, 2));
     let counts = r.status.unwrap().counts.unwrap();
-    assert_eq!((counts.finished, counts.queued), (2, 1));
+    assert_eq!((counts.finished, counts.running), (2, 1));
 }
 
 /// Requests and results interleaved in one batch, none awaited before the
@@ -577,13 +619,13 @@ async fn results_after_a_new_result_reflect_it() {
 #[tokio::test]
 async fn every_answer_is_of_the_moment_it_was_asked() {
     let farm = Farm::new(60_000, 3);
-    let a = farm.register().await;
     let m = farm.submit(20).await;
+    let (a, _streams) = lease_to_many(&farm, 20).await;
     let mut asked = Vec::new();
     for rep in 0..20u32 {
         finished(
             &farm,
-            &a,
+            &a[rep as usize],
             &format!("{m}.c0.r{rep}"),
             1.0 + f64::from(rep % 3) * 0.01,
         );
@@ -643,4 +685,192 @@ fn a_stale_summary_never_replaces_a_newer_one() {
     assert_eq!(cache.get("m", 3), None);
     cache.put("m", 3, std::sync::Arc::new(GetResultsResponse::default()));
     assert_ne!(cache.get("m", 3), Some(newer));
+}
+
+impl Farm {
+    /// `farm_rejected_messages_total` by reason, as `/metrics` shows it.
+    fn rejected(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for f in self.registry.gather() {
+            if f.name() != "farm_rejected_messages_total" {
+                continue;
+            }
+            for m in f.get_metric() {
+                let reason = m.get_label()[0].value().to_string();
+                out.push((reason, m.get_counter().get_value() as u64));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn result_of(&self, agent_id: &str, run_id: &str, attempt: u32, wall_s: f64) {
+        self.send(
+            agent_id,
+            agent_message::Msg::Result(RunResult {
+                run: Some(RunRef {
+                    run_id: run_id.into(),
+                    attempt,
+                }),
+                ok: true,
+                metrics: vec![farm_proto::Metric {
+                    name: "wall_s".into(),
+                    value: wall_s,
+                    unit: "s".into(),
+                    direction: farm_proto::Direction::LowerIsBetter as i32,
+                }],
+                ..Default::default()
+            }),
+        );
+    }
+
+    async fn run_record(&self, matrix_id: &str, run_id: &str) -> farm_proto::RunRecord {
+        results_of(self, matrix_id)
+            .await
+            .runs
+            .into_iter()
+            .find(|r| r.run_id == run_id)
+            .unwrap_or_else(|| panic!("no record of {run_id}"))
+    }
+}
+
+/// A second agent's result for a run leased to the first, and a result for
+/// a queued run nobody was given, are dropped and counted: the holder is
+/// not cancelled, and its own result is the one that counts.
+#[tokio::test]
+async fn a_result_from_an_agent_that_was_not_leased_the_attempt_is_dropped() {
+    let farm = Farm::new(60_000, 3);
+    let m = farm.submit(2).await;
+    let honest = farm.register().await;
+    let mut rx = farm.open(&honest, 1, None, vec![]).await;
+    farm.sync().await;
+    let r0 = format!("{m}.c0.r0");
+    let r1 = format!("{m}.c0.r1");
+    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    // The forger registers but has no stream, so it is given nothing.
+    let forger = farm.register().await;
+    farm.result_of(&forger, &r0, 1, 99.0);
+    farm.result_of(&forger, &r1, 1, 99.0);
+    farm.result_of(&forger, &r1, 0, 99.0);
+    farm.result_of(&forger, "m-nope.c0.r0", 1, 99.0);
+    farm.sync().await;
+    assert_eq!(
+        drain(&mut rx),
+        Vec::<String>::new(),
+        "the holder is left alone"
+    );
+    let c = farm.counts(&m).await;
+    assert_eq!((c.finished, c.running, c.queued), (0, 1, 1), "{c:?}");
+    assert_eq!(
+        farm.rejected(),
+        vec![
+            ("result_not_leased".to_string(), 3),
+            ("unknown_run".to_string(), 1)
+        ]
+    );
+    farm.result_of(&honest, &r0, 1, 1.25);
+    farm.sync().await;
+    assert_eq!(
+        drain(&mut rx),
+        vec![format!("ack {r0}@1"), format!("assign {r1}@1")]
+    );
+    let rec = farm.run_record(&m, &r0).await;
+    assert_eq!(rec.agent_id, honest);
+    let wall = &rec.result.unwrap().metrics[0];
+    assert_eq!((wall.name.as_str(), wall.value), ("wall_s", 1.25));
+}
+
+/// A `Hello` that claims a queued run never leased to its agent is told to
+/// stop it; the run goes to an agent as usual.
+#[tokio::test]
+async fn a_hello_claiming_a_run_never_leased_gets_a_cancel() {
+    let farm = Farm::new(60_000, 3);
+    let m = farm.submit(1).await;
+    let r0 = format!("{m}.c0.r0");
+    let forger = farm.register().await;
+    let claim = RunRef {
+        run_id: r0.clone(),
+        attempt: 1,
+    };
+    let mut rx = farm.open(&forger, 1, Some(claim), vec![]).await;
+    farm.sync().await;
+    // Cancelled, then (idle again) offered the run as attempt 1 for real.
+    assert_eq!(
+        drain(&mut rx),
+        vec![format!("cancel {r0}@1"), format!("assign {r0}@1")]
+    );
+    assert_eq!(farm.rejected(), vec![("claim_not_leased".to_string(), 1)]);
+}
+
+/// `Register` with the id of an agent whose session is live is refused,
+/// and so is a second `Hello` for it: the victim keeps its run.
+#[tokio::test]
+async fn a_live_session_cannot_be_taken_over() {
+    let farm = Farm::new(60_000, 3);
+    let m = farm.submit(1).await;
+    let r0 = format!("{m}.c0.r0");
+    let victim = farm.register().await;
+    let mut rx = farm.open(&victim, 1, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    let capabilities = Box::new(caps());
+    let resume = victim.clone();
+    let got = farm
+        .h
+        .call(|reply| Event::Register {
+            capabilities,
+            resume_agent_id: resume,
+            reply,
+        })
+        .await;
+    assert!(
+        matches!(&got, Err(Error::AgentInUse(id)) if *id == victim),
+        "{got:?}"
+    );
+    let (tx, _rx2) = mpsc::unbounded_channel();
+    let hello = Hello {
+        agent_id: victim.clone(),
+        running: None,
+        pending_results: vec![],
+    };
+    let got = farm
+        .h
+        .call(|reply| Event::SessionOpen {
+            hello,
+            session: 2,
+            tx,
+            reply,
+        })
+        .await;
+    assert!(matches!(got, Err(Error::AgentInUse(_))), "{got:?}");
+    assert_eq!(farm.rejected(), vec![("session_takeover".to_string(), 2)]);
+    // The victim's stream and run are untouched: its result counts.
+    farm.result_of(&victim, &r0, 1, 2.0);
+    farm.sync().await;
+    assert_eq!(drain(&mut rx), vec![format!("ack {r0}@1")]);
+    assert_eq!(farm.counts(&m).await.finished, 1);
+}
+
+/// A result with a value no run can have fails its run, saying which.
+#[tokio::test]
+async fn a_result_with_a_nan_fails_its_run() {
+    let farm = Farm::new(60_000, 3);
+    let m = farm.submit(1).await;
+    let r0 = format!("{m}.c0.r0");
+    let a = farm.register().await;
+    let mut rx = farm.open(&a, 1, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    farm.result_of(&a, &r0, 1, f64::NAN);
+    farm.sync().await;
+    assert_eq!(drain(&mut rx), vec![format!("ack {r0}@1")]);
+    let c = farm.counts(&m).await;
+    assert_eq!((c.finished, c.failed), (0, 1));
+    let res = farm.run_record(&m, &r0).await.result.unwrap();
+    assert!(!res.ok);
+    assert_eq!(
+        res.error,
+        "result refused: metric wall_s = NaN: values must be finite and within 0..=1e15"
+    );
+    assert_eq!(res.metrics.len(), 0);
 }

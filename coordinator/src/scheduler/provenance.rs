@@ -1,0 +1,259 @@
+//! Provenance: what an agent says is believed only about the attempts that
+//! were leased to it, and only with values a run can have.
+//!
+//! Every agent holds the same token, so a token proves only that the caller
+//! is *an* agent. A result, a progress report or a claim in a `Hello` is
+//! therefore checked against the lease: it must concern an attempt that was
+//! given to the very agent whose session carries it — the one it holds now,
+//! one it lost by a lapsed lease or a restart (its late result still
+//! counts, as it did before), or the one whose result already ended the
+//! run (a repeated delivery). Anything else is dropped, counted in
+//! `farm_rejected_messages_total{reason}` and logged once per agent and
+//! reason, so that a flood of forgeries is one line, not a flood of lines.
+//!
+//! A result that comes from its holder but carries a value no run can have
+//! (NaN, ±inf, a negative time or count, a wall time longer than the run
+//! has been leased) is not a sample: it ends the run as failed, saying which
+//! value was wrong.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use farm_proto::RunResult;
+use farm_spec::metric;
+use tracing::warn;
+
+use super::{RunMem, Scheduler};
+use crate::store::RunState;
+
+/// The most distinct (agent, reason) pairs remembered for logging once;
+/// past it the set starts again, so a storm of new agent ids cannot grow it.
+const MAX_LOGGED_REJECTIONS: usize = 10_000;
+/// The largest value any metric may have. Larger ones are not measurements
+/// (a 10-minute run on 10,000 CPUs makes 6e6 CPU-seconds, a billion events
+/// per second for a day 1e14), and they would overflow the statistics.
+pub const MAX_METRIC_VALUE: f64 = 1e15;
+/// What a wall time may exceed the time since the coordinator leased the
+/// attempt by: clocks of agents and coordinator tick apart, and a result
+/// waits in the agent's outbox while it reconnects.
+const WALL_TIME_SLACK: Duration = Duration::from_secs(120);
+
+/// Why a message of an agent was dropped: the `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Rejection {
+    /// A result for a run this coordinator does not have.
+    UnknownRun,
+    /// A result for an attempt that was never leased to the sender.
+    ResultNotLeased,
+    /// A progress report for an attempt the sender does not hold.
+    ProgressNotLeased,
+    /// A `Hello` claiming to run an attempt never leased to the sender.
+    ClaimNotLeased,
+    /// A `Register` or `Hello` for an agent id whose session is live.
+    Takeover,
+}
+
+impl Rejection {
+    pub(super) fn reason(self) -> &'static str {
+        match self {
+            Rejection::UnknownRun => "unknown_run",
+            Rejection::ResultNotLeased => "result_not_leased",
+            Rejection::ProgressNotLeased => "progress_not_leased",
+            Rejection::ClaimNotLeased => "claim_not_leased",
+            Rejection::Takeover => "session_takeover",
+        }
+    }
+}
+
+/// Once-per-(agent, reason) logging.
+#[derive(Default)]
+pub(super) struct Rejections {
+    logged: HashSet<(String, Rejection)>,
+}
+
+impl Scheduler {
+    /// Drops a message of `agent_id`: counted always, logged once per
+    /// agent and reason.
+    pub(super) fn reject(&mut self, agent_id: &str, why: Rejection, run_id: &str) {
+        self.metrics.message_rejected(why.reason());
+        let logged = &mut self.rejections.logged;
+        if logged.len() >= MAX_LOGGED_REJECTIONS {
+            logged.clear();
+        }
+        if logged.insert((agent_id.to_owned(), why)) {
+            warn!(agent = %agent_id, reason = why.reason(), run = %farm_spec::excerpt(run_id),
+                  "message dropped: it concerns an attempt not leased to this agent \
+                   (further ones from this agent for this reason are counted, not logged)");
+        }
+    }
+}
+
+/// The agent holds the attempt now: the run is assigned to it at that attempt.
+pub(super) fn holds(run: &RunMem, agent_id: &str, attempt: u32) -> bool {
+    run.rec.state == RunState::Assigned
+        && run.rec.agent_id == agent_id
+        && run.rec.attempt == attempt
+}
+
+/// The attempt was leased to the agent at some time: it holds it now, lost
+/// it, or delivered the result that ended the run.
+pub(super) fn was_leased(run: &RunMem, agent_id: &str, attempt: u32) -> bool {
+    run.holders
+        .iter()
+        .any(|(a, n)| a == agent_id && *n == attempt)
+}
+
+/// Why an ok result cannot be a sample, if it cannot: every metric value
+/// finite and in `0..=MAX_METRIC_VALUE`, every telemetry figure finite and
+/// non-negative, and the wall time no longer than the attempt has been
+/// leased for (when this process leased it).
+pub(super) fn bad_value(res: &RunResult, leased_for: Option<Duration>) -> Option<String> {
+    for m in &res.metrics {
+        let v = m.value;
+        let name = farm_spec::excerpt(&m.name);
+        if !v.is_finite() || !(0.0..=MAX_METRIC_VALUE).contains(&v) {
+            return Some(format!(
+                "metric {name} = {}: values must be finite and within 0..={MAX_METRIC_VALUE:e}",
+                short(v)
+            ));
+        }
+        if m.name == metric::WALL_S.name
+            && let Some(leased) = leased_for
+            && v > (leased + WALL_TIME_SLACK).as_secs_f64()
+        {
+            return Some(format!(
+                "metric {name} = {} s, but the run was leased {:.1} s ago",
+                short(v),
+                leased.as_secs_f64()
+            ));
+        }
+    }
+    let t = res.telemetry.as_ref()?;
+    let figures = t
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            [
+                ("avg_threads", n.avg_threads),
+                ("avg_runnable", n.avg_runnable),
+            ]
+        })
+        .chain(
+            t.wasted_cpu_s_per_node
+                .values()
+                .map(|v| ("wasted_cpu_s_per_node", *v)),
+        )
+        .chain(t.instances.iter().flat_map(|i| {
+            i.avg_threads
+                .values()
+                .chain(i.avg_runnable.values())
+                .map(|v| ("instance threads per node", *v))
+        }))
+        .chain([("threads_read_fraction", t.threads_read_fraction)]);
+    for (what, v) in figures {
+        if !v.is_finite() || v < 0.0 {
+            return Some(format!(
+                "telemetry {what} = {}: must be finite and ≥ 0",
+                short(v)
+            ));
+        }
+    }
+    None
+}
+
+/// A value as a person reads it: 1e308, not 309 digits.
+fn short(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-3..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `res` turned into the failed result that says why its values were refused.
+pub(super) fn refused(mut res: RunResult, why: String) -> RunResult {
+    res.ok = false;
+    res.error = format!("result refused: {why}");
+    res.metrics.clear();
+    res.telemetry = None;
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use farm_proto::{Metric, NodeLoad, Telemetry};
+
+    fn result(name: &str, value: f64) -> RunResult {
+        RunResult {
+            ok: true,
+            metrics: vec![Metric {
+                name: name.into(),
+                value,
+                unit: "s".into(),
+                direction: 1,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn values_outside_the_domain_are_named() {
+        let cases = [
+            (
+                f64::NAN,
+                "metric wall_s = NaN: values must be finite and within 0..=1e15",
+            ),
+            (
+                f64::INFINITY,
+                "metric wall_s = inf: values must be finite and within 0..=1e15",
+            ),
+            (
+                -1.98,
+                "metric wall_s = -1.98: values must be finite and within 0..=1e15",
+            ),
+            (
+                1e308,
+                "metric wall_s = 1e308: values must be finite and within 0..=1e15",
+            ),
+        ];
+        for (v, want) in cases {
+            assert_eq!(bad_value(&result("wall_s", v), None).as_deref(), Some(want));
+        }
+        assert_eq!(bad_value(&result("wall_s", 0.0), None), None);
+        assert_eq!(bad_value(&result("context_switches", 4084.0), None), None);
+    }
+
+    #[test]
+    fn a_wall_time_longer_than_the_lease_is_refused() {
+        let leased = Some(Duration::from_secs(10));
+        assert_eq!(bad_value(&result("wall_s", 129.0), leased), None);
+        assert_eq!(
+            bad_value(&result("wall_s", 131.0), leased).as_deref(),
+            Some("metric wall_s = 131 s, but the run was leased 10.0 s ago")
+        );
+        // Other times are CPU-seconds, which many CPUs make faster than wall time.
+        assert_eq!(bad_value(&result("user_s", 131.0), leased), None);
+    }
+
+    #[test]
+    fn telemetry_figures_are_checked() {
+        let mut r = result("wall_s", 1.0);
+        r.telemetry = Some(Telemetry {
+            nodes: vec![NodeLoad {
+                avg_threads: f64::NAN,
+                ..Default::default()
+            }],
+            threads_read_fraction: 1.0,
+            ..Default::default()
+        });
+        assert_eq!(
+            bad_value(&r, None).as_deref(),
+            Some("telemetry avg_threads = NaN: must be finite and ≥ 0")
+        );
+        let refused = refused(r, "x".into());
+        assert!(!refused.ok);
+        assert_eq!(refused.error, "result refused: x");
+        assert_eq!(refused.metrics.len(), 0);
+    }
+}
