@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""A hostile agent, written against farm.proto with Python's grpcio: not our
+client, so it sends what ours never would.
+
+It holds the agent token (any agent does) and tries what issue 13 found
+possible: take over a live agent's id, claim a queued run in its Hello, post
+results for every run id it can guess (they are predictable:
+`<matrix>.c<cell>.r<rep>`), and post values no run can have. It prints one
+JSON object with what the coordinator answered; the Rust test
+(cli/tests/attack.rs) decides from that and from the farm's results.
+
+Needs python3-grpcio, python3-protobuf and protobuf-compiler (Debian).
+"""
+
+import argparse
+import json
+import math
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+
+
+def load_stubs(proto):
+    """farm_pb2, compiled now from the project's proto with Debian's protoc."""
+    out = tempfile.mkdtemp(prefix="forge-pb2-")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(proto)))
+    subprocess.run(
+        ["protoc", f"--proto_path={root}", f"--python_out={out}", os.path.relpath(proto, root)],
+        check=True,
+    )
+    sys.path.insert(0, os.path.join(out, "farm", "v1"))
+    import farm_pb2  # noqa: E402
+
+    return farm_pb2
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--addr", required=True, help="host:port of the coordinator")
+    ap.add_argument("--token-file", required=True)
+    ap.add_argument("--proto", required=True)
+    ap.add_argument("--victim", required=True, help="the id of a connected agent")
+    ap.add_argument("--matrix", required=True)
+    ap.add_argument("--cells", type=int, required=True)
+    ap.add_argument("--reps", type=int, required=True)
+    args = ap.parse_args()
+    pb = load_stubs(args.proto)
+    token = open(args.token_file).read().strip()
+    md = [("authorization", f"Bearer {token}")]
+    ch = grpc.insecure_channel(args.addr)
+    register = ch.unary_unary(
+        "/farm.v1.AgentService/Register",
+        request_serializer=pb.RegisterRequest.SerializeToString,
+        response_deserializer=pb.RegisterResponse.FromString,
+    )
+    session = ch.stream_stream(
+        "/farm.v1.AgentService/Session",
+        request_serializer=pb.AgentMessage.SerializeToString,
+        response_deserializer=pb.CoordinatorMessage.FromString,
+    )
+    # Offers nothing it could be given: every run it touches is a forgery.
+    caps = pb.Capabilities(hostname="forger", arch="x86_64", cpus_online=1)
+    report = {}
+
+    try:
+        register(pb.RegisterRequest(capabilities=caps, resume_agent_id=args.victim), metadata=md)
+        report["takeover"] = "OK"
+    except grpc.RpcError as e:
+        report["takeover"] = e.code().name
+        report["takeover_message"] = e.details()
+
+    me = register(pb.RegisterRequest(capabilities=caps), metadata=md).agent_id
+    report["forger"] = me
+
+    runs = [f"{args.matrix}.c{c}.r{r}" for c in range(args.cells) for r in range(args.reps)]
+    outgoing = queue.Queue()
+
+    def requests():
+        while True:
+            m = outgoing.get()
+            if m is None:
+                return
+            yield m
+
+    def result(run_id, attempt, value):
+        return pb.AgentMessage(
+            result=pb.RunResult(
+                run=pb.RunRef(run_id=run_id, attempt=attempt),
+                ok=True,
+                metrics=[pb.Metric(name="wall_s", value=value, unit="s", direction=1)],
+            )
+        )
+
+    # The hello claims the last run, which is still queued.
+    claim = pb.RunRef(run_id=runs[-1], attempt=1)
+    outgoing.put(pb.AgentMessage(hello=pb.Hello(agent_id=me, running=claim)))
+    for run_id in runs:
+        for attempt in (1, 2):
+            outgoing.put(result(run_id, attempt, 99.0))
+        outgoing.put(result(run_id, 1, math.nan))
+        outgoing.put(result(run_id, 1, -1.98))
+        outgoing.put(pb.AgentMessage(progress=pb.RunProgress(run=pb.RunRef(run_id=run_id, attempt=1), phase="forged")))
+    outgoing.put(pb.AgentMessage(heartbeat=pb.Heartbeat(seq=1)))
+
+    received = []
+
+    def read(stream):
+        try:
+            for m in stream:
+                kind = m.WhichOneof("msg")
+                ref = getattr(m, kind).run if kind == "assign" else getattr(m, kind)
+                received.append(f"{kind} {ref.run_id}@{ref.attempt}")
+        except grpc.RpcError as e:
+            report["stream_end"] = e.code().name
+
+    stream = session(requests(), metadata=md)
+    reader = threading.Thread(target=read, args=(stream,), daemon=True)
+    reader.start()
+    time.sleep(3)
+    outgoing.put(None)
+    stream.cancel()
+    reader.join(5)
+    report["received"] = received
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
