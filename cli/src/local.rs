@@ -100,7 +100,10 @@ pub async fn run(
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let submitted = c
-        .submit_matrix(SubmitMatrixRequest { file_name, toml })
+        .submit_matrix(SubmitMatrixRequest {
+            file_name: file_name.into_bytes(),
+            toml: toml.into_bytes(),
+        })
         .await?
         .into_inner();
     eprintln!(

@@ -276,8 +276,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             let toml = read_matrix(&file)?;
             let r = c
                 .submit_matrix(SubmitMatrixRequest {
-                    file_name: file.display().to_string(),
-                    toml,
+                    file_name: file.display().to_string().into_bytes(),
+                    toml: toml.into_bytes(),
                 })
                 .await?
                 .into_inner();

@@ -45,6 +45,8 @@ fn a_forging_agent_changes_nothing_and_is_counted() {
         .args([
             "--victim", &victim, "--matrix", &id, "--cells", "1", "--reps", "4",
         ])
+        .arg("--submit-token-file")
+        .arg(farm.data_dir().join("submit.token"))
         .output()
         .expect("/usr/bin/python3 must be installed (scripts/test.sh installs python3-grpcio)");
     assert!(
@@ -58,6 +60,16 @@ fn a_forging_agent_changes_nothing_and_is_counted() {
         report["takeover_message"],
         format!("agent {victim} has a live session; another one may not take it over")
     );
+    // Bad matrices are INVALID_ARGUMENT, with a message grpc-core can read.
+    assert_eq!(report["not_utf8"]["code"], "INVALID_ARGUMENT", "{report}");
+    assert_eq!(
+        report["not_utf8"]["message"],
+        "m.toml: not UTF-8 (byte 8 is not part of a UTF-8 character)"
+    );
+    assert_eq!(report["huge_value"]["code"], "INVALID_ARGUMENT", "{report}");
+    let message = report["huge_value"]["message"].as_str().unwrap();
+    assert!(message.len() <= 4096, "{} bytes: {message}", message.len());
+    assert!(message.starts_with("m.toml:"), "{message}");
     // The forger hears acks (so that an honest agent would forget a stale
     // result) and a cancel of the run it claimed; it is never assigned one.
     let received: Vec<&str> = report["received"]

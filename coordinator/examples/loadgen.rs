@@ -93,8 +93,8 @@ async fn run_matrix(
 ) -> Result<farm_proto::SubmitMatrixResponse> {
     let submitted = farm
         .submit_matrix(SubmitMatrixRequest {
-            file_name: file_name.into(),
-            toml: toml.into(),
+            file_name: file_name.as_bytes().to_vec(),
+            toml: toml.as_bytes().to_vec(),
         })
         .await?
         .into_inner();

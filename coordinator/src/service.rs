@@ -22,13 +22,58 @@ use crate::scheduler::{self, Event, Handle};
 /// The largest matrix file accepted; a real one is a few KiB.
 pub const MAX_MATRIX_BYTES: usize = 1 << 20;
 
+/// The longest file name a submission may carry; it is named in errors.
+pub const MAX_FILE_NAME_BYTES: usize = 4096;
+/// The longest message a status carries. grpc-core clients refuse
+/// trailers over 16 KiB (and then show only RESOURCE_EXHAUSTED), so an
+/// error that quotes much of a bad input is cut well below that.
+pub const MAX_STATUS_MESSAGE_BYTES: usize = 4096;
+
+/// `bytes` that must be UTF-8 (`what` names them in the error, with the
+/// offset of the first bad byte), at most `limit` long.
+fn utf8(what: &str, bytes: Vec<u8>, limit: usize) -> Result<String, Status> {
+    if bytes.len() > limit {
+        return Err(Status::invalid_argument(format!(
+            "{what} is {} bytes; the limit is {limit}",
+            bytes.len()
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Status::invalid_argument(format!(
+            "{what}: not UTF-8 (byte {} is not part of a UTF-8 character)",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// A status whose message is cut to [`MAX_STATUS_MESSAGE_BYTES`].
+fn bounded(make: fn(String) -> Status, message: String) -> Status {
+    make(cut(message))
+}
+
+/// `message` cut to [`MAX_STATUS_MESSAGE_BYTES`] at a character boundary,
+/// saying so.
+fn cut(mut message: String) -> String {
+    if message.len() > MAX_STATUS_MESSAGE_BYTES {
+        let mut end = MAX_STATUS_MESSAGE_BYTES - 64;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let total = message.len();
+        message.truncate(end);
+        message.push_str(&format!("… (cut; the message was {total} bytes)"));
+    }
+    message
+}
+
 /// The gRPC status of each refusal of the scheduler: the only place where
 /// its errors become what clients see (codes and messages are part of the
 /// interface: `farmctl` and its tests read them).
 impl From<scheduler::Error> for Status {
     fn from(e: scheduler::Error) -> Status {
         use scheduler::Error as E;
-        let message = e.to_string();
+        // Ids in these messages come from callers, and may be long.
+        let message = cut(e.to_string());
         match e {
             E::UnknownMatrix(_) | E::UnknownSchedule(_) | E::UnknownAgent(_) => {
                 Status::not_found(message)
@@ -158,16 +203,19 @@ impl FarmService for Farm {
     ) -> Result<Response<SubmitMatrixResponse>, Status> {
         let traceparent = farm_proto::trace::extract_metadata(&req);
         let SubmitMatrixRequest { file_name, toml } = req.into_inner();
+        let file_name = utf8("file_name", file_name, MAX_FILE_NAME_BYTES)?;
+        let file_name = farm_spec::excerpt(&file_name);
         if toml.len() > MAX_MATRIX_BYTES {
             return Err(Status::invalid_argument(format!(
-                "{file_name}: matrix file is {} bytes; the limit is {MAX_MATRIX_BYTES}",
+                "{file_name}: matrix file is {} bytes; the limit (MAX_MATRIX_BYTES) is {MAX_MATRIX_BYTES}",
                 toml.len()
             )));
         }
+        let toml = utf8(&file_name, toml, MAX_MATRIX_BYTES)?;
         // Validation runs here, off the scheduler thread; only a valid
         // matrix ever reaches the store.
         let m = matrix::parse(&file_name, &toml)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            .map_err(|e| bounded(Status::invalid_argument, e.to_string()))?;
         let r = self
             .handle
             .call(|reply| Event::Submit {
@@ -276,5 +324,30 @@ impl FarmService for Farm {
             .await?;
         // Copied out of the cache here, off the scheduler thread.
         Ok(Response::new(results.into_response()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_below_the_trailer_limit_of_grpc_core() {
+        let m = cut("é".repeat(20_000));
+        assert!(m.len() <= MAX_STATUS_MESSAGE_BYTES, "{}", m.len());
+        assert!(m.ends_with("… (cut; the message was 40000 bytes)"), "{m}");
+        assert_eq!(cut("short".into()), "short");
+    }
+
+    #[test]
+    fn invalid_utf8_is_named_with_its_offset() {
+        let s = utf8("m.toml", b"name = \"\xff\"".to_vec(), 100).unwrap_err();
+        assert_eq!(s.code(), tonic::Code::InvalidArgument);
+        assert_eq!(
+            s.message(),
+            "m.toml: not UTF-8 (byte 8 is not part of a UTF-8 character)"
+        );
+        let s = utf8("file_name", vec![b'a'; 101], 100).unwrap_err();
+        assert_eq!(s.message(), "file_name is 101 bytes; the limit is 100");
     }
 }

@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--matrix", required=True)
     ap.add_argument("--cells", type=int, required=True)
     ap.add_argument("--reps", type=int, required=True)
+    ap.add_argument("--submit-token-file", required=True)
     args = ap.parse_args()
     pb = load_stubs(args.proto)
     token = open(args.token_file).read().strip()
@@ -127,6 +128,26 @@ def main():
     stream.cancel()
     reader.join(5)
     report["received"] = received
+
+    # As a submitter, with grpc-core (whose clients refuse trailers over
+    # 16 KiB): a matrix that is not UTF-8, and one whose error would quote
+    # a 20 KB value.
+    submit_md = [("authorization", "Bearer " + open(args.submit_token_file).read().strip())]
+    submit = ch.unary_unary(
+        "/farm.v1.FarmService/SubmitMatrix",
+        request_serializer=pb.SubmitMatrixRequest.SerializeToString,
+        response_deserializer=pb.SubmitMatrixResponse.FromString,
+    )
+    bad = {
+        "not_utf8": b'name = "\xff"\n',
+        "huge_value": ('name = "x"\n[[workloads]]\nname = "' + "w" * 20000 + '"\n').encode(),
+    }
+    for case, toml in bad.items():
+        try:
+            submit(pb.SubmitMatrixRequest(file_name=b"m.toml", toml=toml), metadata=submit_md)
+            report[case] = {"code": "OK"}
+        except grpc.RpcError as e:
+            report[case] = {"code": e.code().name, "message": e.details()}
     print(json.dumps(report))
 
 
