@@ -172,7 +172,8 @@ impl Session {
                 req.metadata_mut()
                     .insert(farm_proto::AUTHORIZATION, header.clone());
                 Ok(req)
-            });
+            })
+            .max_encoding_message_size(farm_proto::MAX_AGENT_MESSAGE_BYTES);
         let reg = client
             .register(RegisterRequest {
                 capabilities: Some(self.capabilities()),
@@ -315,6 +316,7 @@ impl Session {
                     error: "the agent's run thread panicked".into(),
                     ..Default::default()
                 });
+                let result = fit(result);
                 metrics.run_finished(&result, started.elapsed());
                 let mut s = lock(&shared);
                 if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
@@ -354,8 +356,72 @@ impl Session {
     }
 }
 
+/// `result` if it fits in one message to the coordinator; else the failed
+/// result that says how large it was. Sent, it would end the stream (the
+/// coordinator refuses it), and be sent again after every reconnect.
+fn fit(result: RunResult) -> RunResult {
+    use prost::Message;
+    // The envelope (`AgentMessage`'s oneof tag and length) takes a few bytes.
+    let size = result.encoded_len() + 16;
+    if size <= farm_proto::MAX_AGENT_MESSAGE_BYTES {
+        return result;
+    }
+    warn!(run = ?result.run, size, "result too large to send; failing the run");
+    RunResult {
+        ok: false,
+        error: format!(
+            "the result is {size} bytes with its telemetry; the limit of a message to the \
+             coordinator (MAX_AGENT_MESSAGE_BYTES) is {}",
+            farm_proto::MAX_AGENT_MESSAGE_BYTES
+        ),
+        metrics: Vec::new(),
+        telemetry: None,
+        log_tail: String::new(),
+        ..result
+    }
+}
+
 async fn send(tx: &mpsc::Sender<AgentMessage>, msg: agent_message::Msg) -> Result<(), Error> {
     tx.send(AgentMessage { msg: Some(msg) })
         .await
         .map_err(|_| Error::Closed)
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::*;
+    use farm_proto::{InstancePlacement, Telemetry};
+
+    #[test]
+    fn a_result_over_the_message_limit_fails_with_its_size() {
+        let small = RunResult {
+            ok: true,
+            ..Default::default()
+        };
+        assert_eq!(fit(small.clone()), small);
+        let big = RunResult {
+            run: Some(RunRef {
+                run_id: "m.c0.r0".into(),
+                attempt: 1,
+            }),
+            ok: true,
+            telemetry: Some(Telemetry {
+                instances: vec![InstancePlacement {
+                    numa_nodes: "0".repeat(5 << 20),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let got = fit(big);
+        assert!(!got.ok);
+        assert_eq!(got.run.unwrap().run_id, "m.c0.r0");
+        assert_eq!(got.telemetry, None);
+        assert_eq!(
+            got.error,
+            "the result is 5242926 bytes with its telemetry; the limit of a message to the \
+             coordinator (MAX_AGENT_MESSAGE_BYTES) is 4194304"
+        );
+    }
 }

@@ -186,11 +186,12 @@ impl Coordinator {
             crate::timer::Clock::system(),
         ));
         let agent_tokens = tokens.clone();
-        let agents =
-            AgentServiceServer::with_interceptor(Agents::new(handle.clone()), move |req| {
-                agent_tokens.check(Role::Agent, &req)?;
-                Ok(req)
-            });
+        let agents = AgentServiceServer::new(Agents::new(handle.clone()))
+            .max_decoding_message_size(farm_proto::MAX_AGENT_MESSAGE_BYTES);
+        let agents = tonic::service::interceptor::InterceptedService::new(agents, move |req| {
+            agent_tokens.check(Role::Agent, &req)?;
+            Ok(req)
+        });
         let farm = FarmServiceServer::with_interceptor(
             Farm {
                 handle: handle.clone(),

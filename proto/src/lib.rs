@@ -16,6 +16,12 @@ pub mod trace;
 /// The metadata key every RPC carries its token in, as `Bearer <token>`.
 pub const AUTHORIZATION: &str = "authorization";
 
+/// The largest message an agent sends (a result with its telemetry) and the
+/// coordinator decodes: both sides set it explicitly, so that neither
+/// relies on a library default. An agent fails a result that does not fit,
+/// once and with its size, rather than send what the coordinator refuses.
+pub const MAX_AGENT_MESSAGE_BYTES: usize = 4 << 20;
+
 /// Guest machines: the defaults per arch and the limits, which the
 /// coordinator checks at submit and the agent again before it boots one.
 pub mod guest {
