@@ -25,6 +25,11 @@ struct Args {
     /// Attempts after which a run whose agents keep vanishing fails.
     #[arg(long, default_value_t = 3)]
     max_attempts: u32,
+    /// A registered agent without a stream or a run for this long is
+    /// forgotten; it registers anew if it comes back.
+    #[arg(long, default_value_t = farm_coordinator::scheduler::DEFAULT_AGENT_EXPIRY_MS / 1000,
+          env = "FARM_AGENT_EXPIRY_S")]
+    agent_expiry_s: u64,
     /// Serve Prometheus metrics at http://ADDR/metrics; port 0 picks a free
     /// one (written to DATA_DIR/metrics.addr). Off when unset.
     #[arg(long, env = "FARM_METRICS_LISTEN")]
@@ -64,6 +69,7 @@ fn main() -> anyhow::Result<()> {
                 lease_ms: args.lease_ms,
                 max_attempts: args.max_attempts,
                 metrics_series_limit: args.metrics_series_limit,
+                agent_expiry_ms: args.agent_expiry_s.saturating_mul(1000),
             },
             tls: None,
         }

@@ -57,7 +57,14 @@ pub struct Config {
     pub max_attempts: u32,
     /// Most series each results metric family shows (`crate::metrics`).
     pub metrics_series_limit: usize,
+    /// A registered agent without a stream or a run for this long is
+    /// forgotten (memory and store): hosts come and go, and a fleet's
+    /// agent table must not grow for ever. It registers anew if it returns.
+    pub agent_expiry_ms: u64,
 }
+
+/// One week: an agent down for maintenance over a weekend is still known.
+pub const DEFAULT_AGENT_EXPIRY_MS: u64 = 7 * 24 * 3600 * 1000;
 
 impl Default for Config {
     fn default() -> Config {
@@ -66,6 +73,7 @@ impl Default for Config {
             lease_ms: 5_000,
             max_attempts: 3,
             metrics_series_limit: crate::metrics::DEFAULT_SERIES_LIMIT,
+            agent_expiry_ms: DEFAULT_AGENT_EXPIRY_MS,
         }
     }
 }
@@ -413,6 +421,7 @@ impl Scheduler {
     /// published after this batch whatever the throttle says.
     fn tick(&mut self) {
         self.expire_leases();
+        self.forget_absent_agents();
         self.ticked = true;
     }
 

@@ -136,6 +136,8 @@ pub enum Op {
     PutRun(Box<RunRecord>),
     CancelMatrix(String),
     PutAgent(Box<AgentRecord>),
+    /// An agent absent past its expiry is forgotten.
+    ForgetAgent(String),
     PutSchedule(Box<ScheduleRecord>),
 }
 
@@ -269,6 +271,9 @@ impl Store {
                         "INSERT OR REPLACE INTO agents (agent_id, capabilities, registered_ms) VALUES (?1, ?2, ?3)",
                         params![a.agent_id, a.capabilities.encode_to_vec(), a.registered_ms as i64],
                     )?;
+                }
+                Op::ForgetAgent(id) => {
+                    tx.execute("DELETE FROM agents WHERE agent_id = ?1", params![id])?;
                 }
             }
         }

@@ -91,4 +91,28 @@ impl Scheduler {
             self.idle.remove(&id);
         }
     }
+
+    /// Forgets agents that have had neither a stream nor a run for
+    /// `agent_expiry_ms`.
+    pub(super) fn forget_absent_agents(&mut self) {
+        let now = super::now_ms();
+        let expiry = self.config.agent_expiry_ms;
+        let absent: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| {
+                a.session.is_none()
+                    && a.current.is_none()
+                    && now.saturating_sub(a.last_seen_ms) > expiry
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in absent {
+            tracing::info!(agent = %id, expiry_ms = expiry, "absent agent forgotten");
+            self.agents.remove(&id);
+            self.idle.remove(&id);
+            self.ops.push(Op::ForgetAgent(id));
+            self.fleet_changed = true;
+        }
+    }
 }

@@ -32,7 +32,9 @@ impl Scheduler {
                     session: None,
                     current: None,
                     lease_until: now + lease,
-                    last_seen_ms: 0,
+                    // The store does not keep when an agent was last seen:
+                    // its absence (and expiry) counts from this start.
+                    last_seen_ms: super::now_ms(),
                 },
             );
         }

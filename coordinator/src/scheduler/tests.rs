@@ -874,3 +874,53 @@ async fn a_result_with_a_nan_fails_its_run() {
     );
     assert_eq!(res.metrics.len(), 0);
 }
+
+/// An agent gone (no stream, no run) past `agent_expiry_ms` is forgotten,
+/// in memory and in the store; one with a stream is kept however long.
+#[tokio::test]
+async fn absent_agents_are_forgotten_after_their_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        agent_expiry_ms: 200,
+        ..Default::default()
+    };
+    let (h, _thread) = spawn(Store::open(&dir.path().join("db")).unwrap(), config).unwrap();
+    let farm = Farm {
+        h,
+        registry: prometheus::Registry::new(),
+        _dir: dir,
+    };
+    let gone = farm.register().await;
+    let here = farm.register().await;
+    let _rx = farm.open(&here, 1, None, vec![]).await;
+    farm.expire(400).await;
+    let ids = |agents: Vec<AgentInfo>| agents.into_iter().map(|a| a.agent_id).collect::<Vec<_>>();
+    let listed = farm
+        .h
+        .call(|reply| Event::ListAgents { reply })
+        .await
+        .unwrap();
+    assert_eq!(ids(listed), vec![here.clone()]);
+    let (tx, _rx2) = mpsc::unbounded_channel();
+    let hello = Hello {
+        agent_id: gone.clone(),
+        running: None,
+        pending_results: vec![],
+    };
+    let got = farm
+        .h
+        .call(|reply| Event::SessionOpen {
+            hello,
+            session: 2,
+            tx,
+            reply,
+        })
+        .await;
+    assert!(matches!(got, Err(Error::UnknownAgent(id)) if id == gone));
+    let stored = Store::open(&farm._dir.path().join("db"))
+        .unwrap()
+        .load()
+        .unwrap();
+    let stored: Vec<String> = stored.agents.into_iter().map(|a| a.agent_id).collect();
+    assert_eq!(stored, vec![here]);
+}
