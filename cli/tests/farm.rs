@@ -291,7 +291,7 @@ arch = "s390x"
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("waiting: no agent with arch=s390x"), "{err}");
     assert!(
-        err.contains("waiting: no agent with hotplug of cpu63"),
+        err.contains("waiting: no agent with hotplug of cpu 63"),
         "{err}"
     );
     let v = farm.results(&id);

@@ -62,9 +62,11 @@ impl fmt::Display for Requirement {
             Requirement::Workload(w) => write!(f, "workload={w}"),
             Requirement::State(s) => write!(f, "state={s}"),
             Requirement::Hotplug(cpus) => {
-                // CPU by CPU, as agents list them; only a waiting reason spells it out.
-                let list: Vec<String> = cpus.iter().map(|c| format!("cpu{c}")).collect();
-                write!(f, "hotplug of {}", list.join(","))
+                // As ranges (the kernel's list format): a reason is formatted
+                // per status, and `offline:1-99999` spelt CPU by CPU made a
+                // megabyte of it.
+                let s = if cpus.count() == 1 { "" } else { "s" };
+                write!(f, "hotplug of cpu{s} {cpus}")
             }
             Requirement::Unreadable { key, value } => write!(f, "{key}={value}"),
         }
