@@ -55,6 +55,18 @@ fn a_forging_agent_changes_nothing_and_is_counted() {
         String::from_utf8_lossy(&out.stderr)
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["flood_sent"], true, "{report}");
+    // 512 MiB of flood went through a coordinator whose messages in flight
+    // are bounded (64 MiB): its peak memory stays far below the flood (21 MB measured here).
+    let pid = farm.coordinator.as_ref().unwrap().child.id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap();
+    eprintln!("coordinator peak RSS after the flood: {peak_kib} KiB");
+    assert!(peak_kib < 128 << 10, "coordinator peak RSS {peak_kib} KiB");
     assert_eq!(report["takeover"], "FAILED_PRECONDITION", "{report}");
     assert_eq!(
         report["takeover_message"],
@@ -119,11 +131,11 @@ fn a_forging_agent_changes_nothing_and_is_counted() {
             (reason.to_string(), value.parse().unwrap())
         })
         .collect();
-    // 4 runs × (2 forged attempts + NaN + negative) results, 4 progress
-    // reports, 1 claim, 1 takeover.
+    // 4 runs × (2 forged attempts + NaN + negative) results, 4 + 512
+    // progress reports, 1 claim, 1 takeover.
     let want: BTreeMap<String, f64> = [
         ("claim_not_leased", 1.0),
-        ("progress_not_leased", 4.0),
+        ("progress_not_leased", 516.0),
         ("result_not_leased", 16.0),
         ("session_takeover", 1.0),
     ]

@@ -93,6 +93,10 @@ pub enum Event {
     FromAgent {
         agent_id: String,
         msg: Box<agent_message::Msg>,
+        /// The message's share of the bytes agents may have waiting for the
+        /// scheduler (`service::MAX_AGENT_BYTES_IN_FLIGHT`), given back once
+        /// it is handled; `None` where nothing is bounded (tests).
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
     },
     SessionClosed {
         agent_id: String,
@@ -450,7 +454,14 @@ impl Scheduler {
                 let r = self.session_open(hello, session, tx);
                 self.reply(reply, r);
             }
-            Event::FromAgent { agent_id, msg } => self.on_agent_message(&agent_id, *msg),
+            Event::FromAgent {
+                agent_id,
+                msg,
+                permit,
+            } => {
+                self.on_agent_message(&agent_id, *msg);
+                drop(permit);
+            }
             Event::SessionClosed { agent_id, session } => self.session_closed(&agent_id, session),
             Event::Submit {
                 matrix,

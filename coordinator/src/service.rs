@@ -1,6 +1,7 @@
 //! The two gRPC services: thin adapters from RPCs to scheduler events.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use farm_proto::{
@@ -11,7 +12,7 @@ use farm_proto::{
     SubmitMatrixRequest, SubmitMatrixResponse, WatchMatrixRequest, agent_message,
     agent_service_server::AgentService, farm_service_server::FarmService,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::{Stream, StreamExt, wrappers::UnboundedReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
@@ -87,10 +88,20 @@ impl From<scheduler::Error> for Status {
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
+/// The most bytes of agents' messages waiting for the scheduler, over all
+/// agents. A stream's reader waits for room before it passes a message on,
+/// so an agent that sends faster than the scheduler handles is slowed by
+/// HTTP/2 flow control instead of growing the coordinator's memory.
+pub const MAX_AGENT_BYTES_IN_FLIGHT: usize = 64 << 20;
+/// The unit of the in-flight budget: semaphores count in `u32`.
+const IN_FLIGHT_UNIT: usize = 1024;
+
 pub struct Agents {
     pub handle: Handle,
     /// Numbers each stream so that a late close of an old one is told apart.
     sessions: AtomicU64,
+    /// Units of [`MAX_AGENT_BYTES_IN_FLIGHT`] not taken by waiting messages.
+    in_flight: Arc<Semaphore>,
 }
 
 impl Agents {
@@ -98,6 +109,7 @@ impl Agents {
         Agents {
             handle,
             sessions: AtomicU64::new(1),
+            in_flight: Arc::new(Semaphore::new(MAX_AGENT_BYTES_IN_FLIGHT / IN_FLIGHT_UNIT)),
         }
     }
 }
@@ -162,14 +174,20 @@ impl AgentService for Agents {
             })
             .await?;
         let handle = self.handle.clone();
+        let in_flight = self.in_flight.clone();
         tokio::spawn(async move {
             loop {
                 match inbound.message().await {
                     Ok(Some(AgentMessage { msg: Some(msg) })) => {
+                        let units = (msg.encoded_len() / IN_FLIGHT_UNIT + 1) as u32;
+                        let Ok(permit) = in_flight.clone().acquire_many_owned(units).await else {
+                            break;
+                        };
                         if handle
                             .send(Event::FromAgent {
                                 agent_id: agent_id.clone(),
                                 msg: Box::new(msg),
+                                permit: Some(permit),
                             })
                             .is_err()
                         {

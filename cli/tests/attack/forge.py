@@ -108,6 +108,10 @@ def main():
         outgoing.put(result(run_id, 1, -1.98))
         outgoing.put(pb.AgentMessage(progress=pb.RunProgress(run=pb.RunRef(run_id=run_id, attempt=1), phase="forged")))
     outgoing.put(pb.AgentMessage(heartbeat=pb.Heartbeat(seq=1)))
+    # A flood: 512 messages of 1 MiB each, as fast as the stream takes them.
+    blob = "x" * (1 << 20)
+    for _ in range(512):
+        outgoing.put(pb.AgentMessage(progress=pb.RunProgress(run=pb.RunRef(run_id=runs[0], attempt=1), phase=blob)))
 
     received = []
 
@@ -123,7 +127,12 @@ def main():
     stream = session(requests(), metadata=md)
     reader = threading.Thread(target=read, args=(stream,), daemon=True)
     reader.start()
-    time.sleep(3)
+    # Until the queue is drained (the flood is sent), then a little more.
+    deadline = time.time() + 60
+    while not outgoing.empty() and time.time() < deadline:
+        time.sleep(0.1)
+    report["flood_sent"] = outgoing.empty()
+    time.sleep(2)
     outgoing.put(None)
     stream.cancel()
     reader.join(5)

@@ -137,6 +137,7 @@ impl Farm {
             .send(Event::FromAgent {
                 agent_id: agent_id.into(),
                 msg: Box::new(msg),
+                permit: None,
             })
             .unwrap();
     }
