@@ -16,6 +16,24 @@ pub(super) fn non_empty(value: &Spanned<String>, key: &str) -> Checked<String> {
     Ok(value.get_ref().clone())
 }
 
+/// A name: not empty, and at most [`super::MAX_NAME_BYTES`] long.
+pub(super) fn name(value: &Spanned<String>, key: &str) -> Checked<String> {
+    let v = non_empty(value, key)?;
+    if v.len() > super::MAX_NAME_BYTES {
+        return Err(Issue::new(
+            value.span(),
+            key,
+            format!(
+                "name `{}` is {} bytes; the limit (MAX_NAME_BYTES) is {}",
+                farm_spec::excerpt(&v),
+                v.len(),
+                super::MAX_NAME_BYTES
+            ),
+        ));
+    }
+    Ok(v)
+}
+
 pub(super) fn non_empty_axis<'a, T>(axis: &'a Spanned<Vec<T>>, key: &str) -> Checked<&'a [T]> {
     if axis.get_ref().is_empty() {
         return Err(Issue::new(
@@ -59,7 +77,7 @@ pub(super) fn unique_name<'a>(
     earlier: impl Iterator<Item = &'a str>,
 ) -> Checked<String> {
     let key = join(key, "name");
-    let value = non_empty(name, &key)?;
+    let value = self::name(name, &key)?;
     let plural = if what == "host" { "hosts" } else { "states" };
     if let Some(j) = earlier.into_iter().position(|n| n == value) {
         return Err(Issue::new(

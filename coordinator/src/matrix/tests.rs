@@ -439,6 +439,35 @@ fn out_of_range() {
 }
 
 #[test]
+fn names_have_a_length_limit() {
+    let long = "s".repeat(20_000);
+    let toml = format!("{HEAD}[[states]]\nname = \"{long}\"\n");
+    let err = parse(FILE, &toml).unwrap_err();
+    assert_eq!(
+        (err.line, err.column, err.key.as_str()),
+        (5, 8, "states[0].name")
+    );
+    assert_eq!(
+        err.message,
+        format!(
+            "name `{}…` is 20000 bytes; the limit (MAX_NAME_BYTES) is 128",
+            &long[..farm_spec::EXCERPT_CHARS]
+        )
+    );
+    let err = parse(
+        FILE,
+        &format!("name = \"{long}\"\n[[workloads]]\nname = \"lu\"\n"),
+    )
+    .unwrap_err();
+    assert_eq!((err.line, err.key.as_str()), (1, "name"));
+    // 128 bytes is a name.
+    ok(&format!(
+        "name = \"{}\"\n[[workloads]]\nname = \"lu\"\n",
+        "m".repeat(128)
+    ));
+}
+
+#[test]
 fn duplicates() {
     check_err(
         &format!("kernels = [\"a\", \"b\", \"a\"]\n{HEAD}"),
