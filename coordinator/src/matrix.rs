@@ -36,7 +36,7 @@ use farm_proto::Cell;
 pub use self::verdict::{DEFAULT_MIN_EFFECT_PCT, MAX_RUNS_PER_CELL};
 
 use self::cells::{cells, check_size};
-use self::checks::{bounded, non_empty, non_empty_axis};
+use self::checks::{bounded, non_empty_axis};
 use self::guest::{guest_limits, guest_shape};
 use self::hosts::{executors_fit, hosts};
 use self::kernels::kernels;
