@@ -71,6 +71,11 @@ struct Args {
     /// written to STATE_DIR/metrics.addr).
     #[arg(long, env = "FARM_AGENT_METRICS_LISTEN", value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
+    /// Let --metrics-listen bind an address other than loopback. The
+    /// endpoint has no authentication and names runs and hosts, so exposing
+    /// it is a choice to make, not a default.
+    #[arg(long, env = "FARM_AGENT_METRICS_PUBLIC")]
+    metrics_public: bool,
     /// How often to look for new kernels (cached Debian ones, images in a
     /// --kernel-dir) and send them to the coordinator, in seconds.
     #[arg(
@@ -91,6 +96,15 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(addr) = args.metrics_listen
+        && !addr.ip().is_loopback()
+        && !args.metrics_public
+    {
+        anyhow::bail!(
+            "--metrics-listen {addr} is not a loopback address: /metrics has no \
+             authentication; pass --metrics-public to expose it"
+        );
+    }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     // Dropped before the runtime: flushing traces needs its tonic channel.
     let _traces = {

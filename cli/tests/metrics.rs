@@ -304,3 +304,29 @@ fn an_agent_serves_its_own_metrics() {
     );
     check_with_promtool(&text);
 }
+
+/// `/metrics` has no authentication: binding it off loopback takes
+/// `--metrics-public`, on the coordinator and on the agent alike.
+#[test]
+fn metrics_off_loopback_need_metrics_public() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = "--metrics-listen 0.0.0.0:0 is not a loopback address: /metrics has no \
+                authentication; pass --metrics-public to expose it";
+    for bin in ["farm-coordinator", "farm-agent"] {
+        let dir_flag = if bin == "farm-agent" {
+            "--state-dir"
+        } else {
+            "--data-dir"
+        };
+        let out = Command::new(common::sibling_bin(bin))
+            .args(["--metrics-listen", "0.0.0.0:0"])
+            .arg(dir_flag)
+            .arg(dir.path())
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bin}: {stderr}");
+        assert!(stderr.contains(want), "{bin}: {stderr}");
+    }
+}

@@ -34,6 +34,11 @@ struct Args {
     /// one (written to DATA_DIR/metrics.addr). Off when unset.
     #[arg(long, env = "FARM_METRICS_LISTEN")]
     metrics_listen: Option<SocketAddr>,
+    /// Let --metrics-listen bind an address other than loopback. The
+    /// endpoint has no authentication and names runs and hosts, so exposing
+    /// it is a choice to make, not a default.
+    #[arg(long, env = "FARM_METRICS_PUBLIC")]
+    metrics_public: bool,
     /// Most series each results metric family (medians, baselines,
     /// regression ratios) shows; the newest matrices' are kept.
     #[arg(long, default_value_t = farm_coordinator::metrics::DEFAULT_SERIES_LIMIT,
@@ -47,6 +52,15 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(addr) = args.metrics_listen
+        && !addr.ip().is_loopback()
+        && !args.metrics_public
+    {
+        anyhow::bail!(
+            "--metrics-listen {addr} is not a loopback address: /metrics has no \
+             authentication; pass --metrics-public to expose it"
+        );
+    }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     // Dropped before the runtime: flushing traces needs its tonic channel.
     let _traces = {
