@@ -925,3 +925,116 @@ async fn absent_agents_are_forgotten_after_their_expiry() {
     let stored: Vec<String> = stored.agents.into_iter().map(|a| a.agent_id).collect();
     assert_eq!(stored, vec![here]);
 }
+
+/// One random agent message: (sender index, kind, run index, attempt, value).
+type RandomMsg = (usize, u8, usize, u32, f64);
+
+fn any_value() -> impl proptest::strategy::Strategy<Value = f64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(-1.98),
+        Just(1e308),
+        0.0..10.0f64,
+    ]
+}
+
+/// Random messages from three agents (two holding runs, one holding none)
+/// about real and made-up runs and attempts, with values of every kind:
+/// the scheduler keeps answering, and a run ends only by a result of an
+/// attempt leased to its sender, with values in their domain.
+fn random_messages(msgs: Vec<RandomMsg>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let farm = Farm::new(60_000, 3);
+        let m = farm.submit(4).await;
+        let agents = [
+            farm.register().await,
+            farm.register().await,
+            farm.register().await,
+        ];
+        let mut leased: std::collections::BTreeSet<(String, String, u32)> = Default::default();
+        let mut streams = Vec::new();
+        for (i, a) in agents.iter().take(2).enumerate() {
+            let mut rx = farm.open(a, i as u64 + 1, None, vec![]).await;
+            farm.sync().await;
+            for s in drain(&mut rx) {
+                let (run, attempt) = s.strip_prefix("assign ").unwrap().split_once('@').unwrap();
+                leased.insert((a.clone(), run.to_string(), attempt.parse().unwrap()));
+            }
+            streams.push(rx);
+        }
+        let runs: Vec<String> = (0..5).map(|r| format!("{m}.c0.r{r}")).collect();
+        for (sender, kind, run, attempt, value) in msgs {
+            let agent = &agents[sender % 3];
+            let run_id = runs[run % runs.len()].clone();
+            let r = Some(RunRef { run_id, attempt });
+            let msg = match kind % 3 {
+                0 => agent_message::Msg::Result(RunResult {
+                    run: r,
+                    ok: true,
+                    metrics: vec![farm_proto::Metric {
+                        name: "wall_s".into(),
+                        value,
+                        unit: "s".into(),
+                        direction: 1,
+                    }],
+                    ..Default::default()
+                }),
+                1 => agent_message::Msg::Progress(farm_proto::RunProgress {
+                    run: r,
+                    phase: "x".into(),
+                }),
+                _ => agent_message::Msg::Heartbeat(Heartbeat { seq: 1 }),
+            };
+            farm.send(agent, msg);
+        }
+        tokio::time::timeout(Duration::from_secs(10), farm.sync())
+            .await
+            .expect("the scheduler answers after any messages");
+        // Later assignments (a freed agent got the next run) are leases too.
+        for (i, rx) in streams.iter_mut().enumerate() {
+            for s in drain(rx) {
+                if let Some((run, attempt)) =
+                    s.strip_prefix("assign ").and_then(|s| s.split_once('@'))
+                {
+                    leased.insert((agents[i].clone(), run.to_string(), attempt.parse().unwrap()));
+                }
+            }
+        }
+        for rec in results_of(&farm, &m).await.runs {
+            let Some(res) = rec.result else { continue };
+            let attempt = res.run.as_ref().map_or(0, |r| r.attempt);
+            assert!(
+                leased.contains(&(rec.agent_id.clone(), rec.run_id.clone(), attempt)),
+                "{} ended by {}@{attempt}, which was not leased it",
+                rec.run_id,
+                rec.agent_id
+            );
+            for metric in &res.metrics {
+                assert!(
+                    metric.value.is_finite() && (0.0..=1e15).contains(&metric.value),
+                    "{metric:?}"
+                );
+            }
+        }
+    });
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+    #[test]
+    fn random_agent_messages_never_end_a_run_they_do_not_hold(
+        msgs in proptest::collection::vec(
+            (0..3usize, 0..3u8, 0..5usize, 0..4u32, any_value()),
+            0..200,
+        )
+    ) {
+        random_messages(msgs);
+    }
+}
