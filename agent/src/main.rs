@@ -96,14 +96,8 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if let Some(addr) = args.metrics_listen
-        && !addr.ip().is_loopback()
-        && !args.metrics_public
-    {
-        anyhow::bail!(
-            "--metrics-listen {addr} is not a loopback address: /metrics has no \
-             authentication; pass --metrics-public to expose it"
-        );
+    if let Some(addr) = args.metrics_listen {
+        farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
     }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     // Dropped before the runtime: flushing traces needs its tonic channel.

@@ -17,6 +17,25 @@ use prometheus::{Encoder, Registry, TextEncoder};
 use tokio::net::TcpListener;
 use tracing::{debug, warn};
 
+/// A `/metrics` address off loopback that was not asked for by
+/// `--metrics-public`: the endpoint has no authentication.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--metrics-listen {0} is not a loopback address: /metrics has no authentication; \
+     pass --metrics-public to expose it"
+)]
+pub struct NotLoopback(pub std::net::SocketAddr);
+
+/// Checks `--metrics-listen` against `--metrics-public`, for the
+/// coordinator and the agent alike.
+pub fn check_listen(addr: std::net::SocketAddr, public: bool) -> Result<(), NotLoopback> {
+    if addr.ip().is_loopback() || public {
+        Ok(())
+    } else {
+        Err(NotLoopback(addr))
+    }
+}
+
 /// Serves `registry` on `listener` until the task is dropped or aborted.
 pub async fn serve(listener: TcpListener, registry: Registry) {
     loop {

@@ -828,21 +828,7 @@ async fn a_live_session_cannot_be_taken_over() {
         matches!(&got, Err(Error::AgentInUse(id)) if *id == victim),
         "{got:?}"
     );
-    let (tx, _rx2) = mpsc::unbounded_channel();
-    let hello = Hello {
-        agent_id: victim.clone(),
-        running: None,
-        pending_results: vec![],
-    };
-    let got = farm
-        .h
-        .call(|reply| Event::SessionOpen {
-            hello,
-            session: 2,
-            tx,
-            reply,
-        })
-        .await;
+    let got = farm.try_open(&victim, 2).await;
     assert!(matches!(got, Err(Error::AgentInUse(_))), "{got:?}");
     assert_eq!(farm.rejected(), vec![("session_takeover".to_string(), 2)]);
     // The victim's stream and run are untouched: its result counts.
@@ -902,21 +888,7 @@ async fn absent_agents_are_forgotten_after_their_expiry() {
         .await
         .unwrap();
     assert_eq!(ids(listed), vec![here.clone()]);
-    let (tx, _rx2) = mpsc::unbounded_channel();
-    let hello = Hello {
-        agent_id: gone.clone(),
-        running: None,
-        pending_results: vec![],
-    };
-    let got = farm
-        .h
-        .call(|reply| Event::SessionOpen {
-            hello,
-            session: 2,
-            tx,
-            reply,
-        })
-        .await;
+    let got = farm.try_open(&gone, 2).await;
     assert!(matches!(got, Err(Error::UnknownAgent(id)) if id == gone));
     let stored = Store::open(&farm._dir.path().join("db"))
         .unwrap()
@@ -1036,5 +1008,25 @@ proptest::proptest! {
         )
     ) {
         random_messages(msgs);
+    }
+}
+
+impl Farm {
+    /// A `Hello` for `agent_id` on a new stream, which may be refused.
+    async fn try_open(&self, agent_id: &str, session: u64) -> Result<(), Error> {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let hello = Hello {
+            agent_id: agent_id.into(),
+            running: None,
+            pending_results: vec![],
+        };
+        self.h
+            .call(|reply| Event::SessionOpen {
+                hello,
+                session,
+                tx,
+                reply,
+            })
+            .await
     }
 }
