@@ -112,6 +112,20 @@ impl DebianKernel {
     }
 }
 
+/// Debian's version grammar as kernel package names use it (`6.1.0-57`,
+/// `6.12.38+deb13`, then the flavour), checked character by character with
+/// no regular expression: a digit first, then runs of ASCII letters and
+/// digits joined by single `. + ~ -`, ending in a letter or digit. So
+/// `6.+-amd64`, which apt would take for a pattern, is no version.
+fn debian_version_grammar(v: &str) -> bool {
+    let sep = |b: u8| b".+~-".contains(&b);
+    let b = v.as_bytes();
+    b.first().is_some_and(u8::is_ascii_digit)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter().all(|&c| c.is_ascii_alphanumeric() || sep(c))
+        && !b.windows(2).any(|w| sep(w[0]) && sep(w[1]))
+}
+
 /// The path of a `file:` kernel image: absolute, without `..`, of letters,
 /// digits and `/ . _ + - ~`. The agent boots it only if it lies in one of
 /// its kernel directories.
@@ -157,8 +171,8 @@ impl fmt::Display for KernelError {
             KernelError::Whitespace => f.write_str("a kernel release has no whitespace"),
             KernelError::DebianChars { name } => write!(
                 f,
-                "`{name}`: a Debian kernel version is letters, digits and . + ~ - \
-                 (e.g. debian:6.1.0-57-cloud-amd64)"
+                "`{name}`: a Debian kernel version starts with a digit and is letters and \
+                 digits separated by single . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)"
             ),
             KernelError::DebianLength { name } => write!(
                 f,
@@ -229,10 +243,7 @@ impl FromStr for Kernel {
         if name == Kernel::RUNNING {
             Ok(Kernel::Running)
         } else if let Some(v) = name.strip_prefix("debian:") {
-            let ok_chars = v
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".+~-".contains(&b));
-            if v.is_empty() || !ok_chars || !v.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            if !debian_version_grammar(v) {
                 return Err(KernelError::DebianChars { name: quoted() });
             }
             if v.len() > DebianKernel::MAX_VERSION_LEN {

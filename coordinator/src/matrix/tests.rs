@@ -1997,10 +1997,13 @@ fn kernel_names() {
         ]
     );
     for (kernel, message) in [
-        ("debian:6.1.0-57-cloud-amd64;reboot", "letters, digits"),
-        ("debian:../../etc", "letters, digits"),
+        (
+            "debian:6.1.0-57-cloud-amd64;reboot",
+            "letters and digits separated by single",
+        ),
+        ("debian:../../etc", "letters and digits separated by single"),
         ("debian:6.1.0-57", "flavour"),
-        ("debian:", "letters, digits"),
+        ("debian:", "letters and digits separated by single"),
         ("file:vmlinuz", "absolute path"),
         ("file:/srv/../etc/shadow", "absolute path"),
         ("file:/srv/kernels/vmlinuz;test", "letters, digits and /"),

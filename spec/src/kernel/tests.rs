@@ -44,19 +44,33 @@ fn kernels() {
     check(
         "debian:6.1;rm",
         Err(
-            "`debian:6.1;rm`: a Debian kernel version is letters, digits and . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)",
+            "`debian:6.1;rm`: a Debian kernel version starts with a digit and is letters and digits separated by single . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)",
         ),
     );
     check(
         "debian:-o",
         Err(
-            "`debian:-o`: a Debian kernel version is letters, digits and . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)",
+            "`debian:-o`: a Debian kernel version starts with a digit and is letters and digits separated by single . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)",
         ),
     );
+    for bad in [
+        "6.+-amd64",
+        "6..1-amd64",
+        "6.1.0-57-amd64-",
+        "a6.1-amd64",
+        "6.1*-amd64",
+    ] {
+        let name = format!("debian:{bad}");
+        let want = format!(
+            "`{name}`: a Debian kernel version starts with a digit and is letters and digits \
+             separated by single . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)"
+        );
+        check(&name, Err(&want));
+    }
     check(
         "debian:",
         Err(
-            "`debian:`: a Debian kernel version is letters, digits and . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)",
+            "`debian:`: a Debian kernel version starts with a digit and is letters and digits separated by single . + ~ - (e.g. debian:6.1.0-57-cloud-amd64)",
         ),
     );
     check(
