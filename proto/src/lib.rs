@@ -10,7 +10,9 @@ pub mod v1 {
 pub use v1::*;
 
 pub mod metrics_http;
+pub mod secret;
 pub mod spec;
+pub mod tls;
 pub mod trace;
 
 /// The metadata key every RPC carries its token in, as `Bearer <token>`.
