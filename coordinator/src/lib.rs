@@ -15,8 +15,10 @@
 #![deny(rust_2018_idioms)]
 
 pub mod auth;
+pub mod identity;
 pub mod matrix;
 pub mod metrics;
+pub mod pki;
 pub mod placement;
 pub mod results;
 pub mod schedule;
