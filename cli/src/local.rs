@@ -45,6 +45,7 @@ pub async fn run(
         data_dir: dir.clone(),
         scheduler: Default::default(),
         tls: None,
+        insecure_plaintext: false,
     }
     .build()
     .await?;

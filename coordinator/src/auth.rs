@@ -1,16 +1,28 @@
-//! Tokens and roles: every RPC carries `authorization: Bearer <token>`.
+//! Who may call what.
 //!
 //! Two roles with disjoint rights: agents may only call `AgentService`,
-//! submitters only `FarmService`. An agent token that leaks from a benchmark
-//! host therefore cannot submit work, and a submitter cannot pose as a host
-//! and receive (or forge results of) other people's runs.
+//! submitters only `FarmService`. An agent credential that leaks from a
+//! benchmark host therefore cannot submit work, and a submitter cannot pose
+//! as a host and receive (or forge results of) other people's runs.
+//!
+//! A coordinator proves roles one of two ways ([`Access`]):
+//! - **certificates** (mutual TLS, `--tls-*`): the role and the name are
+//!   the client certificate's farm principal ([`crate::identity`]); the
+//!   principal goes into the request's extensions, where the agent service
+//!   reads the identity an agent id is bound to. Tokens are not accepted
+//!   then: a bearer secret is weaker than a key that never leaves its host.
+//! - **tokens** (plaintext, loopback unless `--insecure-plaintext`):
+//!   `authorization: Bearer <token>`, one secret per role in the data
+//!   directory. Agents have no identity beyond the token then.
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use tonic::{Request, Status};
+
+use crate::identity::Principal;
 
 pub const AGENT_TOKEN_FILE: &str = "agent.token";
 pub const SUBMIT_TOKEN_FILE: &str = "submit.token";
@@ -19,10 +31,8 @@ pub const SUBMIT_TOKEN_FILE: &str = "submit.token";
 pub enum Error {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
-    #[error("{path}: token file is empty or not a single line of hex")]
-    Malformed { path: PathBuf },
-    #[error("{path}: token file is readable by others (mode {mode:o}); chmod 600 it")]
-    TooOpen { path: PathBuf, mode: u32 },
+    #[error(transparent)]
+    Secret(#[from] farm_proto::secret::Error),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +48,52 @@ impl Role {
             Role::Submitter => "FarmService",
         }
     }
+}
+
+/// How this coordinator's callers prove their role.
+#[derive(Debug, Clone)]
+pub enum Access {
+    Tokens(Tokens),
+    Certificates,
+}
+
+impl Access {
+    /// Checks a request for a service that requires `role`; with
+    /// certificates, the caller's [`Principal`] is left in the request's
+    /// extensions for the service.
+    pub fn check<T>(&self, role: Role, req: &mut Request<T>) -> Result<(), Status> {
+        match self {
+            Access::Tokens(t) => t.check(role, req),
+            Access::Certificates => {
+                let principal = principal_of(req)?;
+                let granted = match (&principal, role) {
+                    (Principal::Agent(_), Role::Agent) => true,
+                    (Principal::Submitter(_), Role::Submitter) => true,
+                    _ => false,
+                };
+                if !granted {
+                    return Err(Status::permission_denied(format!(
+                        "the certificate of {principal} may not call {}",
+                        role.service()
+                    )));
+                }
+                req.extensions_mut().insert(principal);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The principal of a request's verified client certificate (the leaf,
+/// first in the chain rustls hands over).
+fn principal_of<T>(req: &Request<T>) -> Result<Principal, Status> {
+    let certs = req.peer_certs().ok_or_else(|| {
+        Status::unauthenticated(crate::identity::Error::NoCertificate.to_string())
+    })?;
+    let leaf = certs.first().ok_or_else(|| {
+        Status::unauthenticated(crate::identity::Error::NoCertificate.to_string())
+    })?;
+    Principal::of_certificate(leaf).map_err(|e| Status::permission_denied(e.to_string()))
 }
 
 /// The two secrets of one coordinator.
@@ -96,17 +152,9 @@ impl Tokens {
     }
 }
 
-/// Reads a token written by a coordinator: one line of hex.
+/// Reads a token written by a coordinator, refused when others may read it.
 pub fn read_token(path: &Path) -> Result<String, Error> {
-    let text = fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })?;
-    let token = text.trim();
-    if token.is_empty() || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Error::Malformed { path: path.into() });
-    }
-    Ok(token.to_string())
+    Ok(farm_proto::secret::read_token(path)?)
 }
 
 fn load_or_create_one(path: &Path) -> Result<String, Error> {
@@ -115,16 +163,7 @@ fn load_or_create_one(path: &Path) -> Result<String, Error> {
         source,
     };
     match fs::metadata(path) {
-        Ok(meta) => {
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(Error::TooOpen {
-                    path: path.into(),
-                    mode,
-                });
-            }
-            read_token(path)
-        }
+        Ok(_) => read_token(path),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let mut bytes = [0u8; 32];
             rand::fill(&mut bytes);
@@ -156,6 +195,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn tokens_are_created_private_and_stable() {
@@ -223,7 +263,10 @@ mod tests {
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(
             Tokens::load_or_create(dir.path()),
-            Err(Error::TooOpen { .. })
+            Err(Error::Secret(farm_proto::secret::Error::TooOpen {
+                mode: 0o644,
+                ..
+            }))
         ));
     }
 }

@@ -4,11 +4,71 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::Parser;
-use farm_coordinator::{Options, scheduler::Config};
+use clap::{Parser, Subcommand};
+use farm_coordinator::identity::{Name, Principal};
+use farm_coordinator::{Options, pki, scheduler::Config};
 
 #[derive(Parser)]
-#[command(version, about = "Coordinator of the scheduler regression farm")]
+#[command(
+    version,
+    about = "Coordinator of the scheduler regression farm",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: Args,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The farm's certificate authority: certificates for mutual TLS.
+    Pki {
+        #[command(subcommand)]
+        command: PkiCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PkiCommand {
+    /// Creates the authority (ca.crt, ca.key) and the coordinator's
+    /// certificate (coordinator.crt, coordinator.key) in DIR.
+    Init {
+        #[command(flatten)]
+        at: PkiDir,
+        /// A name or address agents and farmctl dial the coordinator by
+        /// (repeatable); localhost, 127.0.0.1 and ::1 are always in.
+        #[arg(long = "host", value_name = "HOST")]
+        hosts: Vec<String>,
+    },
+    /// Issues an agent's client certificate (agents/NAME.crt, .key); the
+    /// agent id it registers as is bound to NAME for good.
+    IssueAgent {
+        name: String,
+        #[command(flatten)]
+        at: PkiDir,
+    },
+    /// Issues a submitter's client certificate (submitters/NAME.crt,
+    /// .key), for farmctl.
+    IssueClient {
+        name: String,
+        #[command(flatten)]
+        at: PkiDir,
+    },
+}
+
+#[derive(clap::Args)]
+struct PkiDir {
+    /// Where the authority and the certificates are.
+    #[arg(long, default_value = "/etc/farm/pki", env = "FARM_PKI_DIR")]
+    dir: PathBuf,
+    /// How long the certificates issued now are valid.
+    #[arg(long, default_value_t = pki::DEFAULT_DAYS)]
+    days: u32,
+}
+
+#[derive(clap::Args)]
 struct Args {
     /// Address to listen on; port 0 picks a free one (written to DATA_DIR/coordinator.addr).
     #[arg(long, default_value = "127.0.0.1:7700", env = "FARM_LISTEN")]
@@ -48,10 +108,31 @@ struct Args {
     /// http://127.0.0.1:4317); no tracing cost when unset.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
     otlp_endpoint: Option<String>,
+    /// The certificate authority agents' and submitters' client
+    /// certificates must come from (`farm-coordinator pki init`). With
+    /// --tls-cert and --tls-key: mutual TLS, callers known by their
+    /// certificates, tokens not accepted.
+    #[arg(long, env = "FARM_TLS_CA", value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// The coordinator's certificate.
+    #[arg(long, env = "FARM_TLS_CERT", value_name = "PEM")]
+    tls_cert: Option<PathBuf>,
+    /// The coordinator's private key (mode 0600 or stricter).
+    #[arg(long, env = "FARM_TLS_KEY", value_name = "PEM")]
+    tls_key: Option<PathBuf>,
+    /// Listen without TLS on an address that is not loopback: tokens then
+    /// cross the network in clear.
+    #[arg(long, env = "FARM_INSECURE_PLAINTEXT")]
+    insecure_plaintext: bool,
 }
 
 fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let cli = Cli::parse();
+    if let Some(Command::Pki { command }) = cli.command {
+        return pki_command(command);
+    }
+    let args = cli.serve;
+    let tls = farm_proto::tls::TlsFiles::of_options(args.tls_ca, args.tls_cert, args.tls_key)?;
     if let Some(addr) = args.metrics_listen {
         farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
     }
@@ -79,7 +160,8 @@ fn main() -> anyhow::Result<()> {
                 metrics_series_limit: args.metrics_series_limit,
                 agent_expiry_ms: args.agent_expiry_s.saturating_mul(1000),
             },
-            tls: None,
+            tls,
+            insecure_plaintext: args.insecure_plaintext,
         }
         .build()
         .await?;
@@ -89,6 +171,29 @@ fn main() -> anyhow::Result<()> {
         coordinator.run(shutdown_signal()).await?;
         Ok(())
     })
+}
+
+fn pki_command(command: PkiCommand) -> anyhow::Result<()> {
+    let show = |what: &str, i: &pki::Issued| {
+        eprintln!("{what}: {} (key {})", i.cert.display(), i.key.display());
+    };
+    match command {
+        PkiCommand::Init { at, hosts } => {
+            let (ca, server) = pki::init(&at.dir, &hosts, at.days)?;
+            show("authority", &ca);
+            show("coordinator", &server);
+        }
+        PkiCommand::IssueAgent { name, at } => {
+            let issued = pki::issue(&at.dir, &Principal::Agent(Name::parse(&name)?), at.days)?;
+            show(&format!("agent {name}"), &issued);
+        }
+        PkiCommand::IssueClient { name, at } => {
+            let p = Principal::Submitter(Name::parse(&name)?);
+            let issued = pki::issue(&at.dir, &p, at.days)?;
+            show(&format!("submitter {name}"), &issued);
+        }
+    }
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -31,6 +31,7 @@ use farm_proto::{
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{Span, debug};
 
+use crate::identity::Name;
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
 use crate::placement::Requirement;
@@ -82,10 +83,13 @@ pub enum Event {
     Register {
         capabilities: Box<Capabilities>,
         resume_agent_id: String,
+        /// The caller's certificate name (mutual TLS), `None` with a token.
+        identity: Option<Name>,
         reply: Reply<String>,
     },
     SessionOpen {
         hello: Hello,
+        identity: Option<Name>,
         session: u64,
         tx: AgentTx,
         reply: Reply<()>,
@@ -186,6 +190,14 @@ pub enum Error {
     /// Another caller asked for the id of an agent whose stream is open.
     #[error("agent {0} has a live session; another one may not take it over")]
     AgentInUse(String),
+    /// The agent id is bound to another certificate (or to none, or the
+    /// caller has none): one identity never speaks for another's agent.
+    #[error("agent {agent} is bound to {bound}; {caller} may not speak for it")]
+    NotYourAgent {
+        agent: String,
+        bound: String,
+        caller: String,
+    },
     /// The agent's stream is closed: it was silent longer than its lease.
     #[error("lease expired: no heartbeat")]
     LeaseExpired,
@@ -199,6 +211,9 @@ pub enum Error {
 
 struct Agent {
     capabilities: Capabilities,
+    /// The certificate name this agent id is bound to, for good; `None`
+    /// for an agent that registered with a token.
+    identity: Option<Name>,
     registered_ms: u64,
     /// The open stream, with the number that tells it from earlier ones.
     session: Option<(u64, AgentTx)>,
@@ -440,18 +455,20 @@ impl Scheduler {
             Event::Register {
                 capabilities,
                 resume_agent_id,
+                identity,
                 reply,
             } => {
-                let id = self.register(*capabilities, resume_agent_id);
+                let id = self.register(*capabilities, resume_agent_id, identity);
                 self.reply(reply, id);
             }
             Event::SessionOpen {
                 hello,
+                identity,
                 session,
                 tx,
                 reply,
             } => {
-                let r = self.session_open(hello, session, tx);
+                let r = self.session_open(hello, identity.as_ref(), session, tx);
                 self.reply(reply, r);
             }
             Event::FromAgent {

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use farm_proto::tls::TlsFiles;
 use farm_proto::{
     agent_service_server::AgentServiceServer, farm_service_server::FarmServiceServer,
 };
@@ -12,7 +13,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Server, ServerTlsConfig};
 use tracing::info;
 
-use crate::auth::{Role, Tokens};
+use crate::auth::{Access, Role, Tokens};
 use crate::metrics::Metrics;
 use crate::scheduler::{self, Config, Event, Handle};
 use crate::service::{Agents, Farm};
@@ -42,6 +43,8 @@ pub enum Error {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("TLS: {0}")]
+    Tls(#[from] farm_proto::tls::Error),
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("the scheduler thread stopped unexpectedly")]
@@ -53,8 +56,12 @@ pub struct Options {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub scheduler: Config,
-    /// TLS for the gRPC endpoint (rustls); plaintext when `None`.
-    pub tls: Option<ServerTlsConfig>,
+    /// Mutual TLS for the gRPC endpoint (rustls): callers are then known
+    /// by their client certificates. Plaintext with tokens when `None`,
+    /// which [`Options::build`] allows only on loopback unless
+    /// `insecure_plaintext`.
+    pub tls: Option<TlsFiles>,
+    pub insecure_plaintext: bool,
 }
 
 pub struct Coordinator {
@@ -65,6 +72,7 @@ pub struct Coordinator {
     metrics_listener: Option<TcpListener>,
     handle: Handle,
     tokens: Tokens,
+    access: Access,
     tls: Option<ServerTlsConfig>,
     scheduler: std::thread::JoinHandle<Result<(), scheduler::Error>>,
 }
@@ -75,6 +83,14 @@ impl Options {
         let dir_err = |source| Error::DataDir {
             path: self.data_dir.clone(),
             source,
+        };
+        // Refused before anything is opened or bound.
+        let tls = match &self.tls {
+            Some(files) => Some(files.server()?),
+            None => {
+                farm_proto::tls::check_plaintext_listen(self.listen, self.insecure_plaintext)?;
+                None
+            }
         };
         std::fs::create_dir_all(&self.data_dir).map_err(dir_err)?;
         let tokens = Tokens::load_or_create(&self.data_dir)?;
@@ -93,7 +109,11 @@ impl Options {
             source,
         })?;
         std::fs::write(self.data_dir.join(ADDR_FILE), format!("{addr}\n")).map_err(dir_err)?;
-        info!(%addr, data_dir = %self.data_dir.display(), "coordinator listening");
+        let access = match tls {
+            Some(_) => Access::Certificates,
+            None => Access::Tokens(tokens.clone()),
+        };
+        info!(%addr, data_dir = %self.data_dir.display(), tls = tls.is_some(), "coordinator listening");
         Ok(Coordinator {
             listener,
             data_dir: self.data_dir,
@@ -101,7 +121,8 @@ impl Options {
             metrics_listener: None,
             handle,
             tokens,
-            tls: self.tls,
+            access,
+            tls,
             scheduler,
         })
     }
@@ -162,7 +183,8 @@ impl Coordinator {
             registry,
             metrics_listener,
             handle,
-            tokens,
+            tokens: _,
+            access,
             tls,
             scheduler,
         } = self;
@@ -185,19 +207,20 @@ impl Coordinator {
             handle.clone(),
             crate::timer::Clock::system(),
         ));
-        let agent_tokens = tokens.clone();
+        let agent_access = access.clone();
         let agents = AgentServiceServer::new(Agents::new(handle.clone()))
             .max_decoding_message_size(farm_proto::MAX_AGENT_MESSAGE_BYTES);
-        let agents = tonic::service::interceptor::InterceptedService::new(agents, move |req| {
-            agent_tokens.check(Role::Agent, &req)?;
-            Ok(req)
-        });
+        let agents =
+            tonic::service::interceptor::InterceptedService::new(agents, move |mut req| {
+                agent_access.check(Role::Agent, &mut req)?;
+                Ok(req)
+            });
         let farm = FarmServiceServer::with_interceptor(
             Farm {
                 handle: handle.clone(),
             },
-            move |req| {
-                tokens.check(Role::Submitter, &req)?;
+            move |mut req| {
+                access.check(Role::Submitter, &mut req)?;
                 Ok(req)
             },
         );

@@ -17,6 +17,7 @@ use tokio_stream::{Stream, StreamExt, wrappers::UnboundedReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
 
+use crate::identity::{Name, Principal};
 use crate::matrix;
 use crate::scheduler::{self, Event, Handle};
 
@@ -80,9 +81,19 @@ impl From<scheduler::Error> for Status {
                 Status::not_found(message)
             }
             E::AgentInUse(_) => Status::failed_precondition(message),
+            E::NotYourAgent { .. } => Status::permission_denied(message),
             E::LeaseExpired | E::ShuttingDown => Status::unavailable(message),
             E::Store(_) => Status::internal(message),
         }
+    }
+}
+
+/// The certificate name an agent's request came with (mutual TLS), put
+/// there by the access check; `None` over plaintext with a token.
+fn agent_identity<T>(req: &Request<T>) -> Option<Name> {
+    match req.extensions().get::<Principal>() {
+        Some(Principal::Agent(name)) => Some(name.clone()),
+        _ => None,
     }
 }
 
@@ -120,6 +131,7 @@ impl AgentService for Agents {
         &self,
         req: Request<RegisterRequest>,
     ) -> Result<Response<RegisterResponse>, Status> {
+        let identity = agent_identity(&req);
         let req = req.into_inner();
         let caps = req
             .capabilities
@@ -135,6 +147,7 @@ impl AgentService for Agents {
             .call(|reply| Event::Register {
                 capabilities: Box::new(caps),
                 resume_agent_id: resume,
+                identity,
                 reply,
             })
             .await?;
@@ -151,6 +164,7 @@ impl AgentService for Agents {
         &self,
         req: Request<Streaming<AgentMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
+        let identity = agent_identity(&req);
         let mut inbound = req.into_inner();
         let hello = match inbound.message().await? {
             Some(AgentMessage {
@@ -168,6 +182,7 @@ impl AgentService for Agents {
         self.handle
             .call(|reply| Event::SessionOpen {
                 hello,
+                identity,
                 session,
                 tx,
                 reply,

@@ -26,6 +26,11 @@ pub enum Error {
     },
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
+    #[error("store: agent {agent}: {source}")]
+    BadIdentity {
+        agent: String,
+        source: crate::identity::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -127,6 +132,8 @@ pub struct AgentRecord {
     pub agent_id: String,
     pub capabilities: farm_proto::Capabilities,
     pub registered_ms: u64,
+    /// The certificate name the agent id is bound to (mutual TLS).
+    pub identity: Option<crate::identity::Name>,
 }
 
 /// One change; a slice of them is applied atomically.
@@ -200,6 +207,13 @@ CREATE TABLE IF NOT EXISTS schedules (
     seen_kernels TEXT NOT NULL,
     cancelled INTEGER NOT NULL
 );
+-- Which certificate each agent id is bound to (mutual TLS); a table of its
+-- own so that stores made before identities existed open unchanged. An
+-- identity binds one agent id, an agent id one identity.
+CREATE TABLE IF NOT EXISTS agent_identities (
+    agent_id TEXT PRIMARY KEY,
+    identity TEXT NOT NULL UNIQUE
+);
 -- A table of its own rather than columns of `matrices`: stores made before
 -- schedules existed open unchanged.
 CREATE TABLE IF NOT EXISTS executions (
@@ -271,9 +285,21 @@ impl Store {
                         "INSERT OR REPLACE INTO agents (agent_id, capabilities, registered_ms) VALUES (?1, ?2, ?3)",
                         params![a.agent_id, a.capabilities.encode_to_vec(), a.registered_ms as i64],
                     )?;
+                    if let Some(identity) = &a.identity {
+                        // Insert, never replace: a binding is for good, and
+                        // UNIQUE refuses a second agent for one identity.
+                        tx.execute(
+                            "INSERT OR IGNORE INTO agent_identities (agent_id, identity) VALUES (?1, ?2)",
+                            params![a.agent_id, identity.as_str()],
+                        )?;
+                    }
                 }
                 Op::ForgetAgent(id) => {
                     tx.execute("DELETE FROM agents WHERE agent_id = ?1", params![id])?;
+                    tx.execute(
+                        "DELETE FROM agent_identities WHERE agent_id = ?1",
+                        params![id],
+                    )?;
                 }
             }
         }
@@ -391,23 +417,36 @@ impl Store {
                 result,
             });
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT agent_id, capabilities, registered_ms FROM agents")?;
+        let mut stmt = self.conn.prepare(
+            "SELECT a.agent_id, a.capabilities, a.registered_ms, i.identity FROM agents a
+                 LEFT JOIN agent_identities i ON i.agent_id = a.agent_id",
+        )?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, Vec<u8>>(1)?,
                 r.get::<_, i64>(2)? as u64,
+                r.get::<_, Option<String>>(3)?,
             ))
         })?;
         for row in rows {
-            let (agent_id, caps, registered_ms) = row?;
+            let (agent_id, caps, registered_ms, identity) = row?;
             let capabilities = decode(&caps, || format!("capabilities of agent {agent_id}"))?;
+            let identity =
+                match identity {
+                    Some(i) => Some(crate::identity::Name::parse(&i).map_err(|source| {
+                        Error::BadIdentity {
+                            agent: agent_id.clone(),
+                            source,
+                        }
+                    })?),
+                    None => None,
+                };
             snap.agents.push(AgentRecord {
                 agent_id,
                 capabilities,
                 registered_ms,
+                identity,
             });
         }
         Ok(snap)
@@ -534,6 +573,49 @@ mod tests {
         assert_eq!(snap.runs[0].attempt, 2);
         assert!(snap.runs[0].result.as_ref().unwrap().ok);
         assert_eq!(s.max_matrix_seq().unwrap(), 7);
+    }
+
+    #[test]
+    fn identities_are_kept_bound_and_forgotten_with_their_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("farm.db");
+        let agent = |id: &str, identity: Option<&str>| {
+            Op::PutAgent(Box::new(AgentRecord {
+                agent_id: id.into(),
+                capabilities: Default::default(),
+                registered_ms: 1,
+                identity: identity.map(|n| crate::identity::Name::parse(n).unwrap()),
+            }))
+        };
+        let bound = |s: &Store| -> Vec<(String, Option<String>)> {
+            let mut v: Vec<_> = s
+                .load()
+                .unwrap()
+                .agents
+                .into_iter()
+                .map(|a| (a.agent_id, a.identity.map(|n| n.to_string())))
+                .collect();
+            v.sort();
+            v
+        };
+        let mut s = Store::open(&path).unwrap();
+        s.apply(&[agent("a1", Some("n1")), agent("a2", None)])
+            .unwrap();
+        // Put again (a catalogue change): the binding stays as it was.
+        s.apply(&[agent("a1", Some("n1"))]).unwrap();
+        drop(s);
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(
+            bound(&s),
+            vec![("a1".into(), Some("n1".into())), ("a2".into(), None)]
+        );
+        s.apply(&[Op::ForgetAgent("a1".into())]).unwrap();
+        // Forgotten with its agent, so the name can bind a new id.
+        s.apply(&[agent("a3", Some("n1"))]).unwrap();
+        assert_eq!(
+            bound(&s),
+            vec![("a2".into(), None), ("a3".into(), Some("n1".into()))]
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use tracing::{debug, info, warn};
 
 use super::provenance::{self, Rejection};
 use super::{Agent, AgentTx, Error, Scheduler, now_ms, random_id};
+use crate::identity::Name;
 use crate::store::{AgentRecord, Op, RunState};
 
 impl Scheduler {
@@ -34,24 +35,48 @@ impl Scheduler {
         &mut self,
         capabilities: Capabilities,
         resume: String,
+        identity: Option<Name>,
     ) -> Result<String, Error> {
         let now = now_ms();
-        let id = match self.agents.get(&resume) {
+        // With a certificate, the id is the one bound to it, or a new one
+        // bound to it now, whatever the caller asks to resume (an agent
+        // that lost its state directory gets its id back); without one, the
+        // id asked for, if it exists and is not a certificate's.
+        let bound = identity.as_ref().and_then(|name| {
+            self.agents
+                .iter()
+                .find(|(_, a)| a.identity.as_ref() == Some(name))
+                .map(|(id, _)| id.clone())
+        });
+        let wanted = match identity {
+            Some(_) => bound.unwrap_or_default(),
+            None => resume,
+        };
+        if let Some(a) = self.agents.get(&wanted) {
+            if a.identity != identity {
+                let refusal = not_yours(&wanted, a.identity.as_ref(), identity.as_ref());
+                self.reject(&wanted, Rejection::IdentityMismatch, "");
+                return Err(refusal);
+            }
             // A live session is never replaced: the caller is another
             // process (its own stream would have closed first), and taking
             // the id over would hand it the victim's run.
-            Some(a) if a.session.is_some() => {
-                self.reject(&resume, Rejection::Takeover, "");
-                return Err(Error::AgentInUse(resume));
+            if a.session.is_some() {
+                self.reject(&wanted, Rejection::Takeover, "");
+                return Err(Error::AgentInUse(wanted));
             }
-            Some(_) => resume,
-            None => random_id("a"),
+        }
+        let id = if self.agents.contains_key(&wanted) {
+            wanted
+        } else {
+            random_id("a")
         };
         info!(agent = %id, host = %capabilities.hostname, arch = %capabilities.arch,
               kernel = %capabilities.kernel_release, cpus = capabilities.cpus_online, "agent registered");
         let lease = self.lease();
         let a = self.agents.entry(id.clone()).or_insert_with(|| Agent {
             capabilities: Capabilities::default(),
+            identity: identity.clone(),
             registered_ms: now,
             session: None,
             current: None,
@@ -65,6 +90,7 @@ impl Scheduler {
             agent_id: id.clone(),
             capabilities: a.capabilities.clone(),
             registered_ms: a.registered_ms,
+            identity: a.identity.clone(),
         })));
         let caps = a.capabilities.clone();
         self.catalogue_changed(&caps);
@@ -91,6 +117,7 @@ impl Scheduler {
             agent_id: agent_id.to_owned(),
             capabilities: caps.clone(),
             registered_ms: a.registered_ms,
+            identity: a.identity.clone(),
         })));
         self.catalogue_changed(&caps);
     }
@@ -98,6 +125,7 @@ impl Scheduler {
     pub(super) fn session_open(
         &mut self,
         hello: Hello,
+        identity: Option<&Name>,
         session: u64,
         tx: AgentTx,
     ) -> Result<(), Error> {
@@ -105,6 +133,11 @@ impl Scheduler {
         let Some(a) = self.agents.get_mut(&hello.agent_id) else {
             return Err(Error::UnknownAgent(hello.agent_id));
         };
+        if a.identity.as_ref() != identity {
+            let refusal = not_yours(&hello.agent_id, a.identity.as_ref(), identity);
+            self.reject(&hello.agent_id, Rejection::IdentityMismatch, "");
+            return Err(refusal);
+        }
         if a.session.is_some() {
             self.reject(&hello.agent_id, Rejection::Takeover, "");
             return Err(Error::AgentInUse(hello.agent_id));
@@ -239,10 +272,28 @@ impl Scheduler {
                     .map(|r| r.run_id.clone())
                     .unwrap_or_default(),
                 last_seen_unix_ms: a.last_seen_ms,
+                identity: a
+                    .identity
+                    .as_ref()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
             })
             .collect();
         out.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
         out
+    }
+}
+
+/// The refusal of `caller` for an agent id bound to `bound`.
+fn not_yours(agent: &str, bound: Option<&Name>, caller: Option<&Name>) -> Error {
+    let who = |n: Option<&Name>, none: &str| match n {
+        Some(n) => format!("certificate {n}"),
+        None => none.to_owned(),
+    };
+    Error::NotYourAgent {
+        agent: agent.to_owned(),
+        bound: who(bound, "no certificate (it registered with a token)"),
+        caller: who(caller, "a caller without a certificate"),
     }
 }
 

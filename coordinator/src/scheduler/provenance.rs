@@ -51,6 +51,8 @@ pub(super) enum Rejection {
     ClaimNotLeased,
     /// A `Register` or `Hello` for an agent id whose session is live.
     Takeover,
+    /// A `Register` or `Hello` for an agent id bound to another identity.
+    IdentityMismatch,
 }
 
 impl Rejection {
@@ -61,6 +63,7 @@ impl Rejection {
             Rejection::ProgressNotLeased => "progress_not_leased",
             Rejection::ClaimNotLeased => "claim_not_leased",
             Rejection::Takeover => "session_takeover",
+            Rejection::IdentityMismatch => "identity_mismatch",
         }
     }
 }

@@ -28,6 +28,7 @@ impl Scheduler {
                 a.agent_id.clone(),
                 Agent {
                     capabilities: a.capabilities,
+                    identity: a.identity,
                     registered_ms: a.registered_ms,
                     session: None,
                     current: None,

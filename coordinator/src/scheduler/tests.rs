@@ -69,15 +69,23 @@ impl Farm {
     }
 
     async fn register(&self) -> String {
+        self.register_as(None, "").await.unwrap()
+    }
+
+    /// A `Register` with a certificate's name (`identity`) or a token's
+    /// none, asking to resume `resume`.
+    async fn register_as(&self, identity: Option<&str>, resume: &str) -> Result<String, Error> {
         let capabilities = Box::new(caps());
+        let identity = identity.map(|n| Name::parse(n).unwrap());
+        let resume_agent_id = resume.to_owned();
         self.h
             .call(|reply| Event::Register {
                 capabilities,
-                resume_agent_id: String::new(),
+                resume_agent_id,
+                identity,
                 reply,
             })
             .await
-            .unwrap()
     }
 
     async fn submit(&self, reps: u32) -> String {
@@ -115,6 +123,7 @@ impl Farm {
         self.h
             .call(|reply| Event::SessionOpen {
                 hello,
+                identity: None,
                 session,
                 tx,
                 reply,
@@ -821,6 +830,7 @@ async fn a_live_session_cannot_be_taken_over() {
         .call(|reply| Event::Register {
             capabilities,
             resume_agent_id: resume,
+            identity: None,
             reply,
         })
         .await;
@@ -1014,6 +1024,17 @@ proptest::proptest! {
 impl Farm {
     /// A `Hello` for `agent_id` on a new stream, which may be refused.
     async fn try_open(&self, agent_id: &str, session: u64) -> Result<(), Error> {
+        self.try_open_as(agent_id, session, None).await
+    }
+
+    /// A `Hello` for `agent_id` from a caller with certificate `identity`.
+    async fn try_open_as(
+        &self,
+        agent_id: &str,
+        session: u64,
+        identity: Option<&str>,
+    ) -> Result<(), Error> {
+        let identity = identity.map(|n| Name::parse(n).unwrap());
         let (tx, _rx) = mpsc::unbounded_channel();
         let hello = Hello {
             agent_id: agent_id.into(),
@@ -1023,10 +1044,89 @@ impl Farm {
         self.h
             .call(|reply| Event::SessionOpen {
                 hello,
+                identity,
                 session,
                 tx,
                 reply,
             })
             .await
     }
+}
+
+#[tokio::test]
+async fn an_agent_id_is_bound_to_its_certificate() {
+    let farm = Farm::new(60_000, 3);
+    let n1 = farm.register_as(Some("n1"), "").await.unwrap();
+    // A token-registered agent, for the cases across the two kinds.
+    let plain = farm.register().await;
+    // Another certificate gets an id of its own, whatever it asks to resume.
+    let n2 = farm.register_as(Some("n2"), &n1).await.unwrap();
+    assert_ne!(n2, n1);
+    assert_ne!(n2, plain);
+    fn refused<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
+        match r {
+            Err(Error::NotYourAgent {
+                agent,
+                bound,
+                caller,
+            }) => format!("{agent}|{bound}|{caller}"),
+            other => format!("not refused: {other:?}"),
+        }
+    }
+    // Only n1's certificate opens n1's stream.
+    assert_eq!(
+        refused(farm.try_open_as(&n1, 1, Some("n2")).await),
+        format!("{n1}|certificate n1|certificate n2")
+    );
+    assert_eq!(
+        refused(farm.try_open_as(&n1, 2, None).await),
+        format!("{n1}|certificate n1|a caller without a certificate")
+    );
+    // A token cannot resume a certificate's agent, nor a certificate a
+    // token's: the certificate gets a new id instead.
+    assert_eq!(
+        refused(farm.register_as(None, &n1).await),
+        format!("{n1}|certificate n1|a caller without a certificate")
+    );
+    assert_eq!(
+        refused(farm.try_open_as(&plain, 3, Some("n1")).await),
+        format!("{plain}|no certificate (it registered with a token)|certificate n1")
+    );
+    farm.try_open_as(&n1, 4, Some("n1")).await.unwrap();
+    // Its certificate again, while its session is live: a takeover.
+    assert!(matches!(
+        farm.register_as(Some("n1"), "").await,
+        Err(Error::AgentInUse(id)) if id == n1
+    ));
+    farm.h
+        .send(Event::SessionClosed {
+            agent_id: n1.clone(),
+            session: 4,
+        })
+        .unwrap();
+    // Once it is gone, its certificate gets its id back, even without
+    // asking for it (an agent that lost its state directory).
+    assert_eq!(farm.register_as(Some("n1"), "").await.unwrap(), n1);
+    assert_eq!(
+        farm.rejected(),
+        vec![
+            ("identity_mismatch".to_string(), 4),
+            ("session_takeover".to_string(), 1)
+        ]
+    );
+    let listed: Vec<(String, String)> = farm
+        .h
+        .call(|reply| Event::ListAgents { reply })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.agent_id, a.identity))
+        .collect();
+    let mut want = vec![
+        (n1.clone(), "n1".to_string()),
+        (n2.clone(), "n2".to_string()),
+        (plain.clone(), String::new()),
+    ];
+    want.sort();
+    assert_eq!(listed, want);
 }
