@@ -57,11 +57,12 @@ pub enum Error {
     GuestCache(PathBuf, std::io::Error),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
-    /// e.g. `http://127.0.0.1:7700`.
+    /// e.g. `http://127.0.0.1:7700`, or `https://coordinator:7700` with `tls`.
     pub coordinator: String,
-    pub token: String,
+    /// The agent token, over plaintext; `None` with mutual TLS.
+    pub token: Option<String>,
     /// How to start catalogued workloads, built-in and external; the
     /// external ones it holds are advertised in the capabilities.
     pub workload: run::WorkloadCommand,
@@ -70,6 +71,20 @@ pub struct Options {
     /// Holds the restore journal (`journal`); it must survive the agent.
     pub state_dir: PathBuf,
     pub tls: Option<ClientTlsConfig>,
+}
+
+impl std::fmt::Debug for Options {
+    // By hand, so that the token never reaches a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("coordinator", &self.coordinator)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("workload", &self.workload)
+            .field("root", &self.root)
+            .field("state_dir", &self.state_dir)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
 }
 
 pub struct Agent {

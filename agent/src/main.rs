@@ -18,12 +18,27 @@ struct Args {
         env = "FARM_COORDINATOR"
     )]
     coordinator: String,
-    /// File holding the agent token (the coordinator's DATA_DIR/agent.token).
-    #[arg(long, env = "FARM_AGENT_TOKEN_FILE", conflicts_with = "token")]
+    /// File holding the agent token (the coordinator's DATA_DIR/agent.token,
+    /// mode 0600), over plaintext. The token itself may come in the
+    /// environment as FARM_AGENT_TOKEN; never on the command line, where
+    /// every local user could read it. Not used with TLS.
+    #[arg(long, env = "FARM_AGENT_TOKEN_FILE")]
     token_file: Option<PathBuf>,
-    /// The agent token itself.
-    #[arg(long, env = "FARM_AGENT_TOKEN", hide_env_values = true)]
-    token: Option<String>,
+    /// The farm's certificate authority (`farm-coordinator pki init`); with
+    /// --tls-cert and --tls-key, the agent dials an https:// coordinator
+    /// and is known by its certificate.
+    #[arg(long, env = "FARM_TLS_CA", value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// This agent's certificate (`farm-coordinator pki issue-agent NAME`).
+    #[arg(long, env = "FARM_TLS_CERT", value_name = "PEM")]
+    tls_cert: Option<PathBuf>,
+    /// This agent's private key (mode 0600 or stricter).
+    #[arg(long, env = "FARM_TLS_KEY", value_name = "PEM")]
+    tls_key: Option<PathBuf>,
+    /// Dial a coordinator that is not on loopback without TLS: the token and
+    /// the runs this root agent executes then cross the network in clear.
+    #[arg(long, env = "FARM_INSECURE_PLAINTEXT")]
+    insecure_plaintext: bool,
     /// Holds the restore journal of machine-state changes; it must survive reboots of the agent.
     #[arg(
         long,
@@ -96,6 +111,15 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    // Refused before anything starts: a coordinator off loopback in
+    // plaintext, or TLS files that do not go together or do not read.
+    let files = farm_proto::tls::TlsFiles::of_options(
+        args.tls_ca.clone(),
+        args.tls_cert.clone(),
+        args.tls_key.clone(),
+    )?;
+    let tls =
+        farm_proto::tls::client_config(&args.coordinator, files.as_ref(), args.insecure_plaintext)?;
     if let Some(addr) = args.metrics_listen {
         farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
     }
@@ -105,13 +129,18 @@ fn main() -> anyhow::Result<()> {
         let _rt = rt.enter();
         farm_proto::trace::init("farm-agent", "info", args.otlp_endpoint.as_deref())?
     };
-    let token = match (args.token, args.token_file) {
-        (Some(t), _) => t,
-        (None, Some(f)) => std::fs::read_to_string(&f)
-            .with_context(|| format!("reading the agent token {}", f.display()))?
-            .trim()
-            .to_string(),
-        (None, None) => anyhow::bail!("no agent token: pass --token-file or set FARM_AGENT_TOKEN"),
+    let token = match (&tls, args.token_file) {
+        (Some(_), _) => None,
+        (None, Some(f)) => Some(
+            farm_proto::secret::read_token(&f).context("reading the agent token (--token-file)")?,
+        ),
+        (None, None) => match std::env::var("FARM_AGENT_TOKEN") {
+            Ok(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+            _ => anyhow::bail!(
+                "no agent token: pass --token-file or set FARM_AGENT_TOKEN (or use TLS: \
+                 --tls-ca, --tls-cert, --tls-key)"
+            ),
+        },
     };
     let workload_bin = match args.workload_bin {
         Some(p) => p,
@@ -140,7 +169,7 @@ fn main() -> anyhow::Result<()> {
         workload,
         root: "/".into(),
         state_dir: args.state_dir,
-        tls: None,
+        tls,
     }
     .build()?
     .rescan_every(std::time::Duration::from_secs(args.rescan_s.max(1)));

@@ -34,7 +34,9 @@ pub(crate) struct Shared {
 
 pub(crate) struct Session {
     pub endpoint: Endpoint,
-    pub token: String,
+    /// The bearer token, over plaintext; `None` with mutual TLS, where the
+    /// certificate is the credential.
+    pub token: Option<String>,
     /// What the coordinator was last told; the catalogue part is redone
     /// every `rescan` and after each run (`crate::catalogue`).
     pub capabilities: Mutex<Capabilities>,
@@ -164,13 +166,20 @@ impl Session {
         established: &mut bool,
     ) -> Result<End, Error> {
         let channel = self.endpoint.connect().await?;
-        let header: tonic::metadata::MetadataValue<_> = format!("Bearer {}", self.token)
-            .parse()
-            .map_err(|_| Error::Token("not ASCII".into()))?;
+        let header: Option<tonic::metadata::MetadataValue<_>> = match &self.token {
+            Some(t) => Some(
+                format!("Bearer {t}")
+                    .parse()
+                    .map_err(|_| Error::Token("not ASCII".into()))?,
+            ),
+            None => None,
+        };
         let mut client =
             AgentServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
-                req.metadata_mut()
-                    .insert(farm_proto::AUTHORIZATION, header.clone());
+                if let Some(h) = &header {
+                    req.metadata_mut()
+                        .insert(farm_proto::AUTHORIZATION, h.clone());
+                }
                 Ok(req)
             })
             .max_encoding_message_size(farm_proto::MAX_AGENT_MESSAGE_BYTES);

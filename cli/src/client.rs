@@ -1,4 +1,5 @@
-//! Connecting to a coordinator's FarmService with the submitter token.
+//! Connecting to a coordinator's FarmService as a submitter: with a client
+//! certificate (mutual TLS) or the submitter token (plaintext, loopback).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -7,53 +8,102 @@ use anyhow::{Context, Result};
 use farm_proto::farm_service_client::FarmServiceClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 pub type Client = FarmServiceClient<InterceptedService<Channel, Auth>>;
 
-/// Adds the submitter token to every request.
+/// Adds the submitter token, if any, to every request.
 #[derive(Clone)]
-pub struct Auth(MetadataValue<Ascii>);
+pub struct Auth(Option<MetadataValue<Ascii>>);
 
 impl tonic::service::Interceptor for Auth {
     fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        req.metadata_mut()
-            .insert(farm_proto::AUTHORIZATION, self.0.clone());
+        if let Some(h) = &self.0 {
+            req.metadata_mut()
+                .insert(farm_proto::AUTHORIZATION, h.clone());
+        }
         farm_proto::trace::inject_metadata(&mut req);
         Ok(req)
     }
 }
 
-/// Where the token comes from: `--token-file`, `FARM_TOKEN`, or the default
-/// file of a coordinator on this machine.
-pub fn load_token(token: Option<String>, file: Option<&Path>) -> Result<String> {
-    if let Some(t) = token {
-        return Ok(t.trim().to_string());
+/// How farmctl proves it is a submitter: its client certificate (mutual
+/// TLS), or a token over plaintext.
+pub struct Access {
+    token: Option<String>,
+    tls: Option<ClientTlsConfig>,
+}
+
+/// The access for `url`: TLS when the three files are given (the URL must
+/// then be https://); otherwise plaintext, which only a loopback URL or
+/// `insecure_plaintext` allows, with the token from `FARM_TOKEN`,
+/// `--token-file`, or the default file of a coordinator on this machine.
+/// The token is never an argument: argv is readable by every local user.
+pub fn access(
+    url: &str,
+    token_file: Option<&Path>,
+    files: Option<farm_proto::tls::TlsFiles>,
+    insecure_plaintext: bool,
+) -> Result<Access> {
+    let tls = farm_proto::tls::client_config(url, files.as_ref(), insecure_plaintext)?;
+    if tls.is_some() {
+        return Ok(Access { token: None, tls });
     }
-    let path: PathBuf = match file {
+    if let Ok(t) = std::env::var("FARM_TOKEN")
+        && !t.trim().is_empty()
+    {
+        return Ok(Access {
+            token: Some(t.trim().to_owned()),
+            tls,
+        });
+    }
+    let path: PathBuf = match token_file {
         Some(f) => f.to_path_buf(),
         None => PathBuf::from("/var/lib/farm/submit.token"),
     };
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "reading the submitter token {} (pass --token-file or set FARM_TOKEN)",
-            path.display()
-        )
+    let token = farm_proto::secret::read_token(&path).with_context(|| {
+        "reading the submitter token (pass --token-file, set FARM_TOKEN, or use TLS: --tls-ca, \
+         --tls-cert, --tls-key)"
+            .to_string()
     })?;
-    Ok(text.trim().to_string())
+    Ok(Access {
+        token: Some(token),
+        tls,
+    })
 }
 
-pub async fn connect(url: &str, token: &str) -> Result<Client> {
-    let channel = Endpoint::from_shared(url.to_string())
+impl Access {
+    /// A token over plaintext (the embedded farm of `farmctl run`).
+    pub fn token(token: &str) -> Access {
+        Access {
+            token: Some(token.to_owned()),
+            tls: None,
+        }
+    }
+}
+
+pub async fn connect(url: &str, access: &Access) -> Result<Client> {
+    let mut endpoint = Endpoint::from_shared(url.to_string())
         .with_context(|| format!("coordinator address {url}"))?
         .connect_timeout(Duration::from_secs(5))
-        .tcp_nodelay(true)
+        .tcp_nodelay(true);
+    if let Some(tls) = &access.tls {
+        endpoint = endpoint
+            .tls_config(tls.clone())
+            .with_context(|| format!("TLS to {url}"))?;
+    }
+    let channel = endpoint
         .connect()
         .await
         .with_context(|| format!("connecting to the coordinator at {url}"))?;
-    let header: MetadataValue<Ascii> = format!("Bearer {token}")
-        .parse()
-        .context("the token is not printable ASCII")?;
+    let header: Option<MetadataValue<Ascii>> = match &access.token {
+        Some(t) => Some(
+            format!("Bearer {t}")
+                .parse()
+                .context("the token is not printable ASCII")?,
+        ),
+        None => None,
+    };
     Ok(FarmServiceClient::with_interceptor(channel, Auth(header))
         .max_decoding_message_size(256 << 20))
 }

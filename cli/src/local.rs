@@ -71,7 +71,7 @@ pub async fn run(
     };
     let agent = farm_agent::Options {
         coordinator: url.clone(),
-        token: tokens.agent.clone(),
+        token: Some(tokens.agent.clone()),
         workload,
         root: "/".into(),
         state_dir: dir.join("agent"),
@@ -83,7 +83,7 @@ pub async fn run(
         let _ = agent_stopped.await;
     }));
 
-    let mut c = client::connect(&url, &tokens.submit).await?;
+    let mut c = client::connect(&url, &client::Access::token(&tokens.submit)).await?;
     // Submit once the local agent is in, so nothing waits for "no agent".
     let t = std::time::Instant::now();
     while c

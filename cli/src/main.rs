@@ -36,12 +36,26 @@ struct Cli {
         env = "FARM_COORDINATOR"
     )]
     coordinator: String,
-    /// File holding the submitter token (the coordinator's DATA_DIR/submit.token).
+    /// File holding the submitter token (the coordinator's DATA_DIR/submit.token,
+    /// mode 0600), over plaintext. The token itself may come in the
+    /// environment as FARM_TOKEN, never on the command line.
     #[arg(long, global = true, env = "FARM_TOKEN_FILE")]
     token_file: Option<PathBuf>,
-    /// The submitter token itself.
-    #[arg(long, global = true, env = "FARM_TOKEN", hide_env_values = true)]
-    token: Option<String>,
+    /// The farm's certificate authority; with --tls-cert and --tls-key,
+    /// farmctl dials an https:// coordinator as the submitter its
+    /// certificate names (`farm-coordinator pki issue-client NAME`).
+    #[arg(long, global = true, env = "FARM_TLS_CA", value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// The submitter's certificate.
+    #[arg(long, global = true, env = "FARM_TLS_CERT", value_name = "PEM")]
+    tls_cert: Option<PathBuf>,
+    /// The submitter's private key (mode 0600 or stricter).
+    #[arg(long, global = true, env = "FARM_TLS_KEY", value_name = "PEM")]
+    tls_key: Option<PathBuf>,
+    /// Dial a coordinator that is not on loopback without TLS (the token
+    /// then crosses the network in clear).
+    #[arg(long, global = true, env = "FARM_INSECURE_PLAINTEXT")]
+    insecure_plaintext: bool,
     /// Export traces over OTLP/gRPC to this collector (e.g.
     /// http://127.0.0.1:4317); the coordinator's spans of a submitted
     /// matrix then join farmctl's trace.
@@ -226,6 +240,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let bad = e.chain().any(|c| c.is::<BadInput>())
+                || e.chain().any(|c| c.is::<farm_proto::tls::Error>())
                 || e.chain()
                     .filter_map(|c| c.downcast_ref::<tonic::Status>())
                     .any(|s| {
@@ -269,8 +284,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     {
         return local::run(file, *json, data_dir.as_deref(), report.as_deref()).await;
     }
-    let token = client::load_token(cli.token.clone(), cli.token_file.as_deref())?;
-    let mut c = client::connect(&cli.coordinator, &token).await?;
+    let files = farm_proto::tls::TlsFiles::of_options(
+        cli.tls_ca.clone(),
+        cli.tls_cert.clone(),
+        cli.tls_key.clone(),
+    )?;
+    let access = client::access(
+        &cli.coordinator,
+        cli.token_file.as_deref(),
+        files,
+        cli.insecure_plaintext,
+    )?;
+    let mut c = client::connect(&cli.coordinator, &access).await?;
     match cli.command {
         Command::Submit { file } => {
             let toml = read_matrix(&file)?;
@@ -308,19 +333,24 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Agents => {
             let r = c.list_agents(ListAgentsRequest {}).await?.into_inner();
             println!(
-                "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  CURRENT",
-                "AGENT", "STATE", "ARCH", "KERNEL", "CPUS", "NODES"
+                "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  {:<16} CURRENT",
+                "AGENT", "STATE", "ARCH", "KERNEL", "CPUS", "NODES", "IDENTITY"
             );
             for a in r.agents {
                 let caps = a.capabilities.unwrap_or_default();
                 println!(
-                    "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  {}",
+                    "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  {:<16} {}",
                     a.agent_id,
                     if a.connected { "connected" } else { "gone" },
                     caps.arch,
                     caps.kernel_release,
                     caps.cpus_online,
                     caps.numa_nodes.len().max(1),
+                    if a.identity.is_empty() {
+                        "-"
+                    } else {
+                        &a.identity
+                    },
                     if a.current_run.is_empty() {
                         "-"
                     } else {

@@ -66,11 +66,10 @@ impl Access {
             Access::Tokens(t) => t.check(role, req),
             Access::Certificates => {
                 let principal = principal_of(req)?;
-                let granted = match (&principal, role) {
-                    (Principal::Agent(_), Role::Agent) => true,
-                    (Principal::Submitter(_), Role::Submitter) => true,
-                    _ => false,
-                };
+                let granted = matches!(
+                    (&principal, role),
+                    (Principal::Agent(_), Role::Agent) | (Principal::Submitter(_), Role::Submitter)
+                );
                 if !granted {
                     return Err(Status::permission_denied(format!(
                         "the certificate of {principal} may not call {}",

@@ -43,7 +43,7 @@ pub enum Error {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("TLS: {0}")]
+    #[error(transparent)]
     Tls(#[from] farm_proto::tls::Error),
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),

@@ -66,7 +66,13 @@ impl Drop for Proc {
     }
 }
 
-fn spawn(name: &str, bin: &Path, args: &[String], log: PathBuf, envs: &[(&str, String)]) -> Proc {
+pub fn spawn(
+    name: &str,
+    bin: &Path,
+    args: &[String],
+    log: PathBuf,
+    envs: &[(&str, String)],
+) -> Proc {
     let file = std::fs::File::create(&log).unwrap();
     let mut cmd = Command::new(bin);
     cmd.args(args)
