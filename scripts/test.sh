@@ -51,8 +51,9 @@ need promtool prometheus
 need amtool prometheus-alertmanager
 # The deploy test verifies the systemd units (no running systemd needed).
 need systemd-analyze systemd
-# The attack test plays a hostile agent with a client that is not ours:
-# Python's grpcio, with stubs that Debian's protoc compiles from farm.proto.
+# The attack and TLS tests play hostile agents with a client that is not
+# ours: Python's grpcio, with stubs that Debian's protoc compiles from
+# farm.proto.
 need protoc protobuf-compiler
 /usr/bin/python3 -c "import grpc" 2>/dev/null || missing+=(python3-grpcio)
 /usr/bin/python3 -c "import google.protobuf" 2>/dev/null || missing+=(python3-protobuf)

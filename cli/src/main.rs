@@ -240,7 +240,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let bad = e.chain().any(|c| c.is::<BadInput>())
-                || e.chain().any(|c| c.is::<farm_proto::tls::Error>())
+                || e.chain().any(|c| {
+                    c.is::<farm_proto::tls::Error>() || c.is::<farm_proto::secret::Error>()
+                })
                 || e.chain()
                     .filter_map(|c| c.downcast_ref::<tonic::Status>())
                     .any(|s| {

@@ -347,6 +347,43 @@ fn plaintext_is_refused_off_loopback_on_both_ends() {
         format!("error: {refusal}")
     );
 
+    // A token file others can read is refused, by the agent and farmctl.
+    let open_token = dir.path().join("open.token");
+    std::fs::write(&open_token, "00ff\n").unwrap();
+    std::fs::set_permissions(&open_token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let too_open = format!(
+        "{}: a secret readable by group or others (mode 644) is refused; chmod 600 it",
+        open_token.display()
+    );
+    let out = Command::new(sibling_bin("farm-agent"))
+        .args(["--state-dir"])
+        .arg(dir.path().join("agent"))
+        .arg("--token-file")
+        .arg(&open_token)
+        .env_remove("FARM_AGENT_TOKEN")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("Error: reading the agent token (--token-file)\n\nCaused by:\n    {too_open}")
+    );
+    let out = Command::new(common::farmctl_bin())
+        .args(["agents", "--token-file"])
+        .arg(&open_token)
+        .env_remove("FARM_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!(
+            "error: reading the submitter token (pass --token-file, set FARM_TOKEN, or use TLS: \
+             --tls-ca, --tls-cert, --tls-key): {too_open}"
+        )
+    );
+
     // Asked for by name, plaintext off loopback listens.
     let port = free_port();
     let mut c = spawn(

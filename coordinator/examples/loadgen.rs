@@ -68,6 +68,11 @@ struct Args {
     /// measured matrix runs.
     #[arg(long, default_value_t = 0.0)]
     get_results_per_s: f64,
+    /// Mutual TLS: a fresh authority (`farm_coordinator::pki`), a
+    /// certificate per simulated agent, and the coordinator on
+    /// --tls-ca/--tls-cert/--tls-key; each agent handshakes with its own.
+    #[arg(long)]
+    tls: bool,
 }
 
 /// The large matrix `--results-cells` runs: every cell compared with the
@@ -361,6 +366,35 @@ async fn main() -> Result<()> {
     if args.otlp {
         cmd.args(["--otlp-endpoint", &span_counter(spans.clone()).await?]);
     }
+    let pki = dir.path().join("pki");
+    let client_tls = |who: &str| -> Result<tonic::transport::ClientTlsConfig> {
+        Ok(farm_proto::tls::TlsFiles {
+            ca: pki.join("ca.crt"),
+            cert: pki.join(format!("{who}.crt")),
+            key: pki.join(format!("{who}.key")),
+        }
+        .client()?)
+    };
+    let mut agent_tls = Vec::new();
+    let mut farm_tls = None;
+    if args.tls {
+        use farm_coordinator::identity::{Name, Principal};
+        farm_coordinator::pki::init(&pki, &[], 30)?;
+        for i in 0..args.agents {
+            let name = Name::parse(&format!("lg-{i}"))?;
+            farm_coordinator::pki::issue(&pki, &Principal::Agent(name), 30)?;
+            agent_tls.push(client_tls(&format!("agents/lg-{i}"))?);
+        }
+        let me = Principal::Submitter(Name::parse("loadgen")?);
+        farm_coordinator::pki::issue(&pki, &me, 30)?;
+        farm_tls = Some(client_tls("submitters/loadgen")?);
+        cmd.arg("--tls-ca")
+            .arg(pki.join("ca.crt"))
+            .arg("--tls-cert")
+            .arg(pki.join("coordinator.crt"))
+            .arg("--tls-key")
+            .arg(pki.join("coordinator.key"));
+    }
     let child = cmd
         .args(["--metrics-listen", "127.0.0.1:0"])
         .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
@@ -371,7 +405,10 @@ async fn main() -> Result<()> {
         .with_context(|| format!("starting {}", args.coordinator.display()))?;
     let pid = child.id();
     let coord = Coord { child, _dir: dir };
-    let url = format!("http://127.0.0.1:{port}");
+    let url = format!(
+        "{}://127.0.0.1:{port}",
+        if args.tls { "https" } else { "http" }
+    );
     let token_path = coord._dir.path().join("agent.token");
     let t0 = Instant::now();
     while !(token_path.is_file() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()) {
@@ -394,6 +431,7 @@ async fn main() -> Result<()> {
     let mut tasks = Vec::with_capacity(args.agents);
     let (up_tx, mut up_rx) = mpsc::channel::<()>(args.agents);
     for i in 0..args.agents {
+        let tls = agent_tls.get(i).cloned();
         let (url, token, samples, gate, up, measuring) = (
             url.clone(),
             agent_token.clone(),
@@ -404,10 +442,11 @@ async fn main() -> Result<()> {
         );
         tasks.push(tokio::spawn(async move {
             let permit = gate.acquire_owned().await?;
-            let channel = Endpoint::from_shared(url)?
-                .tcp_nodelay(true)
-                .connect()
-                .await?;
+            let mut endpoint = Endpoint::from_shared(url)?.tcp_nodelay(true);
+            if let Some(tls) = tls {
+                endpoint = endpoint.tls_config(tls)?;
+            }
+            let channel = endpoint.connect().await?;
             drop(permit);
             let _ = up.send(()).await;
             agent(i, channel, token, work, samples, measuring).await
@@ -417,7 +456,11 @@ async fn main() -> Result<()> {
         up_rx.recv().await.context("an agent failed to connect")?;
     }
     // Registration follows the connection; give the last ones a moment.
-    let farm_channel = Endpoint::from_shared(url.clone())?.connect().await?;
+    let mut farm_endpoint = Endpoint::from_shared(url.clone())?;
+    if let Some(tls) = farm_tls {
+        farm_endpoint = farm_endpoint.tls_config(tls)?;
+    }
+    let farm_channel = farm_endpoint.connect().await?;
     // A large matrix's results are a few MiB.
     let mut farm = FarmServiceClient::with_interceptor(farm_channel, with_token(&submit_token))
         .max_decoding_message_size(256 << 20);
