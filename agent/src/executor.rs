@@ -28,6 +28,7 @@ use farm_spec::state::StateError;
 use farm_spec::{Kernel, MachineState};
 
 use crate::state::journal::Journal;
+use crate::telemetry::downsample;
 use host::Killer;
 use launch::Output;
 
@@ -238,7 +239,8 @@ pub(crate) fn tail_bytes(text: &str) -> String {
 /// Fills `result` from what the workload did: the executor's figures, then
 /// whether it failed (ended badly, or its output could not be read) and
 /// else its own figures read from its output as `output` says. `timeout_s`
-/// is the assignment's, for the message of a timeout.
+/// is the assignment's, for the message of a timeout. Its telemetry's
+/// series are thinned to fit [`downsample::RESULT_BUDGET_BYTES`].
 pub(crate) fn finish(result: &mut RunResult, outcome: Outcome, output: Output, timeout_s: u32) {
     let Outcome {
         end,
@@ -288,6 +290,8 @@ pub(crate) fn finish(result: &mut RunResult, outcome: Outcome, output: Output, t
         }
     }
     result.ok = result.error.is_empty();
+    // Last, when everything else the result holds is in it.
+    downsample::to_budget(result, downsample::RESULT_BUDGET_BYTES);
 }
 
 pub(crate) fn unix_ms(t: SystemTime) -> u64 {

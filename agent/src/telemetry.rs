@@ -13,6 +13,8 @@
 //! - [`topology`]: scheduling-domain levels per CPU (debugfs, else synthesized from
 //!   sysfs) and a readable diff of two snapshots (seed 000: a level missing after a
 //!   hotplug cycle).
+//! - [`downsample`]: a result's placement series thinned, evenly, to the result
+//!   budget.
 //!
 //! **Architecture invariant**: every parser and summary is a pure function from text or
 //! plain data to plain data, tested with tables of fixtures captured from real machines
@@ -27,6 +29,7 @@
 //! (1-based) and the offending content; the pure parsers use the file's canonical name
 //! (`/proc/interrupts`) and the readers replace it with the path actually read.
 
+pub mod downsample;
 pub mod interrupts;
 pub mod perf;
 pub mod placement;

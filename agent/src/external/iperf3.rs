@@ -1,7 +1,9 @@
 //! iperf3 over loopback, TCP and UDP: a sender and a receiver whose wake-ups
 //! the scheduler places, as netperf's in seed 002.
 //!
-//! The server is `iperf3 -s -1 -p PORT` (one test, then it exits); the client
+//! The server is `iperf3 -s -1 -B 127.0.0.1 -p PORT` (one test, then it
+//! exits; bound to loopback, as the agent starts it as root and the client
+//! is on this machine: nobody else on the network may reach it); the client
 //! `iperf3 -c 127.0.0.1 -p PORT ... -J` reports in JSON on stdout. The figures
 //! are `end.sum_sent` and `end.sum_received` (iperf3 3.12 gives both for UDP
 //! too). A failed test is still JSON, with a top-level `error` string:
@@ -74,7 +76,14 @@ fn build_udp(p: &Params) -> Command {
 fn build_server(p: &Params) -> Server {
     Server {
         command: Command {
-            argv: vec!["-s".into(), "-1".into(), "-p".into(), p.arg("port")],
+            argv: vec![
+                "-s".into(),
+                "-1".into(),
+                "-B".into(),
+                "127.0.0.1".into(),
+                "-p".into(),
+                p.arg("port"),
+            ],
             env: Vec::new(),
         },
         port: p.port(),

@@ -1,9 +1,11 @@
 //! netperf's UDP_STREAM test over loopback, the benchmark of seed 002, built
 //! by the user (netperf is in no reachable package archive).
 //!
-//! The server is `netserver -D -f -p PORT`: in the foreground, serving tests
-//! one after the other in one process, so that stopping it is killing one
-//! pid. The client is
+//! The server is `netserver -D -f -L 127.0.0.1 -p PORT`: in the
+//! foreground, serving tests one after the other in one process, so that
+//! stopping it is killing one pid; bound to loopback, as the agent starts it
+//! as root and the client is on this machine: nobody else on the network
+//! may reach it. The client is
 //! `netperf -H 127.0.0.1 -p PORT -t UDP_STREAM -l S -- -m SIZE [-s BUF -S BUF]`
 //! and prints:
 //!
@@ -63,7 +65,14 @@ fn build(p: &Params) -> Command {
 fn build_server(p: &Params) -> Server {
     Server {
         command: Command {
-            argv: vec!["-D".into(), "-f".into(), "-p".into(), p.arg("port")],
+            argv: vec![
+                "-D".into(),
+                "-f".into(),
+                "-L".into(),
+                "127.0.0.1".into(),
+                "-p".into(),
+                p.arg("port"),
+            ],
             env: Vec::new(),
         },
         port: p.port(),

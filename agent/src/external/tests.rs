@@ -724,9 +724,17 @@ fn server_commands() {
         ),
         Some(Server {
             command: Command {
-                argv: ["/usr/bin/iperf3", "-s", "-1", "-p", "7000"]
-                    .map(String::from)
-                    .to_vec(),
+                argv: [
+                    "/usr/bin/iperf3",
+                    "-s",
+                    "-1",
+                    "-B",
+                    "127.0.0.1",
+                    "-p",
+                    "7000"
+                ]
+                .map(String::from)
+                .to_vec(),
                 env: vec![],
             },
             port: 7000,
@@ -736,9 +744,17 @@ fn server_commands() {
         server("netperf-udp-stream", "/opt/netperf/bin/netperf", &[]),
         Some(Server {
             command: Command {
-                argv: ["/opt/netperf/bin/netserver", "-D", "-f", "-p", "12865"]
-                    .map(String::from)
-                    .to_vec(),
+                argv: [
+                    "/opt/netperf/bin/netserver",
+                    "-D",
+                    "-f",
+                    "-L",
+                    "127.0.0.1",
+                    "-p",
+                    "12865"
+                ]
+                .map(String::from)
+                .to_vec(),
                 env: vec![],
             },
             port: 12865,
@@ -952,20 +968,25 @@ fn run(cmd: &Command) -> (String, String) {
     (stdout, stderr)
 }
 
-/// Whether something listens on TCP `port` (any address, v4 or v6).
-fn listening(port: u16) -> bool {
+/// The local addresses of the sockets in LISTEN state on TCP `port`, v4 or
+/// v6, as `/proc/net/tcp{,6}` print them (127.0.0.1 is `0100007F`).
+fn listening_on(port: u16) -> Vec<String> {
     let needle = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
-        fs::read_to_string(table)
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-            .any(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                // local_address is field 1, st is field 3; 0A is LISTEN.
-                fields.len() > 3 && fields[1].ends_with(&needle) && fields[3] == "0A"
-            })
-    })
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|table| {
+            let text = fs::read_to_string(table).unwrap_or_default();
+            text.lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    // local_address is field 1, st is field 3; 0A is LISTEN.
+                    let address = fields.get(1)?.strip_suffix(&needle)?;
+                    (fields.get(3) == Some(&"0A")).then(|| address.to_string())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// A loopback port nobody uses now.
@@ -984,7 +1005,7 @@ fn run_installed(spec: &str, params: Params<'_>) {
         .map(|server| {
             let child = spawn(&server.command, Stdio::null(), Stdio::null());
             let deadline = Instant::now() + Duration::from_secs(10);
-            while !listening(server.port) {
+            while listening_on(server.port).is_empty() {
                 assert!(
                     Instant::now() < deadline,
                     "{:?} does not listen",
@@ -992,6 +1013,14 @@ fn run_installed(spec: &str, params: Params<'_>) {
                 );
                 sleep(Duration::from_millis(10));
             }
+            // The agent starts servers as root: loopback only, never the
+            // network.
+            assert_eq!(
+                listening_on(server.port),
+                ["0100007F"],
+                "{:?}",
+                server.command.argv
+            );
             child
         });
     let cmd = command(spec, &program, params).expect("valid parameters");

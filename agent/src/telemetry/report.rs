@@ -206,6 +206,8 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
         topology_before: before,
         topology_after: after,
         topology_changes: changes,
+        // Whole here; the result is thinned to its budget once assembled.
+        downsampled_from: 0,
     };
     (metrics, telemetry)
 }

@@ -13,6 +13,7 @@
 //! `/state` ([`super::runner::protocol`]) and `/modules`, the kernel modules
 //! to load for the channel.
 
+pub mod apt;
 pub mod cache;
 pub mod initramfs;
 pub mod kernels;

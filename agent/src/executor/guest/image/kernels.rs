@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{ToolError, run_tool, sha256_file, unique_suffix};
+use super::{ToolError, apt, run_tool, sha256_file, unique_suffix};
 use farm_spec::kernel::KernelError;
 use farm_spec::{Arch, DebianKernel, Kernel as SpecKernel};
 
@@ -39,6 +39,9 @@ pub enum Error {
 pub enum Cause {
     #[error("{0} is missing (install the Debian packages apt and dpkg)")]
     NoTool(&'static str),
+    /// apt knows neither candidate package by exactly its name.
+    #[error(transparent)]
+    Apt(#[from] apt::Error),
     /// Each package tried, with why `apt-get download` failed for it.
     #[error("{}", .0.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; "))]
     Download(Vec<(String, ToolError)>),
@@ -149,7 +152,7 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
         fs::remove_dir_all(&entry).map_err(io("remove the invalid cache entry"))?;
     }
 
-    for tool in [APT_GET, DPKG_DEB] {
+    for tool in [APT_GET, apt::APT_CACHE, apt::DPKG, DPKG_DEB] {
         if !Path::new(tool).is_file() {
             return Err(step("find tools")(Cause::NoTool(tool)));
         }
@@ -193,13 +196,19 @@ pub fn resolve(name: &str, cache: &Path) -> Result<Kernel, Error> {
 /// `apt-get download` of the `-unsigned` package, or the plain one when
 /// there is no `-unsigned` package, of `arch` (a foreign arch must have
 /// been added with `dpkg --add-architecture`); returns the package name.
+/// Only a package apt knows by exactly its name is downloaded: a version
+/// holds `.`, and apt would read a name it does not know as a pattern.
 fn download(version: &str, arch: Arch, dir: &Path) -> Result<String, Cause> {
-    let mut errors = Vec::new();
     let deb_arch = arch.deb_arch();
-    for package in [
-        format!("linux-image-{version}-unsigned:{deb_arch}"),
-        format!("linux-image-{version}:{deb_arch}"),
-    ] {
+    let candidates = [
+        format!("linux-image-{version}-unsigned"),
+        format!("linux-image-{version}"),
+    ];
+    let native = apt::native_arch().map_err(apt::Error::from)?;
+    let missing = apt::missing(&candidates, deb_arch, &native)?;
+    let mut errors = Vec::new();
+    for package in candidates.iter().filter(|p| !missing.contains(p)) {
+        let package = format!("{package}:{deb_arch}");
         match run_tool(
             Path::new(APT_GET),
             &["download", package.as_str()],
@@ -208,6 +217,11 @@ fn download(version: &str, arch: Arch, dir: &Path) -> Result<String, Cause> {
             Ok(_) => return Ok(package),
             Err(e) => errors.push((package, e)),
         }
+    }
+    if errors.is_empty() {
+        // Both candidates are missing.
+        let names = missing.iter().map(|p| format!("{p}:{deb_arch}")).collect();
+        return Err(apt::Error::NoPackage(names).into());
     }
     Err(Cause::Download(errors))
 }

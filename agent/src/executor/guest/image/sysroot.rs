@@ -29,14 +29,13 @@ use std::ffi::OsStr;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use super::apt::{self, APT_CACHE, DPKG};
 use super::{run_tool, sha256_file, unique_suffix};
 
 mod error;
 pub use error::{Detail, Error};
 
-const APT_CACHE: &str = "/usr/bin/apt-cache";
 const APT_GET: &str = "/usr/bin/apt-get";
-const DPKG: &str = "/usr/bin/dpkg";
 const DPKG_DEB: &str = "/usr/bin/dpkg-deb";
 const READELF: &str = "/usr/bin/readelf";
 
@@ -119,6 +118,8 @@ pub fn fetch(cache: &Path, arch: &str, packages: &[&str]) -> Result<Sysroot, Err
     }
     let native = check_arch(arch).map_err(fail("check the dpkg architectures"))?;
     let wanted = resolve(arch, &native, &requested).map_err(fail("resolve dependencies"))?;
+    // apt-get would read a name it does not know as a pattern (see apt).
+    apt::require(&wanted, arch, &native).map_err(|e| fail("apt-cache showpkg")(e.into()))?;
     tracing::info!(arch, packages = %wanted.join(" "), "downloading a sysroot");
 
     let tmp = dir.join(format!("{key}.{}", unique_suffix()));
@@ -209,9 +210,8 @@ fn validate_package_name(name: &str) -> Result<(), Detail> {
 /// download a foreign architecture's packages before it has been added and
 /// its lists fetched.
 fn check_arch(arch: &str) -> Result<String, Detail> {
-    let native = run_tool(Path::new(DPKG), &["--print-architecture"], None)?;
+    let native = apt::native_arch()?;
     let foreign = run_tool(Path::new(DPKG), &["--print-foreign-architectures"], None)?;
-    let native = String::from_utf8_lossy(&native.stdout).trim().to_string();
     arch_enabled(&native, &String::from_utf8_lossy(&foreign.stdout), arch)?;
     Ok(native)
 }

@@ -131,3 +131,26 @@ fn a_corrupted_cache_entry_is_refused() {
     );
     assert!(err.to_string().contains("the manifest says"), "{err}");
 }
+
+#[test]
+fn a_version_apt_would_read_as_a_pattern_downloads_nothing() {
+    // Needs apt and dpkg. As a pattern, linux-image-6.1.0.47-amd64 matches
+    // linux-image-6.1.0-47-amd64 (and its -unsigned and -dbg) where the
+    // lists have them; no package is named exactly so.
+    let cache = tempfile::tempdir().unwrap();
+    let err = resolve("debian:6.1.0.47-amd64", cache.path())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "kernel `debian:6.1.0.47-amd64`: apt-get download: apt knows no package named exactly \
+         linux-image-6.1.0.47-amd64-unsigned:amd64, linux-image-6.1.0.47-amd64:amd64 \
+         (`apt-get update` may be needed)"
+    );
+    // The temporary download directory is gone, and nothing was cached.
+    let left: Vec<_> = fs::read_dir(cache.path().join("kernels"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, ["6.1.0.47-amd64.lock"]);
+}

@@ -64,6 +64,8 @@ pub enum Detail {
         source: ToolError,
         arch: String,
     },
+    #[error(transparent)]
+    Apt(#[from] super::super::apt::Error),
     #[error("apt-cache does not know {name}:{arch}")]
     UnknownPackage { name: String, arch: String },
     /// `what` names the file or package the tool worked on.
