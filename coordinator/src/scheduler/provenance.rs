@@ -37,6 +37,9 @@ pub const MAX_METRIC_VALUE: f64 = 1e15;
 /// attempt by: clocks of agents and coordinator tick apart, and a result
 /// waits in the agent's outbox while it reconnects.
 const WALL_TIME_SLACK: Duration = Duration::from_secs(120);
+/// The most metrics one result may carry: a workload reports a dozen or
+/// two, and every one becomes a series in summaries and on `/metrics`.
+pub const MAX_METRICS_PER_RESULT: usize = 256;
 
 /// Why a message of an agent was dropped: the `reason` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,6 +114,21 @@ pub(super) fn was_leased(run: &RunMem, agent_id: &str, attempt: u32) -> bool {
 /// non-negative, and the wall time no longer than the attempt has been
 /// leased for (when this process leased it).
 pub(super) fn bad_value(res: &RunResult, leased_for: Option<Duration>) -> Option<String> {
+    if res.metrics.len() > MAX_METRICS_PER_RESULT {
+        return Some(format!(
+            "{} metrics; a result carries at most {MAX_METRICS_PER_RESULT}",
+            res.metrics.len()
+        ));
+    }
+    let mut names = std::collections::HashSet::with_capacity(res.metrics.len());
+    for m in &res.metrics {
+        if !names.insert(m.name.as_str()) {
+            return Some(format!(
+                "metric {} appears twice",
+                farm_spec::excerpt(&m.name)
+            ));
+        }
+    }
     for m in &res.metrics {
         let v = m.value;
         let name = farm_spec::excerpt(&m.name);
@@ -225,6 +243,29 @@ mod tests {
         }
         assert_eq!(bad_value(&result("wall_s", 0.0), None), None);
         assert_eq!(bad_value(&result("context_switches", 4084.0), None), None);
+    }
+
+    #[test]
+    fn too_many_or_repeated_metrics_are_refused() {
+        let mut r = result("wall_s", 1.0);
+        r.metrics.push(r.metrics[0].clone());
+        assert_eq!(
+            bad_value(&r, None).as_deref(),
+            Some("metric wall_s appears twice")
+        );
+        r.metrics = (0..=MAX_METRICS_PER_RESULT)
+            .map(|i| Metric {
+                name: format!("m{i}"),
+                value: 1.0,
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(
+            bad_value(&r, None).as_deref(),
+            Some("257 metrics; a result carries at most 256")
+        );
+        r.metrics.pop();
+        assert_eq!(bad_value(&r, None), None);
     }
 
     #[test]
