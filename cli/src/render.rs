@@ -173,6 +173,9 @@ fn telemetry_json(t: &farm_proto::Telemetry) -> Value {
     json!({
         "sample_interval_ms": t.sample_interval_ms,
         "threads_read_fraction": t.threads_read_fraction,
+        // Samples the run took when the series were thinned to fit; 0 when
+        // they are whole.
+        "downsampled_from": t.downsampled_from,
         "nodes": t.nodes.iter().map(|n| json!({
             "node": n.node, "cpus": n.cpus, "avg_threads": n.avg_threads,
             "avg_runnable": n.avg_runnable, "peak_threads": n.peak_threads,

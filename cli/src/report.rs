@@ -644,6 +644,16 @@ impl<'a> Page<'a> {
                 String::new()
             }
         );
+        if t.downsampled_from > 0 {
+            // The agent kept evenly spaced samples so the result fits its
+            // budget: the map is true in shape, coarser in time.
+            let _ = write!(
+                o,
+                r#"<p class="muted">{} of the run's {} samples kept (evenly, first and last included) to fit the result's size budget; averages and peaks are over all of them.</p>"#,
+                t.series.len(),
+                t.downsampled_from
+            );
+        }
         o.push_str(&main);
         let instances: Vec<_> = t
             .instances

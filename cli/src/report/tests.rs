@@ -320,6 +320,29 @@ fn sample_page_is_well_formed_and_complete() {
     assert!(html.contains("2 adaptive reruns"));
     assert!(html.contains("runs vary far more"));
     assert!(html.contains(r#"<ol class="diagnosis"><li>nodes 2 and 3 overcommitted"#));
+    // Whole series: no word of thinning.
+    assert_eq!(count(&html, "samples kept"), 0);
+}
+
+#[test]
+fn thinned_series_say_so() {
+    let mut page = sample();
+    for r in &mut page.runs {
+        if let Some(t) = r.result.as_mut().and_then(|res| res.telemetry.as_mut()) {
+            t.downsampled_from = 6000;
+        }
+    }
+    let html = render(&page);
+    assert_well_formed(&html);
+    // One note per cell's placement map (cells 0 and 1).
+    assert_eq!(
+        count(
+            &html,
+            "200 of the run's 6000 samples kept (evenly, first and last included) to fit the \
+             result's size budget; averages and peaks are over all of them."
+        ),
+        2
+    );
 }
 
 #[test]
