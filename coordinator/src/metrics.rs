@@ -92,6 +92,7 @@ pub struct Metrics {
     runs: IntGaugeVec,
     runs_finished: IntCounterVec,
     rejected_messages: IntCounterVec,
+    sessions_closed: IntCounterVec,
     assignment_latency: Histogram,
     run_duration: Histogram,
     store_commit_latency: Histogram,
@@ -168,6 +169,17 @@ impl Metrics {
         )
         .expect("valid counter options");
         register(&registry, rejected_messages.clone());
+        let sessions_closed = IntCounterVec::new(
+            Opts::new(
+                "farm_agent_sessions_closed_total",
+                "Agents' streams the coordinator ended: lease_expired (silent past its lease) \
+                 or too_slow (it left scheduler::AGENT_OUTBOX_CAPACITY messages unread). Its \
+                 run is re-queued; the agent reconnects.",
+            ),
+            &["reason"],
+        )
+        .expect("valid counter options");
+        register(&registry, sessions_closed.clone());
         let assignment_latency = histogram(
             &registry,
             "farm_run_assignment_latency_seconds",
@@ -302,6 +314,9 @@ impl Metrics {
         for outcome in ["ok", "failed"] {
             runs_finished.with_label_values(&[outcome]).reset();
         }
+        for reason in ["lease_expired", "too_slow"] {
+            sessions_closed.with_label_values(&[reason]).reset();
+        }
         for family in FAMILIES {
             dropped.with_label_values(&[family]).set(0);
         }
@@ -324,6 +339,7 @@ impl Metrics {
             runs,
             runs_finished,
             rejected_messages,
+            sessions_closed,
             assignment_latency,
             run_duration,
             store_commit_latency,
@@ -356,6 +372,11 @@ impl Metrics {
     /// A message of an agent was dropped for `reason` (`scheduler::provenance`).
     pub fn message_rejected(&self, reason: &str) {
         self.rejected_messages.with_label_values(&[reason]).inc();
+    }
+
+    /// The coordinator ended an agent's stream for `reason` (`scheduler::outbox`).
+    pub fn session_closed(&self, reason: &str) {
+        self.sessions_closed.with_label_values(&[reason]).inc();
     }
 
     /// The results gauges, for the thread that computes summaries.

@@ -175,7 +175,7 @@ impl Coordinator {
                 every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                 loop {
                     every.tick().await;
-                    if handle.send(Event::Tick).is_err() {
+                    if handle.send(Event::Tick).await.is_err() {
                         break;
                     }
                 }

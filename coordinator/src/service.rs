@@ -13,7 +13,7 @@ use farm_proto::{
     agent_service_server::AgentService, farm_service_server::FarmService,
 };
 use tokio::sync::{Semaphore, mpsc};
-use tokio_stream::{Stream, StreamExt, wrappers::UnboundedReceiverStream};
+use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
 
@@ -80,7 +80,8 @@ impl From<scheduler::Error> for Status {
                 Status::not_found(message)
             }
             E::AgentInUse(_) => Status::failed_precondition(message),
-            E::LeaseExpired | E::ShuttingDown => Status::unavailable(message),
+            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown => Status::unavailable(message),
+            E::TooSlow(_) => Status::resource_exhausted(message),
             E::Store(_) => Status::internal(message),
         }
     }
@@ -164,7 +165,7 @@ impl AgentService for Agents {
         };
         let agent_id = hello.agent_id.clone();
         let session = self.sessions.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(scheduler::AGENT_OUTBOX_CAPACITY);
         self.handle
             .call(|reply| Event::SessionOpen {
                 hello,
@@ -189,6 +190,7 @@ impl AgentService for Agents {
                                 msg: Box::new(msg),
                                 permit: Some(permit),
                             })
+                            .await
                             .is_err()
                         {
                             break;
@@ -202,9 +204,11 @@ impl AgentService for Agents {
                     }
                 }
             }
-            let _ = handle.send(Event::SessionClosed { agent_id, session });
+            let _ = handle
+                .send(Event::SessionClosed { agent_id, session })
+                .await;
         });
-        let stream = UnboundedReceiverStream::new(rx).map(|m| m.map_err(Status::from));
+        let stream = ReceiverStream::new(rx).map(|m| m.map_err(Status::from));
         Ok(Response::new(Box::pin(stream)))
     }
 }
