@@ -192,15 +192,10 @@ impl Coordinator {
             agent_tokens.check(Role::Agent, &req)?;
             Ok(req)
         });
-        let farm = FarmServiceServer::with_interceptor(
-            Farm {
-                handle: handle.clone(),
-            },
-            move |req| {
-                tokens.check(Role::Submitter, &req)?;
-                Ok(req)
-            },
-        );
+        let farm = FarmServiceServer::with_interceptor(Farm::new(handle.clone()), move |req| {
+            tokens.check(Role::Submitter, &req)?;
+            Ok(req)
+        });
         let mut server = Server::builder()
             .http2_keepalive_interval(Some(Duration::from_secs(10)))
             .tcp_nodelay(true);

@@ -213,8 +213,25 @@ impl AgentService for Agents {
     }
 }
 
+/// The most submissions parsed and expanded at once. Each may hold a
+/// 1 MiB file and up to `matrix::MAX_EXPANDED_MATRIX_BYTES` of cells (twice,
+/// while the scheduler takes them), and parsing is CPU-bound: a burst of
+/// submissions waits here instead of multiplying that memory.
+pub const MAX_SUBMISSIONS_IN_FLIGHT: usize = 4;
+
 pub struct Farm {
     pub handle: Handle,
+    /// Slots of [`MAX_SUBMISSIONS_IN_FLIGHT`].
+    submissions: Arc<Semaphore>,
+}
+
+impl Farm {
+    pub fn new(handle: Handle) -> Farm {
+        Farm {
+            handle,
+            submissions: Arc::new(Semaphore::new(MAX_SUBMISSIONS_IN_FLIGHT)),
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -234,10 +251,22 @@ impl FarmService for Farm {
             )));
         }
         let toml = utf8(&file_name, toml, MAX_MATRIX_BYTES)?;
-        // Validation runs here, off the scheduler thread; only a valid
-        // matrix ever reaches the store.
-        let m = matrix::parse(&file_name, &toml)
-            .map_err(|e| bounded(Status::invalid_argument, e.to_string()))?;
+        // Held until the scheduler has the matrix: it bounds the matrices
+        // in memory, not only the parsing.
+        let _slot = self
+            .submissions
+            .acquire()
+            .await
+            .map_err(|_| Status::from(scheduler::Error::ShuttingDown))?;
+        // Validation runs here, off the scheduler thread and off the
+        // runtime's (it is CPU-bound); only a valid matrix ever reaches
+        // the store.
+        let (m, file_name, toml) = tokio::task::spawn_blocking(move || {
+            (matrix::parse(&file_name, &toml), file_name, toml)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("parsing the matrix: {e}")))?;
+        let m = m.map_err(|e| bounded(Status::invalid_argument, e.to_string()))?;
         let r = self
             .handle
             .call(|reply| Event::Submit {
