@@ -93,6 +93,7 @@ pub struct Metrics {
     runs_finished: IntCounterVec,
     rejected_messages: IntCounterVec,
     sessions_closed: IntCounterVec,
+    executions_skipped: IntCounterVec,
     assignment_latency: Histogram,
     run_duration: Histogram,
     store_commit_latency: Histogram,
@@ -180,6 +181,18 @@ impl Metrics {
         )
         .expect("valid counter options");
         register(&registry, sessions_closed.clone());
+        let executions_skipped = IntCounterVec::new(
+            Opts::new(
+                "farm_schedule_executions_skipped_total",
+                "Executions of continuous matrices not started: previous_running (a cron \
+                 instant while the schedule's previous execution runs) or rate_limit (a new \
+                 kernel beyond scheduler::MAX_TRIGGERED_EXECUTIONS_PER_HOUR; it \
+                 is started at a later catalogue change).",
+            ),
+            &["reason"],
+        )
+        .expect("valid counter options");
+        register(&registry, executions_skipped.clone());
         let assignment_latency = histogram(
             &registry,
             "farm_run_assignment_latency_seconds",
@@ -317,6 +330,9 @@ impl Metrics {
         for reason in ["lease_expired", "too_slow"] {
             sessions_closed.with_label_values(&[reason]).reset();
         }
+        for reason in ["previous_running", "rate_limit"] {
+            executions_skipped.with_label_values(&[reason]).reset();
+        }
         for family in FAMILIES {
             dropped.with_label_values(&[family]).set(0);
         }
@@ -340,6 +356,7 @@ impl Metrics {
             runs_finished,
             rejected_messages,
             sessions_closed,
+            executions_skipped,
             assignment_latency,
             run_duration,
             store_commit_latency,
@@ -377,6 +394,14 @@ impl Metrics {
     /// The coordinator ended an agent's stream for `reason` (`scheduler::outbox`).
     pub fn session_closed(&self, reason: &str) {
         self.sessions_closed.with_label_values(&[reason]).inc();
+    }
+
+    /// `n` executions of a schedule were not started, for `reason`
+    /// (`scheduler::continuous`).
+    pub fn execution_skipped(&self, reason: &str, n: u64) {
+        self.executions_skipped
+            .with_label_values(&[reason])
+            .inc_by(n);
     }
 
     /// The results gauges, for the thread that computes summaries.

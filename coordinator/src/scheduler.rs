@@ -571,8 +571,8 @@ mod provenance;
 mod recovery;
 mod reruns;
 mod summaries;
-pub use continuous::CronEntry;
 use continuous::ScheduleMem;
+pub use continuous::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
 pub use summaries::Results;
 #[cfg(test)]
 mod tests;

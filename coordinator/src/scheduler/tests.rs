@@ -1130,3 +1130,75 @@ async fn an_event_flood_waits_for_room_and_loses_nothing() {
     }
     assert_eq!(n, EVENT_CAPACITY + 1);
 }
+
+impl Farm {
+    /// A counter family by its one label, as `/metrics` shows it.
+    fn counter(&self, family: &str) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for f in self.registry.gather() {
+            if f.name() == family {
+                for m in f.get_metric() {
+                    let label = m.get_label()[0].value().to_string();
+                    out.push((label, m.get_counter().get_value() as u64));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+/// Twenty agents each bring a new kernel that a schedule's trigger
+/// matches: eight executions start (the hourly limit), twelve are refused
+/// and counted.
+#[tokio::test]
+async fn kernel_triggers_start_at_most_the_hourly_limit_of_executions() {
+    let farm = Farm::new(60_000, 3);
+    let text = "name = \"t\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = { seconds = 1 }\n\
+                [schedule]\non_new_kernel = \"6.*\"\n";
+    let matrix = Box::new(matrix::parse("t.toml", text).unwrap());
+    let r = farm
+        .h
+        .call(|reply| Event::Submit {
+            traceparent: String::new(),
+            matrix,
+            file_name: "t.toml".into(),
+            source: text.into(),
+            reply,
+        })
+        .await
+        .unwrap();
+    assert!(!r.schedule_id.is_empty());
+    for i in 0..20 {
+        let capabilities = Box::new(Capabilities {
+            kernel_release: format!("6.0.{i}"),
+            ..caps()
+        });
+        farm.h
+            .call(|reply| Event::Register {
+                capabilities,
+                resume_agent_id: String::new(),
+                reply,
+            })
+            .await
+            .unwrap();
+    }
+    let schedules = farm
+        .h
+        .call(|reply| Event::ListSchedules { reply })
+        .await
+        .unwrap();
+    assert_eq!(schedules.len(), 1);
+    assert_eq!(
+        schedules[0].executions as usize,
+        MAX_TRIGGERED_EXECUTIONS_PER_HOUR
+    );
+    assert_eq!(schedules[0].last.as_ref().unwrap().kernel, "6.0.7");
+    assert_eq!(
+        farm.counter("farm_schedule_executions_skipped_total"),
+        vec![
+            ("previous_running".to_string(), 0),
+            ("rate_limit".to_string(), 12)
+        ]
+    );
+}
