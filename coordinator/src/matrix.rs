@@ -33,9 +33,10 @@ use std::ops::RangeInclusive;
 
 use farm_proto::Cell;
 
+pub use self::location::{MAX_KEY_BYTES, MAX_MESSAGE_BYTES};
 pub use self::verdict::{DEFAULT_MIN_EFFECT_PCT, MAX_RUNS_PER_CELL};
 
-use self::cells::{cells, check_size};
+use self::cells::{Common, Product, cells, check_size};
 use self::checks::{bounded, non_empty_axis};
 use self::guest::{guest_limits, guest_shape};
 use self::hosts::{executors_fit, hosts};
@@ -68,6 +69,17 @@ pub const MAX_LOADS_PER_CELL: u32 = 64;
 /// Each copy is a complete `Workload` (a few hundred bytes) in every cell, so
 /// this keeps a matrix with loads within the memory of one without.
 pub const MAX_LOAD_COPIES: u64 = 1_000_000;
+
+/// The most bytes the cells of one matrix may take, encoded as the store
+/// keeps them. Counted as they are built, so a refused matrix costs at most
+/// this. Every cell repeats the values of its axes, and the coordinator
+/// holds the cells in memory (about as large again as their encoding),
+/// writes them in the submission's one transaction and sends them in every
+/// status: 32 MiB is 10,000 cells (the default `max_cells`) of 3.3 KiB,
+/// thirty times the cell of a one-workload matrix (about 100 bytes), yet
+/// 24 KB of CPU lists (two lists of `CpuSet::MAX_ITEMS` items) in 10,000
+/// cells would be 240 MB.
+pub const MAX_EXPANDED_MATRIX_BYTES: usize = 32 << 20;
 
 /// A load's `seconds` when the file leaves it out: the agent stops a load
 /// after the measured workload, so its own duration only has to outlast the
@@ -229,19 +241,19 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     };
     let policy = verdict_policy(raw.verdict.as_ref(), repetitions)?;
     let guest = guest_shape(raw, &kernels)?;
-    let mut cells = cells(
-        &kernels,
-        &variants,
-        &states,
-        &hosts,
-        &loads,
-        baseline.as_ref(),
+    let product = Product {
+        kernels: &kernels,
+        variants: &variants,
+        states: &states,
+        hosts: &hosts,
+    };
+    let common = Common {
+        loads: &loads,
         guest,
-    );
-    for cell in &mut cells {
-        cell.verdict = Some(policy.clone());
-        cell.new_kernel = added == Some(cell.kernel.as_str());
-    }
+        verdict: &policy,
+        new_kernel: added,
+    };
+    let cells = cells(&product, &common, baseline.as_ref())?;
     Ok(Matrix {
         name,
         repetitions,

@@ -92,6 +92,8 @@ pub struct Metrics {
     runs: IntGaugeVec,
     runs_finished: IntCounterVec,
     rejected_messages: IntCounterVec,
+    sessions_closed: IntCounterVec,
+    executions_skipped: IntCounterVec,
     assignment_latency: Histogram,
     run_duration: Histogram,
     store_commit_latency: Histogram,
@@ -168,6 +170,29 @@ impl Metrics {
         )
         .expect("valid counter options");
         register(&registry, rejected_messages.clone());
+        let sessions_closed = IntCounterVec::new(
+            Opts::new(
+                "farm_agent_sessions_closed_total",
+                "Agents' streams the coordinator ended: lease_expired (silent past its lease) \
+                 or too_slow (it left scheduler::AGENT_OUTBOX_CAPACITY messages unread). Its \
+                 run is re-queued; the agent reconnects.",
+            ),
+            &["reason"],
+        )
+        .expect("valid counter options");
+        register(&registry, sessions_closed.clone());
+        let executions_skipped = IntCounterVec::new(
+            Opts::new(
+                "farm_schedule_executions_skipped_total",
+                "Executions of continuous matrices not started: previous_running (a cron \
+                 instant while the schedule's previous execution runs) or rate_limit (a new \
+                 kernel beyond scheduler::MAX_TRIGGERED_EXECUTIONS_PER_HOUR; it \
+                 is started at a later catalogue change).",
+            ),
+            &["reason"],
+        )
+        .expect("valid counter options");
+        register(&registry, executions_skipped.clone());
         let assignment_latency = histogram(
             &registry,
             "farm_run_assignment_latency_seconds",
@@ -302,6 +327,12 @@ impl Metrics {
         for outcome in ["ok", "failed"] {
             runs_finished.with_label_values(&[outcome]).reset();
         }
+        for reason in ["lease_expired", "too_slow"] {
+            sessions_closed.with_label_values(&[reason]).reset();
+        }
+        for reason in ["previous_running", "rate_limit"] {
+            executions_skipped.with_label_values(&[reason]).reset();
+        }
         for family in FAMILIES {
             dropped.with_label_values(&[family]).set(0);
         }
@@ -324,6 +355,8 @@ impl Metrics {
             runs,
             runs_finished,
             rejected_messages,
+            sessions_closed,
+            executions_skipped,
             assignment_latency,
             run_duration,
             store_commit_latency,
@@ -356,6 +389,19 @@ impl Metrics {
     /// A message of an agent was dropped for `reason` (`scheduler::provenance`).
     pub fn message_rejected(&self, reason: &str) {
         self.rejected_messages.with_label_values(&[reason]).inc();
+    }
+
+    /// The coordinator ended an agent's stream for `reason` (`scheduler::outbox`).
+    pub fn session_closed(&self, reason: &str) {
+        self.sessions_closed.with_label_values(&[reason]).inc();
+    }
+
+    /// `n` executions of a schedule were not started, for `reason`
+    /// (`scheduler::continuous`).
+    pub fn execution_skipped(&self, reason: &str, n: u64) {
+        self.executions_skipped
+            .with_label_values(&[reason])
+            .inc_by(n);
     }
 
     /// The results gauges, for the thread that computes summaries.

@@ -91,9 +91,11 @@ impl Requirement {
             Requirement::Hotplug(cpus) => {
                 let hotpluggable = &caps.hotpluggable_cpus;
                 // More CPUs than the agent can hotplug fail at once; otherwise
-                // the set is walked lazily, never collected.
+                // its list becomes ranges (n log n) and the set is compared
+                // range by range, never expanded: `offline:1-99999` against a
+                // long list is not a scan of the list per CPU.
                 cpus.count() <= hotpluggable.len()
-                    && cpus.iter().all(|c| hotpluggable.contains(&c))
+                    && cpus.is_subset_of(&CpuSet::from_cpus(hotpluggable.iter().copied()))
                     && caps.online_cpus.iter().any(|&c| !cpus.contains(c))
             }
             Requirement::Unreadable { .. } => false,

@@ -10,7 +10,7 @@
 //! do not make one. Which is which is `farm_spec::metric::is_primary`, the
 //! list farmctl's reports read too.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use farm_analysis::compare::{self, Comparison, Verdict};
 use farm_analysis::{Direction, changepoint, diagnosis};
@@ -41,25 +41,30 @@ fn values(runs: &[&RunRecord]) -> Vec<Values> {
         .collect();
     finished.sort_by_key(|r| r.repetition);
     let mut out: Vec<Values> = Vec::new();
+    // By name: a result may carry thousands of metrics (a workload's per
+    // instance figures), and a scan of `out` per metric was quadratic.
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for r in finished {
         let Some(res) = &r.result else { continue };
         for m in &res.metrics {
-            let i = match out.iter().position(|v| v.name == m.name) {
-                Some(i) => i,
-                None => {
-                    out.push(Values {
-                        name: m.name.clone(),
-                        unit: m.unit.clone(),
-                        direction: m.direction,
-                        values: Vec::new(),
-                    });
-                    out.len() - 1
-                }
-            };
+            let i = *index.entry(m.name.as_str()).or_insert_with(|| {
+                out.push(Values {
+                    name: m.name.clone(),
+                    unit: m.unit.clone(),
+                    direction: m.direction,
+                    values: Vec::new(),
+                });
+                out.len() - 1
+            });
             out[i].values.push(m.value);
         }
     }
     out
+}
+
+/// Each metric's values by name, for lookups in a loop over another cell's.
+fn by_name(values: &[Values]) -> HashMap<&str, &Values> {
+    values.iter().map(|v| (v.name.as_str(), v)).collect()
 }
 
 fn direction(wire: i32) -> Direction {
@@ -191,11 +196,12 @@ pub fn pair_verdict(
     let policy = policy(cell);
     comparable(&policy, candidate, baseline).ok()?;
     let base = values(baseline);
+    let base = by_name(&base);
     values(candidate)
         .iter()
         .filter(|v| is_primary(&v.name))
         .filter_map(|v| {
-            let b = base.iter().find(|b| b.name == v.name)?;
+            let b = base.get(v.name.as_str())?;
             compare_metric(&policy, &v.name, v.direction, &b.values, &v.values, false)
         })
         .map(|c| c.verdict)
@@ -346,7 +352,8 @@ pub fn summarise(
     let vals: Vec<Vec<Values>> = by_cell.iter().map(|r| values(r)).collect();
     let reps: Vec<(String, Vec<String>, Option<&Telemetry>)> = cells
         .iter()
-        .map(|cell| representative(cell.index, runs))
+        .zip(&by_cell)
+        .map(|(cell, runs)| representative(cell.index, runs))
         .collect();
     let mut histories = histories.into_iter();
     cells
@@ -377,6 +384,7 @@ pub fn summarise(
             if let Some(why) = &mixed {
                 summary.notes.insert(0, why.clone());
             }
+            let base = base_i.map(|b| by_name(&vals[b])).unwrap_or_default();
             let mut worst: Option<Verdict> = None;
             let mut moved: Vec<(String, f64, f64, Verdict)> = Vec::new();
             for v in &vals[i] {
@@ -390,7 +398,7 @@ pub fn summarise(
                     primary: is_primary(&v.name),
                     ..Default::default()
                 };
-                if let Some(b) = base_i.and_then(|b| vals[b].iter().find(|b| b.name == v.name)) {
+                if let Some(b) = base.get(v.name.as_str()) {
                     let bm = farm_analysis::median(&b.values).unwrap_or(f64::NAN);
                     m.baseline_median = Some(bm);
                     m.ratio = farm_analysis::ratio(m.median, bm);
@@ -561,193 +569,4 @@ fn representative<'a>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use farm_proto::{Metric, RunResult};
-
-    fn run(cell: u32, state: RunState, wall: f64) -> RunRecord {
-        RunRecord {
-            run_id: format!("r{cell}-{wall}"),
-            matrix_id: "m".into(),
-            cell,
-            repetition: 0,
-            seq: 0,
-            state,
-            attempt: 1,
-            agent_id: "a".into(),
-            result: Some(RunResult {
-                ok: state == RunState::Finished,
-                metrics: vec![Metric {
-                    name: "wall_s".into(),
-                    value: wall,
-                    unit: "s".into(),
-                    direction: 1,
-                }],
-                ..Default::default()
-            }),
-        }
-    }
-
-    fn on(executor: &str, mut r: RunRecord) -> RunRecord {
-        if let Some(res) = &mut r.result {
-            res.executor = executor.into();
-        }
-        r
-    }
-
-    #[test]
-    fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
-        let mut cells = vec![
-            Cell {
-                index: 0,
-                name: "base".into(),
-                ..Default::default()
-            },
-            Cell {
-                index: 1,
-                name: "cand".into(),
-                baseline: Some(0),
-                ..Default::default()
-            },
-        ];
-        // Ten runs a side, the candidate twice as slow: a clear regression
-        // when comparable.
-        let runs: Vec<RunRecord> = (0..10)
-            .flat_map(|k| {
-                let jitter = 0.01 * f64::from(k);
-                [
-                    on("host", run(0, RunState::Finished, 1.0 + jitter)),
-                    on("tcg", run(1, RunState::Finished, 2.0 + jitter)),
-                ]
-            })
-            .collect();
-        let refs: Vec<&RunRecord> = runs.iter().collect();
-        let s = summarise(&cells, &refs, Vec::new());
-        assert_eq!(s[1].verdict, WireVerdict::Unspecified as i32);
-        assert!(
-            s[1].notes[0].starts_with("not compared: emulated (tcg)"),
-            "{:?}",
-            s[1].notes
-        );
-        assert_eq!(s[1].metrics[0].verdict, WireVerdict::Unspecified as i32);
-        assert_eq!(s[1].metrics[0].ratio, Some(2.045 / 1.045));
-        assert_eq!(
-            pair_verdict(
-                &cells[1],
-                &refs[1..].iter().step_by(2).copied().collect::<Vec<_>>(),
-                &refs.iter().step_by(2).copied().collect::<Vec<_>>()
-            ),
-            None
-        );
-        cells[1].verdict = Some(VerdictPolicy {
-            mix_executors: true,
-            ..policy(&cells[1])
-        });
-        let s = summarise(&cells, &refs, Vec::new());
-        assert_eq!(s[1].verdict, WireVerdict::Regression as i32);
-        // Another arch is never compared, whatever the policy says.
-        let runs: Vec<RunRecord> = runs
-            .into_iter()
-            .map(|mut r| {
-                if let Some(res) = &mut r.result {
-                    res.arch = if r.cell == 1 { "s390x" } else { "x86_64" }.into();
-                }
-                r
-            })
-            .collect();
-        let refs: Vec<&RunRecord> = runs.iter().collect();
-        let s = summarise(&cells, &refs, Vec::new());
-        assert_eq!(s[1].verdict, WireVerdict::Unspecified as i32);
-        assert!(
-            s[1].notes[0].starts_with("not compared: s390x runs against x86_64 runs"),
-            "{:?}",
-            s[1].notes
-        );
-    }
-
-    #[test]
-    fn medians_and_ratios_to_baseline() {
-        let cells = vec![
-            Cell {
-                index: 0,
-                name: "base".into(),
-                ..Default::default()
-            },
-            Cell {
-                index: 1,
-                name: "cand".into(),
-                baseline: Some(0),
-                ..Default::default()
-            },
-        ];
-        let runs = [
-            run(0, RunState::Finished, 1.0),
-            run(0, RunState::Finished, 3.0),
-            run(0, RunState::Finished, 2.0),
-            run(1, RunState::Finished, 4.0),
-            run(1, RunState::Finished, 5.0),
-            // A failed run's figures must not count.
-            run(1, RunState::Failed, 100.0),
-        ];
-        let refs: Vec<&RunRecord> = runs.iter().collect();
-        let s = summarise(&cells, &refs, Vec::new());
-        assert_eq!(s[0].metrics[0].median, 2.0);
-        assert_eq!(s[0].metrics[0].ratio, None);
-        assert_eq!(s[1].metrics[0].n, 2);
-        assert_eq!(s[1].metrics[0].median, 4.5);
-        assert_eq!(s[1].metrics[0].baseline_median, Some(2.0));
-        assert_eq!(s[1].metrics[0].ratio, Some(2.25));
-    }
-
-    #[test]
-    fn a_history_ends_worse_by_the_metrics_direction_and_minimum_effect() {
-        // A history whose last change point multiplies the mean by `ratio`.
-        let summary = |metric: &str, direction: WireDirection, ratio: f64| CellSummary {
-            metrics: vec![MetricSummary {
-                name: metric.into(),
-                direction: direction as i32,
-                ..Default::default()
-            }],
-            history: vec![History {
-                metric: metric.into(),
-                points: (0..10)
-                    .map(|i| SeriesPoint {
-                        matrix_id: format!("m{i}"),
-                        kernel: format!("k{i}"),
-                        t_ms: i,
-                        value: if i < 5 { 100.0 } else { 100.0 * ratio },
-                    })
-                    .collect(),
-                change_points: vec![ChangePoint {
-                    index: 5,
-                    mean_before: 100.0,
-                    mean_after: 100.0 * ratio,
-                    p_value: 0.001,
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let cell = Cell::default();
-        let lower = WireDirection::LowerIsBetter;
-        let higher = WireDirection::HigherIsBetter;
-        // Slower times and less throughput are regressions, from k5 in m5.
-        let r = change_regressions(&cell, &summary("wall_s", lower, 1.3));
-        assert_eq!(
-            (r[0].kernel.as_str(), r[0].matrix_id.as_str()),
-            ("k5", "m5")
-        );
-        assert!((r[0].ratio - 1.3).abs() < 1e-12);
-        assert_eq!(
-            change_regressions(&cell, &summary("ops", higher, 0.7)).len(),
-            1
-        );
-        // Faster times and more throughput are not.
-        assert!(change_regressions(&cell, &summary("wall_s", lower, 0.7)).is_empty());
-        assert!(change_regressions(&cell, &summary("ops", higher, 1.3)).is_empty());
-        // Below the default minimum effect (2%), nor is a step in the bad direction.
-        assert!(change_regressions(&cell, &summary("wall_s", lower, 1.01)).is_empty());
-        // Every change point is listed, whatever its direction.
-        assert_eq!(change_points(&summary("ops", higher, 1.3)).len(), 1);
-    }
-}
+mod tests;

@@ -87,9 +87,12 @@ pub fn catalogue(caps: &Capabilities) -> Vec<String> {
 /// The kernels of `catalogue` that match `pattern` and are not in `seen`,
 /// in catalogue order, each once.
 pub fn new_kernels(pattern: &glob::Pattern, catalogue: &[String], seen: &[String]) -> Vec<String> {
+    // Sets: a catalogue (from an agent) may list thousands of kernels, and
+    // scanning `seen` and `out` for each was quadratic on the scheduler thread.
+    let mut skip: std::collections::HashSet<&str> = seen.iter().map(String::as_str).collect();
     let mut out: Vec<String> = Vec::new();
     for k in catalogue {
-        if pattern.matches(k) && !seen.contains(k) && !out.contains(k) {
+        if pattern.matches(k) && skip.insert(k.as_str()) {
             out.push(k.clone());
         }
     }

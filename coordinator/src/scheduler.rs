@@ -19,7 +19,32 @@
 //! - `summaries`: results computed off this thread, cached per matrix;
 //! - `histories`: cells by series and each cell's history;
 //! - `recovery`: memory rebuilt from the store at start-up;
-//! - `continuous`: schedules; `observe`: what the metrics are told.
+//! - `continuous`: schedules; `observe`: what the metrics are told;
+//! - `outbox`: messages to agents, and agents too slow to read them.
+//!
+//! Backpressure, and why it cannot deadlock. Every channel is bounded:
+//! events ([`EVENT_CAPACITY`]), each agent's stream
+//! ([`AGENT_OUTBOX_CAPACITY`]) and the results worker's jobs
+//! (`summaries::RESULTS_QUEUE_CAPACITY`). The rule is that only the
+//! scheduler thread is ever waited for, and it waits for nothing but the
+//! store:
+//! - gRPC handlers, the ticker and the cron driver `send().await` into the
+//!   event channel: when it is full they wait, so a flood is slowed where it
+//!   enters (HTTP/2 flow control then slows the client). A `Tick` or a
+//!   `CronDue` waits like any event, and is never dropped; a tick delayed
+//!   by a full channel finds leases checked by the batch it lands in.
+//! - The results worker, a plain thread, `blocking_send`s `Summarised`.
+//! - The scheduler thread never sends to itself and never waits for room:
+//!   it reserves the worker's slots with `try_reserve` when it handles a
+//!   request (refusing `GetResults` with [`Error::Busy`] when there are
+//!   none, keeping an ended matrix to summarise at a later batch), and it
+//!   checks each agent's room before its batch is committed: an agent that
+//!   cannot take the batch's messages is too slow, and its session is
+//!   closed as when its lease expires (its run re-queued). A slow agent
+//!   slows nobody else.
+//!
+//! So every wait is for the scheduler thread, which drains its channel
+//! whatever the others do: no cycle of waits exists.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -37,15 +62,24 @@ use crate::metrics::Metrics;
 use crate::placement::Requirement;
 use crate::store::{self, MatrixRecord, Op, RunRecord, Store};
 
-/// The sending half of an agent's stream.
+/// The sending half of an agent's stream, of [`AGENT_OUTBOX_CAPACITY`]
+/// (`outbox`).
 ///
 /// The stream ends with an [`Error`] when the coordinator drops the agent.
-pub type AgentTx = mpsc::UnboundedSender<Result<CoordinatorMessage, Error>>;
+pub type AgentTx = mpsc::Sender<Result<CoordinatorMessage, Error>>;
 
 type Reply<T> = oneshot::Sender<Result<T, Error>>;
 
 /// The most events applied before a commit; bounds the latency of a batch.
 const MAX_BATCH: usize = 4096;
+/// The events waiting for the scheduler thread, at most. Senders wait for
+/// room (see "Backpressure" above): a flood of RPCs is throttled where it
+/// enters, and the events of a full channel are at most two batches' work.
+pub const EVENT_CAPACITY: usize = 1024;
+/// The messages waiting in one agent's stream, at most: a few per run
+/// (assignment, ack, cancel), so an agent that has this many unread is
+/// stuck or hostile, and is dropped (`outbox`).
+pub const AGENT_OUTBOX_CAPACITY: usize = 64;
 /// How often a running matrix's status is republished at most.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
@@ -156,7 +190,7 @@ pub enum Event {
 /// A cheap, cloneable way to talk to the scheduler.
 #[derive(Clone)]
 pub struct Handle {
-    tx: mpsc::UnboundedSender<Event>,
+    tx: mpsc::Sender<Event>,
     pub config: Config,
     /// The schedules with a cron, republished after every commit that
     /// changes them; `crate::timer` waits on it.
@@ -164,14 +198,22 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub fn send(&self, ev: Event) -> Result<(), Error> {
-        self.tx.send(ev).map_err(|_| Error::ShuttingDown)
+    /// Sends an event, waiting for room in the channel ([`EVENT_CAPACITY`]).
+    pub async fn send(&self, ev: Event) -> Result<(), Error> {
+        self.tx.send(ev).await.map_err(|_| Error::ShuttingDown)
+    }
+
+    /// Sends an event if there is room now, for tests that drive the
+    /// scheduler from a blocking context.
+    #[cfg(test)]
+    pub(crate) fn try_send(&self, ev: Event) -> Result<(), Error> {
+        self.tx.try_send(ev).map_err(|_| Error::ShuttingDown)
     }
 
     /// Sends the event built around a fresh reply channel and awaits the reply.
     pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Event) -> Result<T, Error> {
         let (reply, rx) = oneshot::channel();
-        self.send(make(reply))?;
+        self.send(make(reply)).await?;
         rx.await.map_err(|_| Error::ShuttingDown)?
     }
 }
@@ -201,6 +243,18 @@ pub enum Error {
     /// The agent's stream is closed: it was silent longer than its lease.
     #[error("lease expired: no heartbeat")]
     LeaseExpired,
+    /// The agent did not read its stream: it had this many messages unread.
+    #[error(
+        "agent stream closed: {0} messages unread; the limit (AGENT_OUTBOX_CAPACITY) is {AGENT_OUTBOX_CAPACITY}"
+    )]
+    TooSlow(usize),
+    /// A queue between threads is full; the caller may try again.
+    #[error("{what} is full; the limit ({limit}) is {capacity}, try again")]
+    Busy {
+        what: &'static str,
+        limit: &'static str,
+        capacity: usize,
+    },
     /// The scheduler thread is gone (stopping, or stopped by an error).
     #[error("coordinator is shutting down")]
     ShuttingDown,
@@ -326,7 +380,7 @@ pub fn spawn_with(
     metrics: Metrics,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
     // The worker's end is weak: the scheduler stops once every handle is gone.
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::channel(EVENT_CAPACITY);
     let summaries = summaries::Worker::spawn(metrics.results_gauges(), tx.downgrade());
     let mut s = Scheduler {
         store,
@@ -382,7 +436,7 @@ fn random_id(prefix: &str) -> String {
 }
 
 impl Scheduler {
-    fn run(&mut self, rx: &mut mpsc::UnboundedReceiver<Event>) -> Result<(), Error> {
+    fn run(&mut self, rx: &mut mpsc::Receiver<Event>) -> Result<(), Error> {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while let Some(ev) = rx.blocking_recv() {
             batch.push(ev);
@@ -396,6 +450,7 @@ impl Scheduler {
                 self.handle(ev);
             }
             self.dispatch();
+            self.close_slow_sessions();
             self.commit()?;
             // After the commit: nobody is shown what is not on disk.
             let ticked = std::mem::take(&mut self.ticked);
@@ -403,6 +458,7 @@ impl Scheduler {
             if ticked && std::mem::take(&mut self.fleet_changed) {
                 self.refresh_fleet_metrics();
             }
+            self.summarise_pending();
         }
         Ok(())
     }
@@ -424,12 +480,7 @@ impl Scheduler {
         if std::mem::take(&mut self.schedules_changed) {
             self.crons.send_replace(self.cron_entries());
         }
-        for (agent_id, msg) in self.outbox.drain(..) {
-            if let Some((_, tx)) = self.agents.get(&agent_id).and_then(|a| a.session.as_ref()) {
-                // A closed stream is fine: the agent's next Hello reconciles.
-                let _ = tx.send(Ok(msg));
-            }
-        }
+        self.deliver();
         for f in self.after_commit.drain(..) {
             f();
         }
@@ -532,12 +583,13 @@ mod ingest;
 mod leases;
 mod matrices;
 mod observe;
+mod outbox;
 mod provenance;
 mod recovery;
 mod reruns;
 mod summaries;
-pub use continuous::CronEntry;
 use continuous::ScheduleMem;
+pub use continuous::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
 pub use summaries::Results;
 #[cfg(test)]
 mod tests;

@@ -197,7 +197,7 @@ impl Coordinator {
                 every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                 loop {
                     every.tick().await;
-                    if handle.send(Event::Tick).is_err() {
+                    if handle.send(Event::Tick).await.is_err() {
                         break;
                     }
                 }
@@ -215,15 +215,11 @@ impl Coordinator {
                 agent_access.check(Role::Agent, &mut req)?;
                 Ok(req)
             });
-        let farm = FarmServiceServer::with_interceptor(
-            Farm {
-                handle: handle.clone(),
-            },
-            move |mut req| {
+        let farm =
+            FarmServiceServer::with_interceptor(Farm::new(handle.clone()), move |mut req| {
                 access.check(Role::Submitter, &mut req)?;
                 Ok(req)
-            },
-        );
+            });
         let mut server = Server::builder()
             .http2_keepalive_interval(Some(Duration::from_secs(10)))
             .tcp_nodelay(true);

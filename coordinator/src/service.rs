@@ -13,7 +13,7 @@ use farm_proto::{
     agent_service_server::AgentService, farm_service_server::FarmService,
 };
 use tokio::sync::{Semaphore, mpsc};
-use tokio_stream::{Stream, StreamExt, wrappers::UnboundedReceiverStream};
+use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
 
@@ -82,7 +82,8 @@ impl From<scheduler::Error> for Status {
             }
             E::AgentInUse(_) => Status::failed_precondition(message),
             E::NotYourAgent { .. } => Status::permission_denied(message),
-            E::LeaseExpired | E::ShuttingDown => Status::unavailable(message),
+            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown => Status::unavailable(message),
+            E::TooSlow(_) => Status::resource_exhausted(message),
             E::Store(_) => Status::internal(message),
         }
     }
@@ -178,7 +179,7 @@ impl AgentService for Agents {
         };
         let agent_id = hello.agent_id.clone();
         let session = self.sessions.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(scheduler::AGENT_OUTBOX_CAPACITY);
         self.handle
             .call(|reply| Event::SessionOpen {
                 hello,
@@ -204,6 +205,7 @@ impl AgentService for Agents {
                                 msg: Box::new(msg),
                                 permit: Some(permit),
                             })
+                            .await
                             .is_err()
                         {
                             break;
@@ -217,15 +219,34 @@ impl AgentService for Agents {
                     }
                 }
             }
-            let _ = handle.send(Event::SessionClosed { agent_id, session });
+            let _ = handle
+                .send(Event::SessionClosed { agent_id, session })
+                .await;
         });
-        let stream = UnboundedReceiverStream::new(rx).map(|m| m.map_err(Status::from));
+        let stream = ReceiverStream::new(rx).map(|m| m.map_err(Status::from));
         Ok(Response::new(Box::pin(stream)))
     }
 }
 
+/// The most submissions parsed and expanded at once. Each may hold a
+/// 1 MiB file and up to `matrix::MAX_EXPANDED_MATRIX_BYTES` of cells (twice,
+/// while the scheduler takes them), and parsing is CPU-bound: a burst of
+/// submissions waits here instead of multiplying that memory.
+pub const MAX_SUBMISSIONS_IN_FLIGHT: usize = 4;
+
 pub struct Farm {
     pub handle: Handle,
+    /// Slots of [`MAX_SUBMISSIONS_IN_FLIGHT`].
+    submissions: Arc<Semaphore>,
+}
+
+impl Farm {
+    pub fn new(handle: Handle) -> Farm {
+        Farm {
+            handle,
+            submissions: Arc::new(Semaphore::new(MAX_SUBMISSIONS_IN_FLIGHT)),
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -245,10 +266,22 @@ impl FarmService for Farm {
             )));
         }
         let toml = utf8(&file_name, toml, MAX_MATRIX_BYTES)?;
-        // Validation runs here, off the scheduler thread; only a valid
-        // matrix ever reaches the store.
-        let m = matrix::parse(&file_name, &toml)
-            .map_err(|e| bounded(Status::invalid_argument, e.to_string()))?;
+        // Held until the scheduler has the matrix: it bounds the matrices
+        // in memory, not only the parsing.
+        let _slot = self
+            .submissions
+            .acquire()
+            .await
+            .map_err(|_| Status::from(scheduler::Error::ShuttingDown))?;
+        // Validation runs here, off the scheduler thread and off the
+        // runtime's (it is CPU-bound); only a valid matrix ever reaches
+        // the store.
+        let (m, file_name, toml) = tokio::task::spawn_blocking(move || {
+            (matrix::parse(&file_name, &toml), file_name, toml)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("parsing the matrix: {e}")))?;
+        let m = m.map_err(|e| bounded(Status::invalid_argument, e.to_string()))?;
         let r = self
             .handle
             .call(|reply| Event::Submit {

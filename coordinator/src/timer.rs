@@ -82,7 +82,7 @@ pub async fn drive(handle: Handle, clock: Clock) {
                     schedule_id: e.schedule_id.clone(),
                     at_ms,
                 };
-                if handle.send(due).is_err() {
+                if handle.send(due).await.is_err() {
                     return;
                 }
                 *last = at_ms;

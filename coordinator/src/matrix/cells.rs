@@ -1,15 +1,17 @@
-//! The product of the axes: its size checked before any cell is built, then the cells.
+//! The product of the axes: its size checked before any cell is built, then
+//! the cells, their bytes counted as they are built.
 
-use farm_proto::{Cell, GuestShape, HostSelector, MachineState, Workload};
+use farm_proto::{Cell, GuestShape, HostSelector, MachineState, VerdictPolicy, Workload};
 use farm_spec::Kernel;
 use farm_workload::catalogue::WorkloadSpec;
+use prost::Message;
 use toml::Spanned;
 
 use super::baseline;
 use super::location::Issue;
 use super::raw::RawMatrix;
 use super::workloads::{Axis, Variant, wire_param};
-use super::{Checked, MAX_LOAD_COPIES, MAX_RUNS};
+use super::{Checked, MAX_EXPANDED_MATRIX_BYTES, MAX_LOAD_COPIES, MAX_RUNS};
 
 /// Refuses a matrix with more cells than `max_cells`, more runs than
 /// [`MAX_RUNS`] or more load copies than [`MAX_LOAD_COPIES`], counting them
@@ -71,25 +73,56 @@ pub(super) fn check_size(
     Ok(())
 }
 
+/// The axes whose product the cells are.
+pub(super) struct Product<'a> {
+    pub kernels: &'a [Kernel],
+    pub variants: &'a [Variant],
+    pub states: &'a [MachineState],
+    pub hosts: &'a [HostSelector],
+}
+
+/// What every cell carries whatever its position.
+pub(super) struct Common<'a> {
+    pub loads: &'a [Workload],
+    /// The `[guest]` shape, for the cells of guest kernels.
+    pub guest: Option<GuestShape>,
+    pub verdict: &'a VerdictPolicy,
+    /// A trigger's kernel, whose cells are marked `new_kernel`.
+    pub new_kernel: Option<&'a str>,
+}
+
 /// The cells, kernel-major and host-minor, with their baselines; every one
-/// carries the same `loads`, and those of guest kernels the `[guest]` shape.
+/// carries the same loads and verdict policy, and those of guest kernels
+/// the `[guest]` shape. Their encoded size is counted as they are built,
+/// and the expansion stops as soon as it passes
+/// [`MAX_EXPANDED_MATRIX_BYTES`]: long values multiplied by many cells are
+/// refused having taken at most that much memory.
 pub(super) fn cells(
-    kernels: &[Kernel],
-    variants: &[Variant],
-    states: &[MachineState],
-    hosts: &[HostSelector],
-    loads: &[Workload],
+    axes: &Product<'_>,
+    common: &Common<'_>,
     baseline: Option<&baseline::Baseline>,
-    guest: Option<GuestShape>,
-) -> Vec<Cell> {
+) -> Checked<Vec<Cell>> {
+    let Product {
+        kernels,
+        variants,
+        states,
+        hosts,
+    } = *axes;
     let (n_variants, n_states, n_hosts) = (variants.len(), states.len(), hosts.len());
+    let total = kernels.len() * n_variants * n_states * n_hosts;
     let position = |k: usize, w: usize, s: usize, h: usize| {
         ((k * n_variants + w) * n_states + s) * n_hosts + h
     };
-    let mut cells = Vec::with_capacity(kernels.len() * n_variants * n_states * n_hosts);
+    let mut cells = Vec::with_capacity(total);
+    let mut bytes = 0usize;
     for (k, kernel) in kernels.iter().enumerate() {
-        let guest = if kernel.is_guest() { guest } else { None };
+        let guest = if kernel.is_guest() {
+            common.guest
+        } else {
+            None
+        };
         let kernel = kernel.to_string();
+        let new_kernel = common.new_kernel == Some(kernel.as_str());
         for (w, variant) in variants.iter().enumerate() {
             let workload = Workload {
                 name: variant.spec.name.to_owned(),
@@ -122,7 +155,7 @@ pub(super) fn cells(
                     if n_hosts > 1 {
                         name.push_str(&format!(" | host={}", host.name));
                     }
-                    cells.push(Cell {
+                    let cell = Cell {
                         // `max_cells` keeps every index far below 2^32.
                         index: index as u32,
                         name,
@@ -131,15 +164,34 @@ pub(super) fn cells(
                         state: Some(state.clone()),
                         host: Some(host.clone()),
                         baseline: target.map(|t| t as u32),
-                        loads: loads.to_vec(),
-                        verdict: None,
+                        loads: common.loads.to_vec(),
+                        verdict: Some(common.verdict.clone()),
                         guest,
-                        // Set by `build` for a trigger's kernel.
-                        new_kernel: false,
-                    });
+                        new_kernel,
+                    };
+                    bytes += cell.encoded_len();
+                    if bytes > MAX_EXPANDED_MATRIX_BYTES {
+                        return Err(too_large(bytes, cells.len() + 1, total));
+                    }
+                    cells.push(cell);
                 }
             }
         }
     }
-    cells
+    Ok(cells)
+}
+
+/// The refusal of a matrix whose first `built` of `total` cells take
+/// `bytes`. It is about no one key: the product of them all is too large.
+fn too_large(bytes: usize, built: usize, total: usize) -> Issue {
+    Issue::new(
+        0..0,
+        "",
+        format!(
+            "the matrix expands to more than {MAX_EXPANDED_MATRIX_BYTES} bytes \
+             (MAX_EXPANDED_MATRIX_BYTES): its first {built} of {total} cells take {bytes} \
+             bytes; shorten the values repeated in every cell (states, hosts, parameters, \
+             loads) or split the matrix"
+        ),
+    )
 }

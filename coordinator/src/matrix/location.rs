@@ -25,16 +25,40 @@ impl Issue {
         }
     }
 
+    /// The error at the span's line and column. Key and message are cut
+    /// to [`MAX_KEY_BYTES`] and [`MAX_MESSAGE_BYTES`]: the TOML parser and
+    /// serde quote keys and values whole, and a 1 MiB key would otherwise
+    /// be a 1 MiB error.
     pub fn locate(self, file: &str, text: &str) -> Error {
         let (line, column) = line_column(text, self.span.start);
         Error {
             file: file.to_owned(),
             line,
             column,
-            key: self.key,
-            message: self.message,
+            key: cut(self.key, MAX_KEY_BYTES),
+            message: cut(self.message, MAX_MESSAGE_BYTES),
         }
     }
+}
+
+/// The longest key path an error names; real ones are under 64 bytes.
+pub const MAX_KEY_BYTES: usize = 256;
+/// The longest message of an error; ours are under 400 bytes, and
+/// serde's lists of expected keys under 300.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// `s` cut to at most `limit` bytes at a character boundary, with `…`
+/// (3 bytes, within the limit) when it was longer.
+fn cut(mut s: String, limit: usize) -> String {
+    if s.len() > limit {
+        let mut end = limit - '…'.len_utf8();
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
 }
 
 /// Places an error of the TOML parser or of serde: the span comes with it, the

@@ -570,6 +570,43 @@ fn too_many_cells() {
     );
 }
 
+/// A cell as `HEAD` makes it: what `MAX_EXPANDED_MATRIX_BYTES` is
+/// measured against.
+#[test]
+fn a_typical_cell_is_a_few_hundred_bytes() {
+    use prost::Message;
+    let m = ok(&format!("{HEAD}params = {{ threads = [1, 2] }}\n"));
+    let sizes: Vec<usize> = m.cells.iter().map(Message::encoded_len).collect();
+    assert_eq!(sizes, vec![102, 104]);
+}
+
+#[test]
+fn too_many_expanded_bytes() {
+    // One state whose CPU list has `CpuSet::MAX_ITEMS` items, in 10,000 cells.
+    let cpus: Vec<String> = (0..1024).map(|k| (2 * k + 1).to_string()).collect();
+    let threads: Vec<String> = (1..=100).map(|t| t.to_string()).collect();
+    let sizes: Vec<String> = (8..=107).map(|t| t.to_string()).collect();
+    let text = format!(
+        "{HEAD}params = {{ threads = [{}], size = [{}] }}\n[[states]]\nname = \"s\"\nhotplug = \"offline:{}\"\n",
+        threads.join(","),
+        sizes.join(","),
+        cpus.join(","),
+    );
+    let started = std::time::Instant::now();
+    let err = parse(FILE, &text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "m.toml:1:1: the matrix expands to more than 33554432 bytes (MAX_EXPANDED_MATRIX_BYTES): \
+         its first 7166 of 10000 cells take 33557772 bytes; shorten the values repeated in \
+         every cell (states, hosts, parameters, loads) or split the matrix"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn too_many_runs() {
     let threads: Vec<String> = (1..=100).map(|t| t.to_string()).collect();

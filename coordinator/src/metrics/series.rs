@@ -218,28 +218,32 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
         let Some(cell) = cells.get(s.cell_index as usize) else {
             continue;
         };
+        // Once per cell, not per metric: each walks the cell's histories.
+        let change_points = crate::results::change_points(s);
+        let change_regressions = crate::results::change_regressions(cell, s);
         for m in &s.metrics {
             if !shown(&m.name) || !m.median.is_finite() {
                 continue;
             }
             let regression = m.verdict == Verdict::Regression as i32 && is_primary(&m.name);
-            let changes = crate::results::change_points(s)
-                .into_iter()
+            let changes = change_points
+                .iter()
                 .filter(|(metric, _, _)| *metric == m.name)
-                .map(|(_, ratio, p)| Change {
+                .map(|&(_, ratio, p)| Change {
                     kernel: p.kernel.clone(),
                     matrix_id: p.matrix_id.clone(),
                     ratio,
                 })
                 .collect();
-            let change_regression = crate::results::change_regressions(cell, s)
-                .into_iter()
-                .find(|c| c.metric == m.name)
-                .map(|c| Change {
-                    kernel: c.kernel,
-                    matrix_id: c.matrix_id,
-                    ratio: c.ratio,
-                });
+            let change_regression =
+                change_regressions
+                    .iter()
+                    .find(|c| c.metric == m.name)
+                    .map(|c| Change {
+                        kernel: c.kernel.clone(),
+                        matrix_id: c.matrix_id.clone(),
+                        ratio: c.ratio,
+                    });
             out.push(Sample {
                 series: series(cell, &m.name),
                 median: m.median,
@@ -264,13 +268,15 @@ pub fn placement(
     runs: &[&crate::store::RunRecord],
 ) -> Vec<NodeSample> {
     let mut out = Vec::new();
+    // By id: a scan of the matrix's runs per cell was cells × runs.
+    let by_id: std::collections::HashMap<&str, &crate::store::RunRecord> =
+        runs.iter().map(|r| (r.run_id.as_str(), *r)).collect();
     for s in summaries {
         let Some(cell) = cells.get(s.cell_index as usize) else {
             continue;
         };
-        let Some(telemetry) = runs
-            .iter()
-            .find(|r| r.run_id == s.representative_run)
+        let Some(telemetry) = by_id
+            .get(s.representative_run.as_str())
             .and_then(|r| r.result.as_ref())
             .and_then(|r| r.telemetry.as_ref())
         else {

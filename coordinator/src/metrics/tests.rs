@@ -57,6 +57,8 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
     for line in [
         "farm_runs{state=\"queued\"} 0",
         "farm_runs_finished_total{outcome=\"failed\"} 0",
+        "farm_agent_sessions_closed_total{reason=\"too_slow\"} 0",
+        "farm_schedule_executions_skipped_total{reason=\"rate_limit\"} 0",
         "farm_metrics_dropped_series{family=\"farm_regression_ratio\"} 0",
         "# TYPE farm_run_assignment_latency_seconds histogram",
         "# TYPE farm_store_commit_latency_seconds histogram",
@@ -68,7 +70,7 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(types.len(), 14, "{t}");
+    assert_eq!(types.len(), 16, "{t}");
     for name in types {
         assert!(name.starts_with("farm_"), "{name}");
         let help = t

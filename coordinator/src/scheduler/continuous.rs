@@ -17,6 +17,17 @@ use crate::results;
 use crate::schedule;
 use crate::store::{Execution, Op, ScheduleRecord};
 
+/// The most executions kernel triggers may start for one schedule in any
+/// hour (cron executions are bounded by their own rule: none while one
+/// runs). Each is a whole matrix on the fleet, and any agent can make its
+/// catalogue list new kernels: a release lands a handful of kernels at
+/// once, not thousands. A kernel refused for this stays unseen, so a later
+/// catalogue change (any agent's, or a reconnect) starts it once there is
+/// room; `farm_schedule_executions_skipped_total{reason="rate_limit"}`
+/// counts each refusal.
+pub const MAX_TRIGGERED_EXECUTIONS_PER_HOUR: usize = 8;
+const HOUR_MS: u64 = 3_600_000;
+
 /// A schedule in memory: its record, parsed once.
 pub(super) struct ScheduleMem {
     pub(super) rec: ScheduleRecord,
@@ -179,6 +190,7 @@ impl Scheduler {
         if previous_running {
             warn!(schedule = %id, at_ms, "the previous execution is still running; \
                   this instant is skipped");
+            self.metrics.execution_skipped("previous_running", 1);
             return;
         }
         self.execute(id, at_ms, None);
@@ -198,7 +210,12 @@ impl Scheduler {
             due.extend(fresh.into_iter().map(|k| (id.clone(), k)));
         }
         let now = now_ms();
+        let mut skipped: HashMap<String, u64> = HashMap::new();
         for (id, kernel) in due {
+            if self.triggered_within_hour(&id, now) >= MAX_TRIGGERED_EXECUTIONS_PER_HOUR {
+                *skipped.entry(id).or_default() += 1;
+                continue;
+            }
             info!(schedule = %id, %kernel, "new kernel in an agent's catalogue");
             // Seen once submitted, in the same batch; a kernel the matrix
             // refuses stays unseen and is tried again when a catalogue
@@ -210,6 +227,35 @@ impl Scheduler {
                 self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
             }
         }
+        // Once per schedule, not per kernel: a catalogue may list thousands.
+        for (id, n) in skipped {
+            warn!(schedule = %id, kernels = n, limit = MAX_TRIGGERED_EXECUTIONS_PER_HOUR,
+                  "new kernels not executed: the schedule started its limit \
+                   (MAX_TRIGGERED_EXECUTIONS_PER_HOUR) in the last hour; they run at a \
+                   later catalogue change");
+            self.metrics.execution_skipped("rate_limit", n);
+        }
+    }
+
+    /// How many executions kernel triggers started for `id` in the hour
+    /// before `now_ms`, from its executions' matrices (so a restart
+    /// forgets none).
+    fn triggered_within_hour(&self, id: &str, now_ms: u64) -> usize {
+        let Some(s) = self.schedules.get(id) else {
+            return 0;
+        };
+        s.executions
+            .iter()
+            .rev()
+            .filter_map(|m| self.matrices.get(m))
+            .take_while(|m| m.rec.submitted_ms.saturating_add(HOUR_MS) > now_ms)
+            .filter(|m| {
+                m.rec
+                    .execution
+                    .as_ref()
+                    .is_some_and(|e| !e.kernel.is_empty())
+            })
+            .count()
     }
 
     /// Submits one execution of a schedule as a matrix of its own; false

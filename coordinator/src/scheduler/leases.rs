@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use farm_proto::{RunRef, RunResult};
 use tracing::{Span, warn};
 
+use super::outbox::Closed;
 use super::{Error, Scheduler};
 use crate::store::{Op, RunState};
 
@@ -77,18 +78,11 @@ impl Scheduler {
             .map(|(id, _)| id.clone())
             .collect();
         for id in expired {
-            let Some(a) = self.agents.get_mut(&id) else {
+            let Some(a) = self.agents.get(&id) else {
                 continue;
             };
             warn!(agent = %id, run = ?a.current, "agent lease expired");
-            if let Some((_, tx)) = a.session.take() {
-                let _ = tx.send(Err(Error::LeaseExpired));
-                self.fleet_changed = true;
-            }
-            if let Some(run) = a.current.take() {
-                self.requeue(&id, &run.run_id, "its agent's lease expired");
-            }
-            self.idle.remove(&id);
+            self.close_session(&id, Closed::LeaseExpired, Error::LeaseExpired);
         }
     }
 

@@ -29,9 +29,17 @@
 //!   same moment.
 //! - Snapshots and waits leave after the batch's commit, like every reply:
 //!   nobody is shown what is not on disk.
+//!
+//! The worker's channel holds [`RESULTS_QUEUE_CAPACITY`] jobs. The
+//! scheduler thread never waits for room (see the top of `scheduler`): it
+//! reserves the slots of a `GetResults` when it handles it, and refuses it
+//! ([`Error::Busy`]) when there are none; an ended matrix that finds no
+//! room is kept in `Worker::pending` and sent at a later batch (its
+//! `requested` is set only once its snapshot is on its way, so a
+//! `GetResults` meanwhile sends one of its own).
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock, mpsc as std_mpsc};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use farm_proto::{Cell, GetResultsResponse, MatrixStatus, RunResult};
@@ -42,6 +50,12 @@ use super::{Error, Event, MatrixMem, Reply, Scheduler};
 use crate::metrics::{Ended, ResultsGauges, series};
 use crate::results::{self, SeriesCell};
 use crate::store::{RunRecord, RunState};
+
+/// The jobs waiting for the results worker, at most: each holds a snapshot
+/// of a matrix's ended runs (up to a few MiB for a large one), and a job
+/// takes from milliseconds to seconds, so a longer queue would only hold
+/// memory and make the last caller wait longer than it would to try again.
+pub const RESULTS_QUEUE_CAPACITY: usize = 64;
 
 /// What `GetResults` answers: the matrix's status when the request was
 /// handled, and its summaries as the cache shares them.
@@ -128,22 +142,26 @@ enum Job {
 
 /// The scheduler's end of the results worker.
 pub(super) struct Worker {
-    tx: std_mpsc::Sender<Job>,
+    tx: mpsc::Sender<Job>,
     cache: Cache,
+    /// Ended matrices whose snapshot found the queue full, by id: sent at a
+    /// later batch. At most one entry per matrix in memory.
+    pending: BTreeSet<String>,
 }
 
 impl Worker {
     /// Starts the worker thread. It tells the scheduler of each ended
     /// matrix's summaries through `events`, weakly: the worker never keeps
     /// the scheduler alive, and it stops once the scheduler drops its end.
-    pub(super) fn spawn(gauges: ResultsGauges, events: mpsc::WeakUnboundedSender<Event>) -> Worker {
-        let (tx, rx) = std_mpsc::channel();
+    pub(super) fn spawn(gauges: ResultsGauges, events: mpsc::WeakSender<Event>) -> Worker {
+        let (tx, mut rx) = mpsc::channel(RESULTS_QUEUE_CAPACITY);
         let cache = Cache::default();
         let shared = cache.clone();
         std::thread::Builder::new()
             .name("results".into())
             .spawn(move || {
-                for job in rx {
+                // A plain thread: it may block on the channel.
+                while let Some(job) = rx.blocking_recv() {
                     match job {
                         Job::Summarise(snap) => {
                             summarise_snapshot(*snap, &shared, &gauges, &events)
@@ -167,7 +185,11 @@ impl Worker {
                 }
             })
             .expect("spawning the results thread");
-        Worker { tx, cache }
+        Worker {
+            tx,
+            cache,
+            pending: BTreeSet::new(),
+        }
     }
 }
 
@@ -219,7 +241,7 @@ fn summarise_snapshot(
     snap: Snapshot,
     cache: &Cache,
     gauges: &ResultsGauges,
-    events: &mpsc::WeakUnboundedSender<Event>,
+    events: &mpsc::WeakSender<Event>,
 ) {
     let t = Instant::now();
     let runs: Vec<&RunRecord> = snap.runs.iter().collect();
@@ -246,7 +268,8 @@ fn summarise_snapshot(
         gauges.matrix_ended(ended(seq, &snap.matrix_id, &snap.cells, &summary, &runs));
         gauges.refreshed(t.elapsed());
         if let Some(tx) = events.upgrade() {
-            let _ = tx.send(Event::Summarised {
+            // Waits for room: the scheduler never waits for this thread.
+            let _ = tx.blocking_send(Event::Summarised {
                 matrix_id: snap.matrix_id.clone(),
                 summary: summary.clone(),
             });
@@ -289,24 +312,50 @@ impl Scheduler {
             self.reply(reply, Ok(Results { status, summary }));
             return;
         }
-        let snapshot = (m.requested != version).then(|| Box::new(self.snapshot(m, false)));
+        // The slots are taken now, so that what is decided here (a
+        // snapshot on its way or not) is what happens after the commit.
+        let needs_snapshot = m.requested != version;
+        let Some((snapshot_slot, wait_slot)) = self.reserve(needs_snapshot) else {
+            let busy = Error::Busy {
+                what: "results queue",
+                limit: "RESULTS_QUEUE_CAPACITY",
+                capacity: RESULTS_QUEUE_CAPACITY,
+            };
+            self.reply(reply, Err(busy));
+            return;
+        };
+        let snapshot = snapshot_slot.map(|slot| (slot, Box::new(self.snapshot(m, false))));
         if let Some(m) = self.matrices.get_mut(matrix_id) {
             m.requested = version;
         }
-        let tx = self.summaries.tx.clone();
         let matrix_id = matrix_id.to_owned();
         self.after_commit.push(Box::new(move || {
-            if let Some(s) = snapshot {
-                let _ = tx.send(Job::Summarise(s));
+            if let Some((slot, s)) = snapshot {
+                slot.send(Job::Summarise(s));
             }
-            // A worker that is gone drops the reply: "shutting down".
-            let _ = tx.send(Job::Wait {
+            wait_slot.send(Job::Wait {
                 matrix_id,
                 version,
                 status,
                 reply,
             });
         }));
+    }
+
+    /// Slots for a wait, and for a snapshot first when `snapshot`; none
+    /// when the queue has not room for all.
+    #[allow(clippy::type_complexity)]
+    fn reserve(
+        &self,
+        snapshot: bool,
+    ) -> Option<(Option<mpsc::OwnedPermit<Job>>, mpsc::OwnedPermit<Job>)> {
+        let first = if snapshot {
+            Some(self.summaries.tx.clone().try_reserve_owned().ok()?)
+        } else {
+            None
+        };
+        let wait = self.summaries.tx.clone().try_reserve_owned().ok()?;
+        Some((first, wait))
     }
 
     /// An input of the summaries of the matrix's `cell` changed (a run of
@@ -345,14 +394,31 @@ impl Scheduler {
     /// Called after the commit.
     pub(super) fn summarise_ended(&mut self, matrix_id: &str) {
         let Some(m) = self.matrices.get(matrix_id) else {
+            self.summaries.pending.remove(matrix_id);
             return;
         };
-        let snapshot = Box::new(self.snapshot(m, true));
+        let Ok(slot) = self.summaries.tx.clone().try_reserve_owned() else {
+            self.summaries.pending.insert(matrix_id.to_owned());
+            return;
+        };
+        self.summaries.pending.remove(matrix_id);
+        slot.send(Job::Summarise(Box::new(self.snapshot(m, true))));
         let version = m.version;
         if let Some(m) = self.matrices.get_mut(matrix_id) {
             m.requested = version;
         }
-        let _ = self.summaries.tx.send(Job::Summarise(snapshot));
+    }
+
+    /// After each batch: the ended matrices that found the queue full, while
+    /// it has room.
+    pub(super) fn summarise_pending(&mut self) {
+        let pending: Vec<String> = self.summaries.pending.iter().cloned().collect();
+        for id in pending {
+            self.summarise_ended(&id);
+            if self.summaries.pending.contains(&id) {
+                break;
+            }
+        }
     }
 
     /// The worker computed an ended matrix's summaries: an execution of a

@@ -5,7 +5,7 @@ use super::*;
 use crate::matrix;
 use farm_proto::{Heartbeat, RunCounts, RunResult, coordinator_message};
 
-type Rx = mpsc::UnboundedReceiver<Result<CoordinatorMessage, Error>>;
+type Rx = mpsc::Receiver<Result<CoordinatorMessage, Error>>;
 
 fn caps() -> Capabilities {
     Capabilities {
@@ -114,7 +114,7 @@ impl Farm {
         running: Option<RunRef>,
         pending: Vec<RunRef>,
     ) -> Rx {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(AGENT_OUTBOX_CAPACITY);
         let hello = Hello {
             agent_id: agent_id.into(),
             running,
@@ -143,7 +143,7 @@ impl Farm {
 
     fn send(&self, agent_id: &str, msg: agent_message::Msg) {
         self.h
-            .send(Event::FromAgent {
+            .try_send(Event::FromAgent {
                 agent_id: agent_id.into(),
                 msg: Box::new(msg),
                 permit: None,
@@ -169,7 +169,7 @@ impl Farm {
     /// Lets `ms` pass and ticks, so leases older than that expire.
     async fn expire(&self, ms: u64) {
         tokio::time::sleep(Duration::from_millis(ms)).await;
-        self.h.send(Event::Tick).unwrap();
+        self.h.try_send(Event::Tick).unwrap();
         self.sync().await;
     }
 
@@ -198,7 +198,7 @@ async fn a_late_result_of_an_earlier_attempt_does_not_free_the_busy_agent() {
     farm.sync().await;
     assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
     farm.h
-        .send(Event::SessionClosed {
+        .try_send(Event::SessionClosed {
             agent_id: a.clone(),
             session: 1,
         })
@@ -272,7 +272,7 @@ async fn losing_an_adopted_run_leaves_the_other_agents_attempt_alone() {
     farm.sync().await;
     assert_eq!(drain(&mut ra), vec![format!("assign {r0}@1")]);
     farm.h
-        .send(Event::SessionClosed {
+        .try_send(Event::SessionClosed {
             agent_id: a.clone(),
             session: 1,
         })
@@ -295,7 +295,7 @@ async fn losing_an_adopted_run_leaves_the_other_agents_attempt_alone() {
         )
         .await;
     farm.h
-        .send(Event::SessionClosed {
+        .try_send(Event::SessionClosed {
             agent_id: a.clone(),
             session: 3,
         })
@@ -331,7 +331,7 @@ async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
     assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
     // Reconnect at once (before the lease ends) with the result pending, then vanish.
     farm.h
-        .send(Event::SessionClosed {
+        .try_send(Event::SessionClosed {
             agent_id: a.clone(),
             session: 1,
         })
@@ -348,7 +348,7 @@ async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
         )
         .await;
     farm.h
-        .send(Event::SessionClosed {
+        .try_send(Event::SessionClosed {
             agent_id: a.clone(),
             session: 2,
         })
@@ -370,7 +370,7 @@ async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> Vec<
         let Some(assign) = got.iter().find(|m| m.starts_with("assign ")) else {
             // Closed, so that the next `play` may open it again.
             farm.h
-                .send(Event::SessionClosed {
+                .try_send(Event::SessionClosed {
                     agent_id: agent.into(),
                     session: 1,
                 })
@@ -643,7 +643,7 @@ async fn every_answer_is_of_the_moment_it_was_asked() {
         for _ in 0..2 {
             let (reply, rx) = oneshot::channel();
             farm.h
-                .send(Event::Results {
+                .try_send(Event::Results {
                     matrix_id: m.clone(),
                     reply,
                 })
@@ -1035,7 +1035,7 @@ impl Farm {
         identity: Option<&str>,
     ) -> Result<(), Error> {
         let identity = identity.map(|n| Name::parse(n).unwrap());
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = mpsc::channel(AGENT_OUTBOX_CAPACITY);
         let hello = Hello {
             agent_id: agent_id.into(),
             running: None,
@@ -1103,6 +1103,7 @@ async fn an_agent_id_is_bound_to_its_certificate() {
             agent_id: n1.clone(),
             session: 4,
         })
+        .await
         .unwrap();
     // Once it is gone, its certificate gets its id back, even without
     // asking for it (an agent that lost its state directory).
@@ -1129,4 +1130,177 @@ async fn an_agent_id_is_bound_to_its_certificate() {
     ];
     want.sort();
     assert_eq!(listed, want);
+}
+
+impl Farm {
+    /// `farm_agent_sessions_closed_total` by reason, as `/metrics` shows it.
+    fn sessions_closed(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for f in self.registry.gather() {
+            if f.name() == "farm_agent_sessions_closed_total" {
+                for m in f.get_metric() {
+                    let reason = m.get_label()[0].value().to_string();
+                    out.push((reason, m.get_counter().get_value() as u64));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+/// An agent that never reads its stream fills it; the batch that would
+/// take its last slot closes its session instead (the slot carries the
+/// reason), its run goes to another agent, and the scheduler never waits.
+#[tokio::test]
+async fn an_agent_that_does_not_read_its_stream_is_closed_and_slows_nobody() {
+    let farm = Farm::new(60_000, 3);
+    let slow = farm.register().await;
+    let m = farm.submit(1).await;
+    let r0 = format!("{m}.c0.r0");
+    let mut rx = farm.open(&slow, 1, None, vec![]).await;
+    farm.sync().await;
+    // One ack per batch: the assignment and 62 acks fill 63 slots; the
+    // 63rd ack finds one slot left, which is the reason's.
+    for i in 0..AGENT_OUTBOX_CAPACITY - 1 {
+        farm.result(&slow, &format!("nope-{i}"), 1, true);
+        tokio::time::timeout(Duration::from_secs(5), farm.sync())
+            .await
+            .expect("the scheduler never waits for an agent");
+    }
+    let agents = farm
+        .h
+        .call(|reply| Event::ListAgents { reply })
+        .await
+        .unwrap();
+    assert_eq!(
+        agents.iter().map(|a| a.connected).collect::<Vec<_>>(),
+        vec![false]
+    );
+    let fast = farm.register().await;
+    let mut fast_rx = farm.open(&fast, 2, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut fast_rx), vec![format!("assign {r0}@2")]);
+    let mut got = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        got.push(m);
+    }
+    assert_eq!(got.len(), AGENT_OUTBOX_CAPACITY);
+    let last = got.pop().unwrap().unwrap_err().to_string();
+    assert_eq!(
+        last,
+        "agent stream closed: 63 messages unread; the limit (AGENT_OUTBOX_CAPACITY) is 64"
+    );
+    assert!(got.iter().all(|m| m.is_ok()));
+    assert_eq!(
+        farm.sessions_closed(),
+        vec![
+            ("lease_expired".to_string(), 0),
+            ("too_slow".to_string(), 1)
+        ]
+    );
+}
+
+/// Senders wait for room in the event channel: a flood is held where it
+/// enters, and a waiting event (a tick here) is delivered, not dropped.
+#[tokio::test]
+async fn an_event_flood_waits_for_room_and_loses_nothing() {
+    let (tx, mut rx) = mpsc::channel(EVENT_CAPACITY);
+    let h = Handle {
+        tx,
+        config: Config::default(),
+        crons: watch::channel(Vec::new()).1,
+    };
+    for _ in 0..EVENT_CAPACITY {
+        tokio::time::timeout(Duration::ZERO, h.send(Event::Tick))
+            .await
+            .expect("room for it")
+            .unwrap();
+    }
+    let blocked = tokio::spawn({
+        let h = h.clone();
+        async move { h.send(Event::Tick).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!blocked.is_finished(), "a full channel makes senders wait");
+    assert!(matches!(rx.recv().await, Some(Event::Tick)));
+    blocked.await.unwrap().unwrap();
+    let mut n = 1;
+    while let Ok(Event::Tick) = rx.try_recv() {
+        n += 1;
+    }
+    assert_eq!(n, EVENT_CAPACITY + 1);
+}
+
+impl Farm {
+    /// A counter family by its one label, as `/metrics` shows it.
+    fn counter(&self, family: &str) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for f in self.registry.gather() {
+            if f.name() == family {
+                for m in f.get_metric() {
+                    let label = m.get_label()[0].value().to_string();
+                    out.push((label, m.get_counter().get_value() as u64));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+/// Twenty agents each bring a new kernel that a schedule's trigger
+/// matches: eight executions start (the hourly limit), twelve are refused
+/// and counted.
+#[tokio::test]
+async fn kernel_triggers_start_at_most_the_hourly_limit_of_executions() {
+    let farm = Farm::new(60_000, 3);
+    let text = "name = \"t\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = { seconds = 1 }\n\
+                [schedule]\non_new_kernel = \"6.*\"\n";
+    let matrix = Box::new(matrix::parse("t.toml", text).unwrap());
+    let r = farm
+        .h
+        .call(|reply| Event::Submit {
+            traceparent: String::new(),
+            matrix,
+            file_name: "t.toml".into(),
+            source: text.into(),
+            reply,
+        })
+        .await
+        .unwrap();
+    assert!(!r.schedule_id.is_empty());
+    for i in 0..20 {
+        let capabilities = Box::new(Capabilities {
+            kernel_release: format!("6.0.{i}"),
+            ..caps()
+        });
+        farm.h
+            .call(|reply| Event::Register {
+                capabilities,
+                resume_agent_id: String::new(),
+                identity: None,
+                reply,
+            })
+            .await
+            .unwrap();
+    }
+    let schedules = farm
+        .h
+        .call(|reply| Event::ListSchedules { reply })
+        .await
+        .unwrap();
+    assert_eq!(schedules.len(), 1);
+    assert_eq!(
+        schedules[0].executions as usize,
+        MAX_TRIGGERED_EXECUTIONS_PER_HOUR
+    );
+    assert_eq!(schedules[0].last.as_ref().unwrap().kernel, "6.0.7");
+    assert_eq!(
+        farm.counter("farm_schedule_executions_skipped_total"),
+        vec![
+            ("previous_running".to_string(), 0),
+            ("rate_limit".to_string(), 12)
+        ]
+    );
 }

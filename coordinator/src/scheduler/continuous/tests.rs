@@ -18,7 +18,7 @@ const HOUR: u64 = 3_600_000;
 /// driver's next timer while the scheduler thread works.
 fn call<T: Send + 'static>(h: &Handle, make: impl FnOnce(Reply<T>) -> Event) -> T {
     let (tx, rx) = oneshot::channel();
-    h.send(make(tx)).unwrap();
+    h.try_send(make(tx)).unwrap();
     std::thread::spawn(move || rx.blocking_recv())
         .join()
         .unwrap()
