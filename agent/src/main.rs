@@ -24,21 +24,8 @@ struct Args {
     /// every local user could read it. Not used with TLS.
     #[arg(long, env = "FARM_AGENT_TOKEN_FILE")]
     token_file: Option<PathBuf>,
-    /// The farm's certificate authority (`farm-coordinator pki init`); with
-    /// --tls-cert and --tls-key, the agent dials an https:// coordinator
-    /// and is known by its certificate.
-    #[arg(long, env = "FARM_TLS_CA", value_name = "PEM")]
-    tls_ca: Option<PathBuf>,
-    /// This agent's certificate (`farm-coordinator pki issue-agent NAME`).
-    #[arg(long, env = "FARM_TLS_CERT", value_name = "PEM")]
-    tls_cert: Option<PathBuf>,
-    /// This agent's private key (mode 0600 or stricter).
-    #[arg(long, env = "FARM_TLS_KEY", value_name = "PEM")]
-    tls_key: Option<PathBuf>,
-    /// Dial a coordinator that is not on loopback without TLS: the token and
-    /// the runs this root agent executes then cross the network in clear.
-    #[arg(long, env = "FARM_INSECURE_PLAINTEXT")]
-    insecure_plaintext: bool,
+    #[command(flatten)]
+    transport: farm_proto::tls::TransportArgs,
     /// Holds the restore journal of machine-state changes; it must survive reboots of the agent.
     #[arg(
         long,
@@ -113,13 +100,12 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // Refused before anything starts: a coordinator off loopback in
     // plaintext, or TLS files that do not go together or do not read.
-    let files = farm_proto::tls::TlsFiles::of_options(
-        args.tls_ca.clone(),
-        args.tls_cert.clone(),
-        args.tls_key.clone(),
+    let files = args.transport.files()?;
+    let tls = farm_proto::tls::client_config(
+        &args.coordinator,
+        files.as_ref(),
+        args.transport.insecure_plaintext,
     )?;
-    let tls =
-        farm_proto::tls::client_config(&args.coordinator, files.as_ref(), args.insecure_plaintext)?;
     if let Some(addr) = args.metrics_listen {
         farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
     }

@@ -41,21 +41,8 @@ struct Cli {
     /// environment as FARM_TOKEN, never on the command line.
     #[arg(long, global = true, env = "FARM_TOKEN_FILE")]
     token_file: Option<PathBuf>,
-    /// The farm's certificate authority; with --tls-cert and --tls-key,
-    /// farmctl dials an https:// coordinator as the submitter its
-    /// certificate names (`farm-coordinator pki issue-client NAME`).
-    #[arg(long, global = true, env = "FARM_TLS_CA", value_name = "PEM")]
-    tls_ca: Option<PathBuf>,
-    /// The submitter's certificate.
-    #[arg(long, global = true, env = "FARM_TLS_CERT", value_name = "PEM")]
-    tls_cert: Option<PathBuf>,
-    /// The submitter's private key (mode 0600 or stricter).
-    #[arg(long, global = true, env = "FARM_TLS_KEY", value_name = "PEM")]
-    tls_key: Option<PathBuf>,
-    /// Dial a coordinator that is not on loopback without TLS (the token
-    /// then crosses the network in clear).
-    #[arg(long, global = true, env = "FARM_INSECURE_PLAINTEXT")]
-    insecure_plaintext: bool,
+    #[command(flatten)]
+    transport: farm_proto::tls::TransportArgs,
     /// Export traces over OTLP/gRPC to this collector (e.g.
     /// http://127.0.0.1:4317); the coordinator's spans of a submitted
     /// matrix then join farmctl's trace.
@@ -312,16 +299,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     {
         return local::run(file, *json, data_dir.as_deref(), report.as_deref()).await;
     }
-    let files = farm_proto::tls::TlsFiles::of_options(
-        cli.tls_ca.clone(),
-        cli.tls_cert.clone(),
-        cli.tls_key.clone(),
-    )?;
+    let files = cli.transport.files()?;
     let access = client::access(
         &cli.coordinator,
         cli.token_file.as_deref(),
         files,
-        cli.insecure_plaintext,
+        cli.transport.insecure_plaintext,
     )?;
     let mut c = client::connect(&cli.coordinator, &access).await?;
     match cli.command {

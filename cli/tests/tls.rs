@@ -37,6 +37,17 @@ fn ok(out: Output, what: &str) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs `cmd` and checks it fails with `code` and exactly `stderr`.
+fn refused(cmd: &mut Command, code: i32, stderr: &str) {
+    let out = cmd.env_remove("RUST_BACKTRACE").output().unwrap();
+    assert_eq!(out.status.code(), Some(code), "{cmd:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        stderr,
+        "{cmd:?}"
+    );
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -231,14 +242,10 @@ fn a_farm_over_mutual_tls_knows_its_agents_by_their_certificates() {
         "error: the certificate of agent node-1 may not call FarmService"
     );
     // https without certificates is a usage error, before any connection.
-    let out = Command::new(common::farmctl_bin())
-        .args(["--coordinator", &url, "agents"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        format!("error: {url}: an https:// URL needs --tls-ca, --tls-cert and --tls-key")
+    refused(
+        Command::new(common::farmctl_bin()).args(["--coordinator", &url, "agents"]),
+        2,
+        &format!("error: {url}: an https:// URL needs --tls-ca, --tls-cert and --tls-key"),
     );
 
     let crate_dir = env!("CARGO_MANIFEST_DIR");
@@ -303,17 +310,16 @@ fn plaintext_is_refused_off_loopback_on_both_ends() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let out = coordinator_cmd(&[
-        "--listen",
-        "0.0.0.0:0",
-        "--data-dir",
-        data.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
+    refused(
+        Command::new(sibling_bin("farm-coordinator")).args([
+            "--listen",
+            "0.0.0.0:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ]),
+        1,
         "Error: --listen 0.0.0.0:0: plaintext on an address that is not loopback is \
-         refused; give --tls-cert, --tls-key and --tls-ca, or pass --insecure-plaintext"
+         refused; give --tls-cert, --tls-key and --tls-ca, or pass --insecure-plaintext",
     );
     // Refused before anything was created.
     assert!(!data.exists());
@@ -324,27 +330,20 @@ fn plaintext_is_refused_off_loopback_on_both_ends() {
          network in clear); use an https:// URL with --tls-ca, --tls-cert and --tls-key, or pass \
          --insecure-plaintext"
     );
-    let out = Command::new(sibling_bin("farm-agent"))
-        .args(["--coordinator", remote, "--state-dir"])
-        .arg(dir.path().join("agent"))
-        .env("FARM_AGENT_TOKEN", "00ff")
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        format!("Error: {refusal}")
+    refused(
+        Command::new(sibling_bin("farm-agent"))
+            .args(["--coordinator", remote, "--state-dir"])
+            .arg(dir.path().join("agent"))
+            .env("FARM_AGENT_TOKEN", "00ff"),
+        1,
+        &format!("Error: {refusal}"),
     );
-    let out = Command::new(common::farmctl_bin())
-        .args(["--coordinator", remote, "agents"])
-        .env("FARM_TOKEN", "00ff")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        format!("error: {refusal}")
+    refused(
+        Command::new(common::farmctl_bin())
+            .args(["--coordinator", remote, "agents"])
+            .env("FARM_TOKEN", "00ff"),
+        2,
+        &format!("error: {refusal}"),
     );
 
     // A token file others can read is refused, by the agent and farmctl.
@@ -355,33 +354,26 @@ fn plaintext_is_refused_off_loopback_on_both_ends() {
         "{}: a secret readable by group or others (mode 644) is refused; chmod 600 it",
         open_token.display()
     );
-    let out = Command::new(sibling_bin("farm-agent"))
-        .args(["--state-dir"])
-        .arg(dir.path().join("agent"))
-        .arg("--token-file")
-        .arg(&open_token)
-        .env_remove("FARM_AGENT_TOKEN")
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        format!("Error: reading the agent token (--token-file)\n\nCaused by:\n    {too_open}")
+    refused(
+        Command::new(sibling_bin("farm-agent"))
+            .arg("--state-dir")
+            .arg(dir.path().join("agent"))
+            .arg("--token-file")
+            .arg(&open_token)
+            .env_remove("FARM_AGENT_TOKEN"),
+        1,
+        &format!("Error: reading the agent token (--token-file)\n\nCaused by:\n    {too_open}"),
     );
-    let out = Command::new(common::farmctl_bin())
-        .args(["agents", "--token-file"])
-        .arg(&open_token)
-        .env_remove("FARM_TOKEN")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        format!(
+    refused(
+        Command::new(common::farmctl_bin())
+            .args(["agents", "--token-file"])
+            .arg(&open_token)
+            .env_remove("FARM_TOKEN"),
+        2,
+        &format!(
             "error: reading the submitter token (pass --token-file, set FARM_TOKEN, or use TLS: \
              --tls-ca, --tls-cert, --tls-key): {too_open}"
-        )
+        ),
     );
 
     // Asked for by name, plaintext off loopback listens.

@@ -108,22 +108,8 @@ struct Args {
     /// http://127.0.0.1:4317); no tracing cost when unset.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
     otlp_endpoint: Option<String>,
-    /// The certificate authority agents' and submitters' client
-    /// certificates must come from (`farm-coordinator pki init`). With
-    /// --tls-cert and --tls-key: mutual TLS, callers known by their
-    /// certificates, tokens not accepted.
-    #[arg(long, env = "FARM_TLS_CA", value_name = "PEM")]
-    tls_ca: Option<PathBuf>,
-    /// The coordinator's certificate.
-    #[arg(long, env = "FARM_TLS_CERT", value_name = "PEM")]
-    tls_cert: Option<PathBuf>,
-    /// The coordinator's private key (mode 0600 or stricter).
-    #[arg(long, env = "FARM_TLS_KEY", value_name = "PEM")]
-    tls_key: Option<PathBuf>,
-    /// Listen without TLS on an address that is not loopback: tokens then
-    /// cross the network in clear.
-    #[arg(long, env = "FARM_INSECURE_PLAINTEXT")]
-    insecure_plaintext: bool,
+    #[command(flatten)]
+    transport: farm_proto::tls::TransportArgs,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -132,7 +118,7 @@ fn main() -> anyhow::Result<()> {
         return pki_command(command);
     }
     let args = cli.serve;
-    let tls = farm_proto::tls::TlsFiles::of_options(args.tls_ca, args.tls_cert, args.tls_key)?;
+    let tls = args.transport.files()?;
     if let Some(addr) = args.metrics_listen {
         farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
     }
@@ -161,7 +147,7 @@ fn main() -> anyhow::Result<()> {
                 agent_expiry_ms: args.agent_expiry_s.saturating_mul(1000),
             },
             tls,
-            insecure_plaintext: args.insecure_plaintext,
+            insecure_plaintext: args.transport.insecure_plaintext,
         }
         .build()
         .await?;

@@ -58,6 +58,39 @@ pub enum Error {
     BadUrl { url: String },
 }
 
+/// The transport options of every binary (the coordinator, the agent,
+/// farmctl): one definition, so that each spells and explains them alike.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TransportArgs {
+    /// The farm's certificate authority (`farm-coordinator pki init`). With
+    /// --tls-cert and --tls-key: mutual TLS (https:// URLs), each end known
+    /// by its certificate; tokens are then neither sent nor accepted.
+    #[arg(long, global = true, env = "FARM_TLS_CA", value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
+    /// This end's certificate, from that authority (`farm-coordinator pki
+    /// init`, `issue-agent NAME`, `issue-client NAME`).
+    #[arg(long, global = true, env = "FARM_TLS_CERT", value_name = "PEM")]
+    pub tls_cert: Option<PathBuf>,
+    /// This end's private key (mode 0600 or stricter).
+    #[arg(long, global = true, env = "FARM_TLS_KEY", value_name = "PEM")]
+    pub tls_key: Option<PathBuf>,
+    /// Plaintext on or to an address that is not loopback: tokens, and the
+    /// runs that root agents execute, then cross the network in clear.
+    #[arg(long, global = true, env = "FARM_INSECURE_PLAINTEXT")]
+    pub insecure_plaintext: bool,
+}
+
+impl TransportArgs {
+    /// The TLS files, if the options give them (all three, or none).
+    pub fn files(&self) -> Result<Option<TlsFiles>, Error> {
+        TlsFiles::of_options(
+            self.tls_ca.clone(),
+            self.tls_cert.clone(),
+            self.tls_key.clone(),
+        )
+    }
+}
+
 impl TlsFiles {
     /// The three options together, or none of them; anything between is an
     /// error naming what is missing.

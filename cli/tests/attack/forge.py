@@ -17,27 +17,14 @@ import json
 import math
 import os
 import queue
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import grpc
 
-
-def load_stubs(proto):
-    """farm_pb2, compiled now from the project's proto with Debian's protoc."""
-    out = tempfile.mkdtemp(prefix="forge-pb2-")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(proto)))
-    subprocess.run(
-        ["protoc", f"--proto_path={root}", f"--python_out={out}", os.path.relpath(proto, root)],
-        check=True,
-    )
-    sys.path.insert(0, os.path.join(out, "farm", "v1"))
-    import farm_pb2  # noqa: E402
-
-    return farm_pb2
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pylib"))
+import farm_stubs  # noqa: E402
 
 
 def main():
@@ -51,7 +38,7 @@ def main():
     ap.add_argument("--reps", type=int, required=True)
     ap.add_argument("--submit-token-file", required=True)
     args = ap.parse_args()
-    pb = load_stubs(args.proto)
+    pb = farm_stubs.load(args.proto)
     token = open(args.token_file).read().strip()
     md = [("authorization", f"Bearer {token}")]
     ch = grpc.insecure_channel(args.addr)

@@ -11,24 +11,12 @@ object of what the coordinator answered; cli/tests/tls.rs decides.
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import grpc
 
-
-def load_stubs(proto):
-    out = tempfile.mkdtemp(prefix="impostor-pb2-")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(proto)))
-    subprocess.run(
-        ["protoc", f"--proto_path={root}", f"--python_out={out}", os.path.relpath(proto, root)],
-        check=True,
-    )
-    sys.path.insert(0, os.path.join(out, "farm", "v1"))
-    import farm_pb2  # noqa: E402
-
-    return farm_pb2
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pylib"))
+import farm_stubs  # noqa: E402
 
 
 def read(path):
@@ -65,7 +53,7 @@ def main():
     ap.add_argument("--submitter-key", required=True)
     ap.add_argument("--victim", required=True, help="the id of an agent bound to its certificate")
     args = ap.parse_args()
-    pb = load_stubs(args.proto)
+    pb = farm_stubs.load(args.proto)
     caps = pb.Capabilities(hostname="impostor", arch="x86_64", cpus_online=1)
 
     def register(ch, resume=""):
