@@ -97,6 +97,12 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Out of the environment first: every workload, QEMU and apt the agent
+    // starts inherits it, and none of them may hold the agent's credential.
+    let env_token = std::env::var("FARM_AGENT_TOKEN").ok();
+    // SAFETY: no other thread exists yet (no runtime, no tracing), so
+    // nothing reads the environment while it changes.
+    unsafe { std::env::remove_var("FARM_AGENT_TOKEN") };
     let args = Args::parse();
     // Refused before anything starts: a coordinator off loopback in
     // plaintext, or TLS files that do not go together or do not read.
@@ -120,8 +126,8 @@ fn main() -> anyhow::Result<()> {
         (None, Some(f)) => Some(
             farm_proto::secret::read_token(&f).context("reading the agent token (--token-file)")?,
         ),
-        (None, None) => match std::env::var("FARM_AGENT_TOKEN") {
-            Ok(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+        (None, None) => match env_token {
+            Some(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
             _ => anyhow::bail!(
                 "no agent token: pass --token-file or set FARM_AGENT_TOKEN (or use TLS: \
                  --tls-ca, --tls-cert, --tls-key)"

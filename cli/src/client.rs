@@ -36,12 +36,14 @@ pub struct Access {
 
 /// The access for `url`: TLS when the three files are given (the URL must
 /// then be https://); otherwise plaintext, which only a loopback URL or
-/// `insecure_plaintext` allows, with the token from `FARM_TOKEN`,
-/// `--token-file`, or the default file of a coordinator on this machine.
-/// The token is never an argument: argv is readable by every local user.
+/// `insecure_plaintext` allows, with the token from `--token-file` (or
+/// `FARM_TOKEN_FILE`), else `env_token` (`FARM_TOKEN`), else the default
+/// file of a coordinator on this machine. The token is never an argument:
+/// argv is readable by every local user.
 pub fn access(
     url: &str,
     token_file: Option<&Path>,
+    env_token: Option<String>,
     files: Option<farm_proto::tls::TlsFiles>,
     insecure_plaintext: bool,
 ) -> Result<Access> {
@@ -49,17 +51,15 @@ pub fn access(
     if tls.is_some() {
         return Ok(Access { token: None, tls });
     }
-    if let Ok(t) = std::env::var("FARM_TOKEN")
-        && !t.trim().is_empty()
-    {
-        return Ok(Access {
-            token: Some(t.trim().to_owned()),
-            tls,
-        });
-    }
-    let path: PathBuf = match token_file {
-        Some(f) => f.to_path_buf(),
-        None => PathBuf::from("/var/lib/farm/submit.token"),
+    let path: PathBuf = match (token_file, env_token) {
+        (Some(f), _) => f.to_path_buf(),
+        (None, Some(t)) if !t.trim().is_empty() => {
+            return Ok(Access {
+                token: Some(t.trim().to_owned()),
+                tls,
+            });
+        }
+        (None, _) => PathBuf::from("/var/lib/farm/submit.token"),
     };
     let token = farm_proto::secret::read_token(&path).with_context(|| {
         "reading the submitter token (pass --token-file, set FARM_TOKEN, or use TLS: --tls-ca, \

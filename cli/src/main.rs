@@ -167,6 +167,12 @@ impl Command {
 pub struct BadInput(pub String);
 
 fn main() -> ExitCode {
+    // Out of the environment first: `farmctl run` starts an agent whose
+    // workloads inherit it, and they may not hold the submitter's token.
+    let env_token = std::env::var("FARM_TOKEN").ok();
+    // SAFETY: no other thread exists yet (no runtime, no tracing), so
+    // nothing reads the environment while it changes.
+    unsafe { std::env::remove_var("FARM_TOKEN") };
     let cli = Cli::parse();
     if let Command::Workload { args } = cli.command {
         // Before any runtime exists: the workload's process must hold only
@@ -223,7 +229,7 @@ fn main() -> ExitCode {
     };
     let span = tracing::info_span!(target: farm_proto::trace::TARGET, "farmctl",
         command = cli.command.name());
-    match rt.block_on(dispatch(cli).instrument(span)) {
+    match rt.block_on(dispatch(cli, env_token).instrument(span)) {
         Ok(code) => code,
         Err(e) => {
             let bad = e.chain().any(|c| c.is::<BadInput>())
@@ -289,7 +295,7 @@ fn outcome(r: &GetResultsResponse) -> ExitCode {
     }
 }
 
-async fn dispatch(cli: Cli) -> Result<ExitCode> {
+async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
     if let Command::Run {
         file,
         json,
@@ -303,6 +309,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let access = client::access(
         &cli.coordinator,
         cli.token_file.as_deref(),
+        env_token,
         files,
         cli.transport.insecure_plaintext,
     )?;

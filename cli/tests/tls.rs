@@ -37,9 +37,24 @@ fn ok(out: Output, what: &str) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `cmd` without the environment a developer's shell may carry into it.
+fn clean(cmd: &mut Command) -> &mut Command {
+    for k in [
+        "RUST_BACKTRACE",
+        "FARM_TLS_CA",
+        "FARM_TLS_CERT",
+        "FARM_TLS_KEY",
+        "FARM_INSECURE_PLAINTEXT",
+        "FARM_COORDINATOR",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd
+}
+
 /// Runs `cmd` and checks it fails with `code` and exactly `stderr`.
 fn refused(cmd: &mut Command, code: i32, stderr: &str) {
-    let out = cmd.env_remove("RUST_BACKTRACE").output().unwrap();
+    let out = clean(cmd).output().unwrap();
     assert_eq!(out.status.code(), Some(code), "{cmd:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
@@ -54,7 +69,7 @@ fn mode(p: &Path) -> u32 {
 
 /// farmctl with the submitter's certificate (and no token anywhere).
 fn farmctl(url: &str, pki: &Path, who: &str, args: &[&str]) -> Output {
-    Command::new(common::farmctl_bin())
+    clean(&mut Command::new(common::farmctl_bin()))
         .args(["--coordinator", url])
         .arg("--tls-ca")
         .arg(pki.join("ca.crt"))
@@ -297,6 +312,10 @@ fn a_farm_over_mutual_tls_knows_its_agents_by_their_certificates() {
         "the certificate of submitter alice may not call AgentService"
     );
     assert_eq!(r["agent_as_submitter"]["code"], "PERMISSION_DENIED", "{r}");
+    assert_eq!(
+        r["agent_as_submitter"]["message"],
+        "the certificate of agent node-2 may not call FarmService"
+    );
     let mut want = vec![
         serde_json::json!([victim, "node-1"]),
         serde_json::json!([node2, "node-2"]),
@@ -394,5 +413,35 @@ fn plaintext_is_refused_off_loopback_on_both_ends() {
     wait_for(Duration::from_secs(30), "the coordinator to listen", || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
+    // And farmctl dials it there when told to: a real call to this
+    // machine's own address that is not loopback (connecting a UDP socket
+    // sends nothing; it only picks the route's source address).
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    probe.connect("192.0.2.1:9").unwrap();
+    let ip = probe.local_addr().unwrap().ip();
+    assert!(
+        !ip.is_loopback(),
+        "{ip}: this machine needs an address off loopback"
+    );
+    let url = format!("http://{ip}:{port}");
+    let agents = |insecure: bool| {
+        let mut cmd = Command::new(common::farmctl_bin());
+        cmd.args(["--coordinator", &url, "agents", "--token-file"])
+            .arg(data.join("submit.token"))
+            .env_remove("RUST_BACKTRACE");
+        if insecure {
+            cmd.arg("--insecure-plaintext");
+        }
+        cmd.output().unwrap()
+    };
+    let out = agents(true);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().next(),
+        Some(
+            "AGENT            STATE      ARCH     KERNEL                   CPUS NODES  IDENTITY         CURRENT"
+        )
+    );
+    assert_eq!(agents(false).status.code(), Some(2));
     c.kill();
 }

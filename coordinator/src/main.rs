@@ -43,7 +43,8 @@ enum PkiCommand {
         hosts: Vec<String>,
     },
     /// Issues an agent's client certificate (agents/NAME.crt, .key); the
-    /// agent id it registers as is bound to NAME for good.
+    /// agent id it registers as stays bound to NAME while the coordinator
+    /// knows the agent (until it expires, --agent-expiry-s).
     IssueAgent {
         name: String,
         #[command(flatten)]

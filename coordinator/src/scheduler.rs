@@ -265,7 +265,8 @@ pub enum Error {
 
 struct Agent {
     capabilities: Capabilities,
-    /// The certificate name this agent id is bound to, for good; `None`
+    /// The certificate name this agent id is bound to, until the agent is
+    /// forgotten (`Config::agent_expiry_ms`); `None`
     /// for an agent that registered with a token.
     identity: Option<Name>,
     registered_ms: u64,

@@ -86,7 +86,13 @@ impl Options {
         };
         // Refused before anything is opened or bound.
         let tls = match &self.tls {
-            Some(files) => Some(files.server()?),
+            // Handed to a server builder here, so that a key or certificate
+            // rustls cannot use is refused now, before the port is bound.
+            Some(files) => {
+                let tls = files.server()?;
+                Server::builder().tls_config(tls.clone())?;
+                Some(tls)
+            }
             None => {
                 farm_proto::tls::check_plaintext_listen(self.listen, self.insecure_plaintext)?;
                 None

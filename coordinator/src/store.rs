@@ -286,10 +286,13 @@ impl Store {
                         params![a.agent_id, a.capabilities.encode_to_vec(), a.registered_ms as i64],
                     )?;
                     if let Some(identity) = &a.identity {
-                        // Insert, never replace: a binding is for good, and
-                        // UNIQUE refuses a second agent for one identity.
+                        // Insert, never replace: a binding lasts as long as
+                        // its agent. Only a put of the same agent again is
+                        // let be; a second agent for one identity breaks
+                        // UNIQUE and fails the batch, never unbinds quietly.
                         tx.execute(
-                            "INSERT OR IGNORE INTO agent_identities (agent_id, identity) VALUES (?1, ?2)",
+                            "INSERT INTO agent_identities (agent_id, identity) VALUES (?1, ?2)
+                             ON CONFLICT(agent_id) DO NOTHING",
                             params![a.agent_id, identity.as_str()],
                         )?;
                     }

@@ -1,14 +1,22 @@
 //! Files that hold secrets (tokens, private keys), for the coordinator, the
 //! agents and farmctl alike: one check of who may read them.
 //!
-//! A secret that group or others can read is refused rather than used: the
-//! agent runs as root, and a token or key that leaked to another local user
-//! is a way onto every agent of the farm. The mode is read off the opened
-//! file (fstat), so the file checked is the file read.
+//! A secret that group or others can read, or that another user owns (and
+//! so can read or replace), is refused rather than used: the agent runs as
+//! root, and a token or key that leaked to another local user is a way onto
+//! every agent of the farm. The mode is read off the opened file (fstat),
+//! so the file checked is the file read; it is opened without blocking, so
+//! a FIFO in its place is refused rather than waited on.
+//!
+//! One exception: a systemd credential (`LoadCredential=`, under
+//! `$CREDENTIALS_DIRECTORY`) of a service with a dynamic or non-root user
+//! is root's file with an ACL granting that user read access, which `stat`
+//! shows as group bits. systemd makes that directory the service's alone, so
+//! group bits are accepted there (others' bits never are).
 
-use std::fs::File;
+use std::fs::OpenOptions;
 use std::io::{self, Read};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The largest secret file read: a token is a line, a private key a few
@@ -25,14 +33,25 @@ pub enum Error {
     TooOpen { path: PathBuf, mode: u32 },
     #[error("{path}: larger than {MAX_SECRET_BYTES} bytes; not a token or key")]
     TooLarge { path: PathBuf },
+    #[error("{path}: not a regular file")]
+    NotAFile { path: PathBuf },
+    #[error(
+        "{path}: a secret owned by uid {owner} is refused (this process runs as uid {me}); \
+         chown it"
+    )]
+    NotOwned { path: PathBuf, owner: u32, me: u32 },
     #[error("{path}: a token is one line of printable ASCII without spaces")]
     Malformed { path: PathBuf },
 }
 
-/// Refuses `mode` when group or others have any right to the file.
-pub fn check_mode(path: &Path, mode: u32) -> Result<(), Error> {
+/// Refuses `mode` when group or others have any right to the file; in
+/// `credentials` (systemd's `$CREDENTIALS_DIRECTORY`), group bits are an ACL
+/// for this service's user and are let be.
+pub fn check_mode(path: &Path, mode: u32, credentials: Option<&Path>) -> Result<(), Error> {
     let mode = mode & 0o777;
-    if mode & 0o077 != 0 {
+    let in_credentials = credentials.is_some_and(|dir| path.starts_with(dir));
+    let forbidden = if in_credentials { 0o007 } else { 0o077 };
+    if mode & forbidden != 0 {
         return Err(Error::TooOpen {
             path: path.into(),
             mode,
@@ -47,9 +66,25 @@ pub fn read_private(path: &Path) -> Result<Vec<u8>, Error> {
         path: path.into(),
         source,
     };
-    let file = File::open(path).map_err(io_err)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
-    check_mode(path, meta.permissions().mode())?;
+    if !meta.file_type().is_file() {
+        return Err(Error::NotAFile { path: path.into() });
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(Error::NotOwned {
+            path: path.into(),
+            owner: meta.uid(),
+            me,
+        });
+    }
+    let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
+    check_mode(path, meta.permissions().mode(), credentials.as_deref())?;
     if meta.len() > MAX_SECRET_BYTES {
         return Err(Error::TooLarge { path: path.into() });
     }
@@ -118,5 +153,44 @@ mod tests {
         assert!(matches!(read_token(&big), Err(Error::TooLarge { .. })));
         let missing = dir.path().join("missing");
         assert!(matches!(read_token(&missing), Err(Error::Io { .. })));
+        // A FIFO is refused at once, not waited on.
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .args(["-m", "600"])
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(matches!(read_token(&fifo), Err(Error::NotAFile { .. })));
+        // Another user's file, even private, is refused (the tests run as
+        // root, which may chown).
+        let theirs = file(dir.path(), "theirs", "abc\n", 0o600);
+        std::os::unix::fs::chown(&theirs, Some(1000), None).unwrap();
+        assert_eq!(
+            read_token(&theirs).unwrap_err().to_string(),
+            format!(
+                "{}: a secret owned by uid 1000 is refused (this process runs as uid 0); chown it",
+                theirs.display()
+            )
+        );
+    }
+
+    #[test]
+    fn systemd_credentials_may_show_their_acl_as_group_bits() {
+        let creds = Path::new("/run/credentials/farm-coordinator.service");
+        let key = creds.join("coordinator.key");
+        assert!(check_mode(&key, 0o440, Some(creds)).is_ok());
+        assert!(check_mode(&key, 0o400, Some(creds)).is_ok());
+        assert!(matches!(
+            check_mode(&key, 0o444, Some(creds)),
+            Err(Error::TooOpen { mode: 0o444, .. })
+        ));
+        // Elsewhere, group bits are refused as ever.
+        let key = Path::new("/etc/farm/pki/coordinator.key");
+        assert!(matches!(
+            check_mode(key, 0o440, Some(creds)),
+            Err(Error::TooOpen { mode: 0o440, .. })
+        ));
+        assert!(check_mode(key, 0o440, None).is_err());
     }
 }

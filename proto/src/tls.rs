@@ -14,6 +14,12 @@ use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
 
 use crate::secret;
 
+/// How long a peer may take over its TLS handshake. tonic sets no limit,
+/// and a connection that never finishes one holds a descriptor and a task:
+/// without this, anyone who reaches the port could shut agents out by
+/// opening connections and saying nothing.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The certificate authority both ends trust, and this end's certificate
 /// and private key (PEM files, as `farm-coordinator pki` writes them).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +138,8 @@ impl TlsFiles {
         Ok(ServerTlsConfig::new()
             .identity(identity)
             .client_ca_root(ca)
-            .client_auth_optional(false))
+            .client_auth_optional(false)
+            .timeout(HANDSHAKE_TIMEOUT))
     }
 
     /// An agent's or farmctl's side: the coordinator's certificate checked
