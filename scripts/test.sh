@@ -55,6 +55,9 @@ need systemd-analyze systemd
 # ours: Python's grpcio, with stubs that Debian's protoc compiles from
 # farm.proto.
 need protoc protobuf-compiler
+# The TLS test gives a key a POSIX ACL as systemd does a dynamic user's
+# credential (LoadCredential=).
+need setfacl acl
 /usr/bin/python3 -c "import grpc" 2>/dev/null || missing+=(python3-grpcio)
 /usr/bin/python3 -c "import google.protobuf" 2>/dev/null || missing+=(python3-protobuf)
 update=0

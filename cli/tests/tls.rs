@@ -137,8 +137,45 @@ fn a_farm_over_mutual_tls_knows_its_agents_by_their_certificates() {
         format!("Error: {p}/agents/node-1.crt exists: remove it first to issue it again")
     );
 
-    let port = free_port();
+    // The key as systemd hands it to a service with a dynamic user
+    // (LoadCredential=): root's file, mode 0400, readable by the service's
+    // user through an ACL, which stat shows as group bits (0440). Refused
+    // as too open anywhere but under $CREDENTIALS_DIRECTORY.
+    let creds = dir.path().join("credentials");
+    std::fs::create_dir(&creds).unwrap();
+    let key = creds.join("coordinator.key");
+    std::fs::copy(pki.join("coordinator.key"), &key).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let acl = Command::new("setfacl")
+        .args(["-m", "u:nobody:r"])
+        .arg(&key)
+        .status()
+        .expect("setfacl (Debian package acl; scripts/test.sh installs it)");
+    assert!(acl.success());
+    assert_eq!(mode(&key), 0o440);
     let data = dir.path().join("data");
+    let tls_args = |key: &Path| -> Vec<String> {
+        vec![
+            "--tls-ca".into(),
+            pki.join("ca.crt").display().to_string(),
+            "--tls-cert".into(),
+            pki.join("coordinator.crt").display().to_string(),
+            "--tls-key".into(),
+            key.display().to_string(),
+        ]
+    };
+    refused(
+        Command::new(sibling_bin("farm-coordinator"))
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data)
+            .args(tls_args(&key)),
+        1,
+        &format!(
+            "Error: {}: a secret readable by group or others (mode 440) is refused; chmod 600 it",
+            key.display()
+        ),
+    );
+    let port = free_port();
     let _coordinator = spawn(
         "coordinator",
         &sibling_bin("farm-coordinator"),
@@ -147,15 +184,12 @@ fn a_farm_over_mutual_tls_knows_its_agents_by_their_certificates() {
             format!("127.0.0.1:{port}"),
             "--data-dir".into(),
             data.display().to_string(),
-            "--tls-ca".into(),
-            pki.join("ca.crt").display().to_string(),
-            "--tls-cert".into(),
-            pki.join("coordinator.crt").display().to_string(),
-            "--tls-key".into(),
-            pki.join("coordinator.key").display().to_string(),
-        ],
+        ]
+        .into_iter()
+        .chain(tls_args(&key))
+        .collect::<Vec<_>>(),
         dir.path().join("coordinator.log"),
-        &[],
+        &[("CREDENTIALS_DIRECTORY", creds.display().to_string())],
     );
     wait_for(Duration::from_secs(30), "the coordinator to listen", || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
