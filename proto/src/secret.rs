@@ -33,6 +33,13 @@ pub enum Error {
     TooOpen { path: PathBuf, mode: u32 },
     #[error("{path}: larger than {MAX_SECRET_BYTES} bytes; not a token or key")]
     TooLarge { path: PathBuf },
+    #[error(
+        "{path}: a trust anchor or certificate writable by group or others (mode {mode:03o}) \
+         is refused; chmod go-w it"
+    )]
+    Writable { path: PathBuf, mode: u32 },
+    #[error("{path}: larger than {MAX_CERTIFICATE_BYTES} bytes; not a certificate")]
+    TooLargeCertificate { path: PathBuf },
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },
     #[error(
@@ -60,8 +67,28 @@ pub fn check_mode(path: &Path, mode: u32, credentials: Option<&Path>) -> Result<
     Ok(())
 }
 
-/// The bytes of a private file (a key), refused when others may read it.
-pub fn read_private(path: &Path) -> Result<Vec<u8>, Error> {
+/// The largest certificate file read (a chain or a bundle of authorities).
+pub const MAX_CERTIFICATE_BYTES: u64 = 1 << 20;
+
+/// A certificate or the authority to trust: public, but whoever can write
+/// it decides whom a root agent trusts, so it is refused when group or
+/// others may write it or another user owns it.
+pub fn read_trusted(path: &Path) -> Result<Vec<u8>, Error> {
+    let (file, meta) = open_own(path)?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Err(Error::Writable {
+            path: path.into(),
+            mode,
+        });
+    }
+    read_at_most(path, file, MAX_CERTIFICATE_BYTES)
+        .ok_or_else(|| Error::TooLargeCertificate { path: path.into() })?
+}
+
+/// `path` opened without blocking, checked to be a regular file owned by
+/// this process's user or root.
+fn open_own(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), Error> {
     let io_err = |source| Error::Io {
         path: path.into(),
         source,
@@ -83,19 +110,28 @@ pub fn read_private(path: &Path) -> Result<Vec<u8>, Error> {
             me,
         });
     }
+    Ok((file, meta))
+}
+
+/// The rest of `file`, or `None` when it is longer than `limit`.
+fn read_at_most(path: &Path, file: std::fs::File, limit: u64) -> Option<Result<Vec<u8>, Error>> {
+    let mut bytes = Vec::new();
+    if let Err(source) = file.take(limit + 1).read_to_end(&mut bytes) {
+        return Some(Err(Error::Io {
+            path: path.into(),
+            source,
+        }));
+    }
+    (bytes.len() as u64 <= limit).then_some(Ok(bytes))
+}
+
+/// The bytes of a private file (a key), refused when others may read it.
+pub fn read_private(path: &Path) -> Result<Vec<u8>, Error> {
+    let (file, meta) = open_own(path)?;
     let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
     check_mode(path, meta.permissions().mode(), credentials.as_deref())?;
-    if meta.len() > MAX_SECRET_BYTES {
-        return Err(Error::TooLarge { path: path.into() });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_SECRET_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_err)?;
-    if bytes.len() as u64 > MAX_SECRET_BYTES {
-        return Err(Error::TooLarge { path: path.into() });
-    }
-    Ok(bytes)
+    read_at_most(path, file, MAX_SECRET_BYTES)
+        .ok_or_else(|| Error::TooLarge { path: path.into() })?
 }
 
 /// A token file: one line, trimmed, of printable ASCII without spaces (what
@@ -173,6 +209,28 @@ mod tests {
                 theirs.display()
             )
         );
+    }
+
+    #[test]
+    fn trust_anchors_are_refused_when_others_may_write_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = file(dir.path(), "ca.crt", "pem", 0o644);
+        assert_eq!(read_trusted(&ok).unwrap(), b"pem");
+        for mode in [0o664, 0o646, 0o666] {
+            let p = file(dir.path(), "w.crt", "pem", mode);
+            assert_eq!(
+                read_trusted(&p).unwrap_err().to_string(),
+                format!(
+                    "{}: a trust anchor or certificate writable by group or others (mode {mode:03o}) is refused; chmod go-w it",
+                    p.display()
+                )
+            );
+        }
+        let big = file(dir.path(), "big.crt", &"a".repeat(1 << 20 | 1), 0o644);
+        assert!(matches!(
+            read_trusted(&big),
+            Err(Error::TooLargeCertificate { .. })
+        ));
     }
 
     #[test]

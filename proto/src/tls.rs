@@ -31,11 +31,6 @@ pub struct TlsFiles {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error(transparent)]
     Secret(#[from] secret::Error),
     #[error("{path}: no PEM {what} in it")]
@@ -152,10 +147,7 @@ impl TlsFiles {
 }
 
 fn read_pem(path: &Path, what: &'static str) -> Result<Vec<u8>, Error> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })?;
+    let bytes = secret::read_trusted(path)?;
     if !contains_pem(&bytes, what) {
         return Err(Error::NotPem {
             path: path.into(),
