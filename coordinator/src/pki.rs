@@ -14,7 +14,9 @@
 //! Private keys are written mode 0600 from the start (`create_new` with the
 //! mode, never a chmod after), certificates 0644: they are public. Nothing
 //! is ever overwritten: reissuing a name means removing its files first,
-//! which makes rotating a key a deliberate act. Keys are ECDSA P-256,
+//! which makes rotating a key a deliberate act; and a command that fails
+//! half-way removes what it wrote, so no key is left without its
+//! certificate. A certificate never outlives its authority. Keys are ECDSA P-256,
 //! which rustls (ring) serves and every gRPC client accepts.
 
 use std::fs;
@@ -27,6 +29,8 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
 };
+
+use time::OffsetDateTime;
 
 use crate::identity::{self, Principal};
 
@@ -104,14 +108,17 @@ pub fn init(dir: &Path, hosts: &[String], days: u32) -> Result<(Issued, Issued),
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     validity(&mut params, CA_DAYS);
     let ca_cert = params.self_signed(&ca_key)?;
-    write_key(&ca.key, &ca_key)?;
-    write_cert(&ca.cert, &ca_cert.pem())?;
+    let ca_until = params.not_after;
+    let mut files = Files::default();
+    files.write(&ca.key, ca_key.serialize_pem().as_bytes(), KEY_MODE)?;
+    files.write(&ca.cert, ca_cert.pem().as_bytes(), CERT_MODE)?;
 
     let issuer = Issuer::new(params, ca_key);
-    let mut leaf = leaf_params("farm coordinator", days);
+    let mut leaf = leaf_params("farm coordinator", days, ca_until);
     leaf.subject_alt_names = sans;
     leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    sign(&issuer, leaf, &server)?;
+    sign(&issuer, leaf, &server, &mut files)?;
+    files.keep();
     Ok((ca, server))
 }
 
@@ -133,16 +140,19 @@ pub fn issue(dir: &Path, principal: &Principal, days: u32) -> Result<Issued, Err
             return Err(Error::Exists(p.clone()));
         }
     }
-    let issuer = load_issuer(dir)?;
+    let (issuer, ca_until) = load_issuer(dir)?;
     create_dir(&out)?;
-    let mut params = leaf_params(name.as_str(), days);
+    let mut params = leaf_params(name.as_str(), days, ca_until);
     params.subject_alt_names = vec![SanType::URI(principal.uri().try_into()?)];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    sign(&issuer, params, &issued)?;
+    let mut files = Files::default();
+    sign(&issuer, params, &issued, &mut files)?;
+    files.keep();
     Ok(issued)
 }
 
-fn load_issuer(dir: &Path) -> Result<Issuer<'static, KeyPair>, Error> {
+/// The authority in `dir`, and when it expires.
+fn load_issuer(dir: &Path) -> Result<(Issuer<'static, KeyPair>, OffsetDateTime), Error> {
     let cert_path = dir.join(CA_CERT);
     let key_path = dir.join(CA_KEY);
     let pem = fs::read_to_string(&cert_path).map_err(|source| Error::Io {
@@ -155,10 +165,21 @@ fn load_issuer(dir: &Path) -> Result<Issuer<'static, KeyPair>, Error> {
     })?;
     let key = String::from_utf8_lossy(&key);
     let key = KeyPair::from_pem(&key)?;
-    Ok(Issuer::from_ca_cert_pem(&pem, key)?)
+    let until = x509_parser::pem::parse_x509_pem(pem.as_bytes())
+        .ok()
+        .and_then(|(_, p)| {
+            p.parse_x509()
+                .ok()
+                .map(|c| c.validity().not_after.to_datetime())
+        })
+        .ok_or(Error::Certificate(rcgen::Error::CouldNotParseCertificate))?;
+    Ok((Issuer::from_ca_cert_pem(&pem, key)?, until))
 }
 
-fn leaf_params(common_name: &str, days: u32) -> CertificateParams {
+/// A leaf's parameters, valid for `days` but never past `ca_until`: a
+/// certificate that outlived its authority would fail every handshake
+/// without saying why.
+fn leaf_params(common_name: &str, days: u32, ca_until: OffsetDateTime) -> CertificateParams {
     let mut params = CertificateParams::default();
     params.distinguished_name = rcgen::DistinguishedName::new();
     params
@@ -168,14 +189,48 @@ fn leaf_params(common_name: &str, days: u32) -> CertificateParams {
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.use_authority_key_identifier_extension = true;
     validity(&mut params, days);
+    params.not_after = params.not_after.min(ca_until);
     params
 }
 
-fn sign(issuer: &Issuer<'_, KeyPair>, params: CertificateParams, to: &Issued) -> Result<(), Error> {
+fn sign(
+    issuer: &Issuer<'_, KeyPair>,
+    params: CertificateParams,
+    to: &Issued,
+    files: &mut Files,
+) -> Result<(), Error> {
     let key = KeyPair::generate()?;
     let cert = params.signed_by(&key, issuer)?;
-    write_key(&to.key, &key)?;
-    write_cert(&to.cert, &cert.pem())
+    files.write(&to.key, key.serialize_pem().as_bytes(), KEY_MODE)?;
+    files.write(&to.cert, cert.pem().as_bytes(), CERT_MODE)
+}
+
+const KEY_MODE: u32 = 0o600;
+const CERT_MODE: u32 = 0o644;
+
+/// The files one command wrote: removed again unless [`Files::keep`] is
+/// called, so a command that fails half-way leaves nothing behind.
+#[derive(Default)]
+struct Files(Vec<PathBuf>);
+
+impl Files {
+    fn write(&mut self, path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
+        write_new(path, bytes, mode)?;
+        self.0.push(path.to_owned());
+        Ok(())
+    }
+
+    fn keep(mut self) {
+        self.0.clear();
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = fs::remove_file(p);
+        }
+    }
 }
 
 /// From yesterday (machines' clocks differ) for `days` days.
@@ -238,14 +293,6 @@ fn create_dir(dir: &Path) -> Result<(), Error> {
         path: dir.into(),
         source,
     })
-}
-
-fn write_key(path: &Path, key: &KeyPair) -> Result<(), Error> {
-    write_new(path, key.serialize_pem().as_bytes(), 0o600)
-}
-
-fn write_cert(path: &Path, pem: &str) -> Result<(), Error> {
-    write_new(path, pem.as_bytes(), 0o644)
 }
 
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {

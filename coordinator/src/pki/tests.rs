@@ -95,3 +95,38 @@ fn server_names_include_loopback_once() {
         ]
     );
 }
+
+#[test]
+fn a_certificate_never_outlives_its_authority() {
+    let ca_until = rcgen::date_time_ymd(2027, 1, 1);
+    let p = leaf_params("n", DEFAULT_DAYS, ca_until);
+    assert_eq!(p.not_after, ca_until);
+    let later = rcgen::date_time_ymd(4000, 1, 1);
+    let p = leaf_params("n", 30, later);
+    assert!(p.not_after < later);
+    assert!(p.not_after > p.not_before);
+}
+
+#[test]
+fn what_a_failed_command_wrote_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.key"), dir.path().join("b.crt"));
+    {
+        let mut files = Files::default();
+        files.write(&a, b"k", KEY_MODE).unwrap();
+        // The second write fails (its directory does not exist) ...
+        assert!(
+            files
+                .write(&dir.path().join("no/b.crt"), b"c", CERT_MODE)
+                .is_err()
+        );
+    }
+    // ... and the first file went with the command.
+    assert!(!a.exists());
+    let mut files = Files::default();
+    files.write(&a, b"k", KEY_MODE).unwrap();
+    files.write(&b, b"c", CERT_MODE).unwrap();
+    files.keep();
+    assert!(a.exists() && b.exists());
+    assert_eq!(mode(&a), 0o600);
+}
