@@ -571,26 +571,6 @@ async fn lease_to_many(farm: &Farm, n: usize) -> (Vec<String>, Vec<Rx>) {
     (held.into_iter().map(|(_, a)| a).collect(), streams)
 }
 
-fn finished(farm: &Farm, agent: &str, run_id: &str, value: f64) {
-    farm.send(
-        agent,
-        agent_message::Msg::Result(RunResult {
-            run: Some(RunRef {
-                run_id: run_id.into(),
-                attempt: 1,
-            }),
-            ok: true,
-            metrics: vec![farm_proto::Metric {
-                name: "wall_s".into(),
-                value,
-                unit: "s".into(),
-                direction: farm_proto::Direction::LowerIsBetter as i32,
-            }],
-            ..Default::default()
-        }),
-    );
-}
-
 fn wall_n(r: &GetResultsResponse) -> u32 {
     r.cells[0]
         .metrics
@@ -610,12 +590,12 @@ async fn results_after_a_new_result_reflect_it() {
     let r = results_of(&farm, &m).await;
     assert!(r.runs.is_empty());
     assert_eq!(wall_n(&r), 0);
-    finished(&farm, &a[0], &format!("{m}.c0.r0"), 1.0);
+    farm.result_of(&a[0], &format!("{m}.c0.r0"), 1, 1.0);
     let r = results_of(&farm, &m).await;
     assert_eq!((r.runs.len(), wall_n(&r)), (1, 1));
     // Asked again with nothing changed: the cached answer, the same.
     assert_eq!(results_of(&farm, &m).await, r);
-    finished(&farm, &a[1], &format!("{m}.c0.r1"), 1.1);
+    farm.result_of(&a[1], &format!("{m}.c0.r1"), 1, 1.1);
     let r = results_of(&farm, &m).await;
     assert_eq!((r.runs.len(), wall_n(&r)), (2, 2));
     let counts = r.status.unwrap().counts.unwrap();
@@ -633,10 +613,10 @@ async fn every_answer_is_of_the_moment_it_was_asked() {
     let (a, _streams) = lease_to_many(&farm, 20).await;
     let mut asked = Vec::new();
     for rep in 0..20u32 {
-        finished(
-            &farm,
+        farm.result_of(
             &a[rep as usize],
             &format!("{m}.c0.r{rep}"),
+            1,
             1.0 + f64::from(rep % 3) * 0.01,
         );
         // Twice, so that the second waits for the first's computation.
@@ -700,14 +680,23 @@ fn a_stale_summary_never_replaces_a_newer_one() {
 impl Farm {
     /// `farm_rejected_messages_total` by reason, as `/metrics` shows it.
     fn rejected(&self) -> Vec<(String, u64)> {
+        self.counter("farm_rejected_messages_total")
+    }
+
+    /// `farm_agent_sessions_closed_total` by reason, as `/metrics` shows it.
+    fn sessions_closed(&self) -> Vec<(String, u64)> {
+        self.counter("farm_agent_sessions_closed_total")
+    }
+
+    /// A counter family by its one label, as `/metrics` shows it.
+    fn counter(&self, family: &str) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         for f in self.registry.gather() {
-            if f.name() != "farm_rejected_messages_total" {
-                continue;
-            }
-            for m in f.get_metric() {
-                let reason = m.get_label()[0].value().to_string();
-                out.push((reason, m.get_counter().get_value() as u64));
+            if f.name() == family {
+                for m in f.get_metric() {
+                    let label = m.get_label()[0].value().to_string();
+                    out.push((label, m.get_counter().get_value() as u64));
+                }
             }
         }
         out.sort();
@@ -812,17 +801,24 @@ async fn a_hello_claiming_a_run_never_leased_gets_a_cancel() {
     assert_eq!(farm.rejected(), vec![("claim_not_leased".to_string(), 1)]);
 }
 
+/// A farm with a one-run matrix whose run is leased to its one agent:
+/// (farm, matrix id, run id, agent id, the agent's stream).
+async fn one_run_leased() -> (Farm, String, String, String, Rx) {
+    let farm = Farm::new(60_000, 3);
+    let m = farm.submit(1).await;
+    let r0 = format!("{m}.c0.r0");
+    let agent = farm.register().await;
+    let mut rx = farm.open(&agent, 1, None, vec![]).await;
+    farm.sync().await;
+    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    (farm, m, r0, agent, rx)
+}
+
 /// `Register` with the id of an agent whose session is live is refused,
 /// and so is a second `Hello` for it: the victim keeps its run.
 #[tokio::test]
 async fn a_live_session_cannot_be_taken_over() {
-    let farm = Farm::new(60_000, 3);
-    let m = farm.submit(1).await;
-    let r0 = format!("{m}.c0.r0");
-    let victim = farm.register().await;
-    let mut rx = farm.open(&victim, 1, None, vec![]).await;
-    farm.sync().await;
-    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    let (farm, m, r0, victim, mut rx) = one_run_leased().await;
     let capabilities = Box::new(caps());
     let resume = victim.clone();
     let got = farm
@@ -851,13 +847,7 @@ async fn a_live_session_cannot_be_taken_over() {
 /// A result with a value no run can have fails its run, saying which.
 #[tokio::test]
 async fn a_result_with_a_nan_fails_its_run() {
-    let farm = Farm::new(60_000, 3);
-    let m = farm.submit(1).await;
-    let r0 = format!("{m}.c0.r0");
-    let a = farm.register().await;
-    let mut rx = farm.open(&a, 1, None, vec![]).await;
-    farm.sync().await;
-    assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
+    let (farm, m, r0, a, mut rx) = one_run_leased().await;
     farm.result_of(&a, &r0, 1, f64::NAN);
     farm.sync().await;
     assert_eq!(drain(&mut rx), vec![format!("ack {r0}@1")]);
@@ -1132,23 +1122,6 @@ async fn an_agent_id_is_bound_to_its_certificate() {
     assert_eq!(listed, want);
 }
 
-impl Farm {
-    /// `farm_agent_sessions_closed_total` by reason, as `/metrics` shows it.
-    fn sessions_closed(&self) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
-        for f in self.registry.gather() {
-            if f.name() == "farm_agent_sessions_closed_total" {
-                for m in f.get_metric() {
-                    let reason = m.get_label()[0].value().to_string();
-                    out.push((reason, m.get_counter().get_value() as u64));
-                }
-            }
-        }
-        out.sort();
-        out
-    }
-}
-
 /// An agent that never reads its stream fills it; the batch that would
 /// take its last slot closes its session instead (the slot carries the
 /// reason), its run goes to another agent, and the scheduler never waits.
@@ -1230,23 +1203,6 @@ async fn an_event_flood_waits_for_room_and_loses_nothing() {
         n += 1;
     }
     assert_eq!(n, EVENT_CAPACITY + 1);
-}
-
-impl Farm {
-    /// A counter family by its one label, as `/metrics` shows it.
-    fn counter(&self, family: &str) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
-        for f in self.registry.gather() {
-            if f.name() == family {
-                for m in f.get_metric() {
-                    let label = m.get_label()[0].value().to_string();
-                    out.push((label, m.get_counter().get_value() as u64));
-                }
-            }
-        }
-        out.sort();
-        out
-    }
 }
 
 /// Twenty agents each bring a new kernel that a schedule's trigger
