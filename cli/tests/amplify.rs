@@ -128,7 +128,8 @@ fn amplifying_matrices_are_refused_or_kept_small() {
     let out = farm.farmctl(&["cancel", &id]);
     assert!(out.status.success());
     farm.kill_coordinator();
-    let store = farm_coordinator::store::Store::open(&farm.data_dir().join("farm.db")).unwrap();
+    use farm_coordinator::store::Backend;
+    let store = farm_coordinator::store::Sqlite::open(&farm.data_dir().join("farm.db")).unwrap();
     let names: Vec<String> = store
         .load()
         .unwrap()

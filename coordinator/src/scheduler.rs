@@ -60,7 +60,7 @@ use crate::identity::Name;
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
 use crate::placement::Requirement;
-use crate::store::{self, MatrixRecord, Op, RunRecord, Store};
+use crate::store::{self, Backend, MatrixRecord, Op, RunRecord};
 
 /// The sending half of an agent's stream, of [`AGENT_OUTBOX_CAPACITY`]
 /// (`outbox`).
@@ -328,7 +328,7 @@ struct RunMem {
 }
 
 struct Scheduler {
-    store: Store,
+    store: Box<dyn Backend>,
     config: Config,
     agents: HashMap<String, Agent>,
     /// Agents with an open stream and no run: the only ones dispatch looks at.
@@ -367,7 +367,7 @@ struct Scheduler {
 
 /// Starts the scheduler thread on a store and returns the handle to it.
 pub fn spawn(
-    store: Store,
+    store: impl Backend + 'static,
     config: Config,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
     spawn_with(store, config, Metrics::new(config.metrics_series_limit))
@@ -376,7 +376,7 @@ pub fn spawn(
 /// [`spawn`], keeping `metrics` up to date (its registry is what a
 /// `/metrics` endpoint serves).
 pub fn spawn_with(
-    store: Store,
+    store: impl Backend + 'static,
     config: Config,
     metrics: Metrics,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
@@ -384,7 +384,7 @@ pub fn spawn_with(
     let (tx, mut rx) = mpsc::channel(EVENT_CAPACITY);
     let summaries = summaries::Worker::spawn(metrics.results_gauges(), tx.downgrade());
     let mut s = Scheduler {
-        store,
+        store: Box::new(store),
         config,
         agents: HashMap::new(),
         idle: BTreeSet::new(),

@@ -17,7 +17,7 @@ use crate::auth::{Access, Role, Tokens};
 use crate::metrics::Metrics;
 use crate::scheduler::{self, Config, Event, Handle};
 use crate::service::{Agents, Farm};
-use crate::store::Store;
+use crate::store::Sqlite;
 
 /// The file in the data directory that holds the address actually bound.
 pub const ADDR_FILE: &str = "coordinator.addr";
@@ -100,7 +100,7 @@ impl Options {
         };
         std::fs::create_dir_all(&self.data_dir).map_err(dir_err)?;
         let tokens = Tokens::load_or_create(&self.data_dir)?;
-        let store = Store::open(&self.data_dir.join(DB_FILE))?;
+        let store = Sqlite::open(&self.data_dir.join(DB_FILE))?;
         let metrics = Metrics::new(self.scheduler.metrics_series_limit);
         let registry = metrics.registry().clone();
         let (handle, scheduler) = scheduler::spawn_with(store, self.scheduler, metrics)?;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::matrix;
+use crate::store::Sqlite;
 use farm_proto::{Heartbeat, RunCounts, RunResult, coordinator_message};
 
 type Rx = mpsc::Receiver<Result<CoordinatorMessage, Error>>;
@@ -47,7 +48,7 @@ struct Farm {
 impl Farm {
     fn new(lease_ms: u32, max_attempts: u32) -> Farm {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("db")).unwrap();
+        let store = Sqlite::open(&dir.path().join("db")).unwrap();
         let metrics = Metrics::new(crate::metrics::DEFAULT_SERIES_LIMIT);
         let registry = metrics.registry().clone();
         let (h, _thread) = spawn_with(
@@ -871,7 +872,7 @@ async fn absent_agents_are_forgotten_after_their_expiry() {
         agent_expiry_ms: 200,
         ..Default::default()
     };
-    let (h, _thread) = spawn(Store::open(&dir.path().join("db")).unwrap(), config).unwrap();
+    let (h, _thread) = spawn(Sqlite::open(&dir.path().join("db")).unwrap(), config).unwrap();
     let farm = Farm {
         h,
         registry: prometheus::Registry::new(),
@@ -890,7 +891,7 @@ async fn absent_agents_are_forgotten_after_their_expiry() {
     assert_eq!(ids(listed), vec![here.clone()]);
     let got = farm.try_open(&gone, 2).await;
     assert!(matches!(got, Err(Error::UnknownAgent(id)) if id == gone));
-    let stored = Store::open(&farm._dir.path().join("db"))
+    let stored = Sqlite::open(&farm._dir.path().join("db"))
         .unwrap()
         .load()
         .unwrap();

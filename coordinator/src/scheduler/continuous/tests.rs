@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 
 use super::super::{Event, Handle, Reply, spawn};
 use crate::matrix;
-use crate::store::Store;
+use crate::store::{Backend, Sqlite};
 use crate::timer::{self, Clock};
 
 const HOUR: u64 = 3_600_000;
@@ -38,7 +38,7 @@ cron = "0 * * * *"
 #[tokio::test(start_paused = true)]
 async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let dir = tempfile::tempdir().unwrap();
-    let open = || Store::open(&dir.path().join("db")).unwrap();
+    let open = || Sqlite::open(&dir.path().join("db")).unwrap();
     let (h, thread) = spawn(open(), Default::default()).unwrap();
     let clock = Clock::starting_at(crate::scheduler::now_ms());
     let driver = tokio::spawn(timer::drive(h.clone(), clock));

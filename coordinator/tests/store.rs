@@ -1,0 +1,201 @@
+//! What every store backend must do, one suite for all of them
+//! (`farm_coordinator::store::Backend`): durable, whole batches, and
+//! everything given back after a restart. Each case gets a factory that
+//! opens the same, initially empty, stored state; opening again is a
+//! restart.
+
+use farm_coordinator::store::{
+    AgentRecord, Backend, Execution, MatrixRecord, Op, RunRecord, RunState, ScheduleRecord, Sqlite,
+};
+
+type Open<'a> = &'a dyn Fn() -> Box<dyn Backend>;
+/// A case of the suite: it gets a fresh store's opener.
+type Case = fn(Open<'_>);
+
+/// Every case of the suite, by name.
+const CASES: &[(&str, Case)] = &[
+    (
+        "apply_then_reopen_sees_everything",
+        apply_then_reopen_sees_everything,
+    ),
+    (
+        "identities_are_kept_bound_and_forgotten_with_their_agent",
+        identities_are_kept_bound_and_forgotten_with_their_agent,
+    ),
+    (
+        "a_failing_batch_changes_nothing",
+        a_failing_batch_changes_nothing,
+    ),
+    ("an_empty_store_loads_empty", an_empty_store_loads_empty),
+];
+
+#[test]
+fn sqlite_passes_the_store_suite() {
+    for (name, case) in CASES {
+        eprintln!("case {name}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("farm.db");
+        case(&|| Box::new(Sqlite::open(&path).unwrap()));
+    }
+}
+
+fn an_empty_store_loads_empty(open: Open<'_>) {
+    let mut s = open();
+    // An empty batch is a no-op, not an error.
+    s.apply(&[]).unwrap();
+    let snap = s.load().unwrap();
+    assert_eq!(
+        (
+            snap.matrices.len(),
+            snap.runs.len(),
+            snap.agents.len(),
+            snap.schedules.len()
+        ),
+        (0, 0, 0, 0)
+    );
+}
+
+fn run(id: &str, state: RunState) -> RunRecord {
+    RunRecord {
+        run_id: id.into(),
+        matrix_id: "m".into(),
+        cell: 0,
+        repetition: 0,
+        seq: 0,
+        state,
+        attempt: 0,
+        agent_id: String::new(),
+        result: None,
+    }
+}
+
+/// What a batch wrote is there, whole, after a restart.
+fn apply_then_reopen_sees_everything(open: Open<'_>) {
+    let matrix = MatrixRecord {
+        id: "m".into(),
+        seq: 7,
+        name: "n".into(),
+        file_name: "f.toml".into(),
+        source: "name = \"n\"".into(),
+        submitted_ms: 1,
+        timeout_s: 60,
+        cancelled: false,
+        cells: vec![farm_proto::Cell {
+            index: 0,
+            name: "c0".into(),
+            ..Default::default()
+        }],
+        execution: Some(Execution {
+            schedule_id: "s".into(),
+            at_ms: 3_600_000,
+            kernel: "file:/k/v6.13".into(),
+        }),
+    };
+    let schedule = ScheduleRecord {
+        id: "s".into(),
+        name: "nightly".into(),
+        file_name: "n.toml".into(),
+        source: "name = \"nightly\"".into(),
+        cron: "0 3 * * *".into(),
+        on_new_kernel: "file:/k/*".into(),
+        created_ms: 5,
+        last_cron_ms: 3_600_000,
+        seen_kernels: vec!["file:/k/v6.12".into(), "file:/k/v6.13".into()],
+        cancelled: false,
+    };
+    {
+        let mut s = open();
+        s.apply(&[
+            Op::PutSchedule(Box::new(schedule.clone())),
+            Op::PutMatrix(Box::new(matrix.clone()), vec![run("r0", RunState::Queued)]),
+        ])
+        .unwrap();
+        let mut done = run("r0", RunState::Finished);
+        done.attempt = 2;
+        done.result = Some(farm_proto::RunResult {
+            ok: true,
+            ..Default::default()
+        });
+        s.apply(&[Op::PutRun(Box::new(done)), Op::CancelMatrix("m".into())])
+            .unwrap();
+    }
+    let s = open();
+    let snap = s.load().unwrap();
+    assert_eq!(snap.matrices.len(), 1);
+    assert!(snap.matrices[0].cancelled);
+    assert_eq!(snap.matrices[0].cells, matrix.cells);
+    assert_eq!(snap.matrices[0].execution, matrix.execution);
+    assert_eq!(snap.schedules, vec![schedule]);
+    assert_eq!(snap.runs.len(), 1);
+    assert_eq!(snap.runs[0].state, RunState::Finished);
+    assert_eq!(snap.runs[0].attempt, 2);
+    assert!(snap.runs[0].result.as_ref().unwrap().ok);
+}
+
+/// A binding of an agent id to a certificate lasts as long as the agent.
+fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
+    let agent = |id: &str, identity: Option<&str>| {
+        Op::PutAgent(Box::new(AgentRecord {
+            agent_id: id.into(),
+            capabilities: Default::default(),
+            registered_ms: 1,
+            identity: identity.map(|n| farm_coordinator::identity::Name::parse(n).unwrap()),
+        }))
+    };
+    let bound = |s: &dyn Backend| -> Vec<(String, Option<String>)> {
+        let mut v: Vec<_> = s
+            .load()
+            .unwrap()
+            .agents
+            .into_iter()
+            .map(|a| (a.agent_id, a.identity.map(|n| n.to_string())))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut s = open();
+    s.apply(&[agent("a1", Some("n1")), agent("a2", None)])
+        .unwrap();
+    // Put again (a catalogue change): the binding stays as it was.
+    s.apply(&[agent("a1", Some("n1"))]).unwrap();
+    drop(s);
+    let mut s = open();
+    assert_eq!(
+        bound(s.as_ref()),
+        vec![("a1".into(), Some("n1".into())), ("a2".into(), None)]
+    );
+    s.apply(&[Op::ForgetAgent("a1".into())]).unwrap();
+    // Forgotten with its agent, so the name can bind a new id.
+    s.apply(&[agent("a3", Some("n1"))]).unwrap();
+    assert_eq!(
+        bound(s.as_ref()),
+        vec![("a2".into(), None), ("a3".into(), Some("n1".into()))]
+    );
+}
+
+/// A batch is all or nothing: `PutMatrix` of an existing id fails it, and
+/// the run put before it in the same batch is not there.
+fn a_failing_batch_changes_nothing(open: Open<'_>) {
+    let mut s = open();
+    let m = MatrixRecord {
+        id: "m".into(),
+        seq: 1,
+        name: "n".into(),
+        file_name: "f".into(),
+        source: String::new(),
+        submitted_ms: 0,
+        timeout_s: 1,
+        cancelled: false,
+        cells: vec![],
+        execution: None,
+    };
+    s.apply(&[Op::PutMatrix(Box::new(m.clone()), vec![])])
+        .unwrap();
+    // The second PutMatrix violates the primary key: the run before it must roll back.
+    let err = s.apply(&[
+        Op::PutRun(Box::new(run("r1", RunState::Queued))),
+        Op::PutMatrix(Box::new(m), vec![]),
+    ]);
+    assert!(err.is_err());
+    assert!(s.load().unwrap().runs.is_empty());
+}
