@@ -31,9 +31,9 @@ fn on(executor: &str, mut r: RunRecord) -> RunRecord {
     r
 }
 
-#[test]
-fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
-    let mut cells = vec![
+/// Cell 0, and cell 1 compared with it.
+fn base_and_candidate() -> Vec<Cell> {
+    vec![
         Cell {
             index: 0,
             name: "base".into(),
@@ -45,7 +45,12 @@ fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
             baseline: Some(0),
             ..Default::default()
         },
-    ];
+    ]
+}
+
+#[test]
+fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
+    let mut cells = base_and_candidate();
     // Ten runs a side, the candidate twice as slow: a clear regression
     // when comparable.
     let runs: Vec<RunRecord> = (0..10)
@@ -103,19 +108,7 @@ fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
 
 #[test]
 fn medians_and_ratios_to_baseline() {
-    let cells = vec![
-        Cell {
-            index: 0,
-            name: "base".into(),
-            ..Default::default()
-        },
-        Cell {
-            index: 1,
-            name: "cand".into(),
-            baseline: Some(0),
-            ..Default::default()
-        },
-    ];
+    let cells = base_and_candidate();
     let runs = [
         run(0, RunState::Finished, 1.0),
         run(0, RunState::Finished, 3.0),
