@@ -79,6 +79,24 @@ fn register(registry: &Registry, c: impl prometheus::core::Collector + 'static) 
         .expect("metric families are distinct and valid");
 }
 
+/// A counter family with one label, registered; each of `known` label
+/// values exists (at 0) from the start, so that rate() and absent() work
+/// before the first event.
+fn counters(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    label: &str,
+    known: &[&str],
+) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), &[label]).expect("valid counter options");
+    register(registry, c.clone());
+    for v in known {
+        c.with_label_values(&[v]).reset();
+    }
+    c
+}
+
 fn histogram(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> Histogram {
     let h = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec()))
         .expect("valid histogram options");
@@ -148,51 +166,43 @@ impl Metrics {
         )
         .expect("valid gauge options");
         register(&registry, runs.clone());
-        let runs_finished = IntCounterVec::new(
-            Opts::new(
-                "farm_runs_finished_total",
-                "Runs ended since the coordinator started: ok (the workload reported its \
-                 figures) or failed (it did not, or its agents were lost too often).",
-            ),
-            &["outcome"],
-        )
-        .expect("valid counter options");
-        register(&registry, runs_finished.clone());
-        let rejected_messages = IntCounterVec::new(
-            Opts::new(
-                "farm_rejected_messages_total",
-                "Messages from agents dropped because they concern an attempt not leased to \
-                 the agent that sent them (a result, a progress report or a claim in its \
-                 hello), or carry values outside their metric's domain, or try to take over \
-                 another agent's live session. Any increase is a misbehaving or hostile agent.",
-            ),
-            &["reason"],
-        )
-        .expect("valid counter options");
-        register(&registry, rejected_messages.clone());
-        let sessions_closed = IntCounterVec::new(
-            Opts::new(
-                "farm_agent_sessions_closed_total",
-                "Agents' streams the coordinator ended: lease_expired (silent past its lease) \
-                 or too_slow (it left scheduler::AGENT_OUTBOX_CAPACITY messages unread). Its \
-                 run is re-queued; the agent reconnects.",
-            ),
-            &["reason"],
-        )
-        .expect("valid counter options");
-        register(&registry, sessions_closed.clone());
-        let executions_skipped = IntCounterVec::new(
-            Opts::new(
-                "farm_schedule_executions_skipped_total",
-                "Executions of continuous matrices not started: previous_running (a cron \
-                 instant while the schedule's previous execution runs) or rate_limit (a new \
-                 kernel beyond scheduler::MAX_TRIGGERED_EXECUTIONS_PER_HOUR; it \
-                 is started at a later catalogue change).",
-            ),
-            &["reason"],
-        )
-        .expect("valid counter options");
-        register(&registry, executions_skipped.clone());
+        let runs_finished = counters(
+            &registry,
+            "farm_runs_finished_total",
+            "Runs ended since the coordinator started: ok (the workload reported its \
+             figures) or failed (it did not, or its agents were lost too often).",
+            "outcome",
+            &["ok", "failed"],
+        );
+        let rejected_messages = counters(
+            &registry,
+            "farm_rejected_messages_total",
+            "Messages from agents dropped because they concern an attempt not leased to \
+             the agent that sent them (a result, a progress report or a claim in its \
+             hello), or carry values outside their metric's domain, or try to take over \
+             another agent's live session. Any increase is a misbehaving or hostile agent.",
+            "reason",
+            &[],
+        );
+        let sessions_closed = counters(
+            &registry,
+            "farm_agent_sessions_closed_total",
+            "Agents' streams the coordinator ended: lease_expired (silent past its lease) \
+             or too_slow (it left scheduler::AGENT_OUTBOX_CAPACITY messages unread). Its \
+             run is re-queued; the agent reconnects.",
+            "reason",
+            &["lease_expired", "too_slow"],
+        );
+        let executions_skipped = counters(
+            &registry,
+            "farm_schedule_executions_skipped_total",
+            "Executions of continuous matrices not started: previous_running (a cron \
+             instant while the schedule's previous execution runs) or rate_limit (a new \
+             kernel beyond scheduler::MAX_TRIGGERED_EXECUTIONS_PER_HOUR; it \
+             is started at a later catalogue change).",
+            "reason",
+            &["previous_running", "rate_limit"],
+        );
         let assignment_latency = histogram(
             &registry,
             "farm_run_assignment_latency_seconds",
@@ -323,15 +333,6 @@ impl Metrics {
         // rate() and absent() work before the first event.
         for state in ["queued", "running"] {
             runs.with_label_values(&[state]).set(0);
-        }
-        for outcome in ["ok", "failed"] {
-            runs_finished.with_label_values(&[outcome]).reset();
-        }
-        for reason in ["lease_expired", "too_slow"] {
-            sessions_closed.with_label_values(&[reason]).reset();
-        }
-        for reason in ["previous_running", "rate_limit"] {
-            executions_skipped.with_label_values(&[reason]).reset();
         }
         for family in FAMILIES {
             dropped.with_label_values(&[family]).set(0);
