@@ -303,20 +303,19 @@ fn a_farm_over_mutual_tls_knows_its_agents_by_their_certificates() {
         .args(["--addr", &format!("127.0.0.1:{port}")])
         .arg("--proto")
         .arg(format!("{crate_dir}/../proto/proto/farm/v1/farm.proto"))
-        .arg("--ca")
-        .arg(pki.join("ca.crt"))
-        .arg("--agent-cert")
-        .arg(pki.join("agents/node-2.crt"))
-        .arg("--agent-key")
-        .arg(pki.join("agents/node-2.key"))
-        .arg("--foreign-cert")
-        .arg(foreign.join("agents/node-1.crt"))
-        .arg("--foreign-key")
-        .arg(foreign.join("agents/node-1.key"))
-        .arg("--submitter-cert")
-        .arg(pki.join("submitters/alice.crt"))
-        .arg("--submitter-key")
-        .arg(pki.join("submitters/alice.key"))
+        .args(
+            [
+                ("--ca", pki.join("ca.crt")),
+                ("--agent-cert", pki.join("agents/node-2.crt")),
+                ("--agent-key", pki.join("agents/node-2.key")),
+                ("--foreign-cert", foreign.join("agents/node-1.crt")),
+                ("--foreign-key", foreign.join("agents/node-1.key")),
+                ("--submitter-cert", pki.join("submitters/alice.crt")),
+                ("--submitter-key", pki.join("submitters/alice.key")),
+            ]
+            .into_iter()
+            .flat_map(|(flag, path)| [flag.into(), path.into_os_string()]),
+        )
         .args(["--victim", &victim])
         .output()
         .expect("/usr/bin/python3 must be installed (scripts/test.sh installs python3-grpcio)");
