@@ -16,6 +16,8 @@
 
 pub mod auth;
 pub mod identity;
+#[cfg(feature = "ha")]
+pub mod leader;
 pub mod matrix;
 pub mod metrics;
 pub mod pki;
@@ -28,4 +30,8 @@ pub mod service;
 pub mod store;
 pub mod timer;
 
+/// The etcd client the `ha` feature uses, for tests and tools that talk to
+/// the same cluster.
+#[cfg(feature = "ha")]
+pub use etcd_client;
 pub use server::{Coordinator, Options};

@@ -14,8 +14,14 @@
 //! without changing the scheduler. What every backend must do is one suite,
 //! `coordinator/tests/store.rs`; the embedded backend is [`Sqlite`].
 
+#[cfg(feature = "ha")]
+pub mod etcd;
+mod location;
 mod sqlite;
 
+#[cfg(feature = "ha")]
+pub use etcd::Etcd;
+pub use location::{Endpoints, Location, Prefix};
 pub use sqlite::Sqlite;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +40,26 @@ pub enum Error {
         agent: String,
         source: crate::identity::Error,
     },
+    #[error("store: etcd: {0}")]
+    Etcd(String),
+    /// The leader key is gone or another's: this coordinator no longer
+    /// leads, and wrote nothing.
+    #[error("store: this coordinator is no longer the leader; nothing was written")]
+    NotLeader,
+    #[error("store: {what} is {bytes} bytes; one etcd request holds at most {limit}")]
+    TooLarge {
+        what: String,
+        bytes: usize,
+        limit: usize,
+    },
+    #[error("store: matrix {0} exists already")]
+    Exists(String),
+    #[error("store: identity {identity} is bound to agent {agent} already")]
+    IdentityTaken { identity: String, agent: String },
+    #[error("store: unknown key {0:?} under the prefix")]
+    UnknownKey(String),
+    #[error("store: {0}, which is not stored")]
+    Orphan(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -56,7 +82,7 @@ impl RunState {
         )
     }
 
-    fn from_i64(v: i64) -> Result<RunState> {
+    pub(crate) fn from_i64(v: i64) -> Result<RunState> {
         Ok(match v {
             0 => RunState::Queued,
             1 => RunState::Assigned,
@@ -168,5 +194,12 @@ pub struct Snapshot {
 /// last successful batch left it.
 pub trait Backend: Send {
     fn apply(&mut self, ops: &[Op]) -> Result<()>;
-    fn load(&self) -> Result<Snapshot>;
+    /// Everything, and what the backend checks batches against from now on.
+    fn load(&mut self) -> Result<Snapshot>;
+    /// The largest one record (a run with its result, a matrix without its
+    /// cells, a cell) may be: callers refuse larger ones where they enter,
+    /// since a batch holding one would fail whole.
+    fn max_value_bytes(&self) -> usize {
+        usize::MAX
+    }
 }

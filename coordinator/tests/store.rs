@@ -27,7 +27,15 @@ const CASES: &[(&str, Case)] = &[
         a_failing_batch_changes_nothing,
     ),
     ("an_empty_store_loads_empty", an_empty_store_loads_empty),
+    ("a_large_matrix_is_kept_whole", a_large_matrix_is_kept_whole),
 ];
+
+#[cfg(feature = "ha")]
+#[path = "support/etcd.rs"]
+mod cluster;
+#[cfg(feature = "ha")]
+#[path = "store/etcd.rs"]
+mod etcd;
 
 #[test]
 fn sqlite_passes_the_store_suite() {
@@ -53,6 +61,69 @@ fn an_empty_store_loads_empty(open: Open<'_>) {
         ),
         (0, 0, 0, 0)
     );
+}
+
+/// Cell `i`'s name, `pad` bytes longer than its number.
+pub fn cell_name(i: u32, pad: usize) -> String {
+    format!("{i}{}", "x".repeat(pad))
+}
+
+/// A matrix of `cells` cells and `runs` runs, each cell with a name of
+/// `pad` bytes.
+pub fn big_matrix(id: &str, seq: u64, cells: u32, runs: u32, pad: usize) -> Op {
+    let m = MatrixRecord {
+        id: id.into(),
+        seq,
+        name: "big".into(),
+        file_name: "big.toml".into(),
+        source: "name = \"big\"".into(),
+        submitted_ms: 1,
+        timeout_s: 60,
+        cancelled: false,
+        cells: (0..cells)
+            .map(|i| farm_proto::Cell {
+                index: i,
+                name: cell_name(i, pad),
+                ..Default::default()
+            })
+            .collect(),
+        execution: None,
+    };
+    let runs = (0..runs)
+        .map(|i| RunRecord {
+            run_id: format!("{id}-r{i}"),
+            matrix_id: id.into(),
+            cell: i % cells.max(1),
+            repetition: i / cells.max(1),
+            seq: u64::from(i),
+            state: RunState::Queued,
+            attempt: 0,
+            agent_id: String::new(),
+            result: None,
+        })
+        .collect();
+    Op::PutMatrix(Box::new(m), runs)
+}
+
+/// A matrix far larger than one etcd transaction (1,000 runs, 2 MiB of
+/// cells) comes back whole, beside a batch after it.
+fn a_large_matrix_is_kept_whole(open: Open<'_>) {
+    let mut s = open();
+    s.apply(&[big_matrix("m", 1, 400, 1000, 5000)]).unwrap();
+    s.apply(&[Op::CancelMatrix("m".into())]).unwrap();
+    drop(s);
+    let snap = open().load().unwrap();
+    assert_eq!(snap.matrices.len(), 1);
+    let m = &snap.matrices[0];
+    assert!(m.cancelled);
+    assert_eq!(m.cells.len(), 400);
+    assert!(
+        m.cells
+            .iter()
+            .enumerate()
+            .all(|(i, c)| c.index as usize == i && c.name == cell_name(i as u32, 5000))
+    );
+    assert_eq!(snap.runs.len(), 1000);
 }
 
 fn run(id: &str, state: RunState) -> RunRecord {
@@ -119,8 +190,7 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
         s.apply(&[Op::PutRun(Box::new(done)), Op::CancelMatrix("m".into())])
             .unwrap();
     }
-    let s = open();
-    let snap = s.load().unwrap();
+    let snap = open().load().unwrap();
     assert_eq!(snap.matrices.len(), 1);
     assert!(snap.matrices[0].cancelled);
     assert_eq!(snap.matrices[0].cells, matrix.cells);
@@ -142,7 +212,7 @@ fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
             identity: identity.map(|n| farm_coordinator::identity::Name::parse(n).unwrap()),
         }))
     };
-    let bound = |s: &dyn Backend| -> Vec<(String, Option<String>)> {
+    let bound = |s: &mut dyn Backend| -> Vec<(String, Option<String>)> {
         let mut v: Vec<_> = s
             .load()
             .unwrap()
@@ -161,14 +231,14 @@ fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
     drop(s);
     let mut s = open();
     assert_eq!(
-        bound(s.as_ref()),
+        bound(s.as_mut()),
         vec![("a1".into(), Some("n1".into())), ("a2".into(), None)]
     );
     s.apply(&[Op::ForgetAgent("a1".into())]).unwrap();
     // Forgotten with its agent, so the name can bind a new id.
     s.apply(&[agent("a3", Some("n1"))]).unwrap();
     assert_eq!(
-        bound(s.as_ref()),
+        bound(s.as_mut()),
         vec![("a2".into(), None), ("a3".into(), Some("n1".into()))]
     );
 }

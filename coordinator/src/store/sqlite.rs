@@ -166,7 +166,7 @@ impl Backend for Sqlite {
         Ok(())
     }
 
-    fn load(&self) -> Result<Snapshot> {
+    fn load(&mut self) -> Result<Snapshot> {
         let mut snap = Snapshot::default();
         let mut stmt = self.conn.prepare(
             "SELECT id, seq, name, file_name, source, submitted_ms, timeout_s, cancelled FROM matrices ORDER BY seq",

@@ -1,0 +1,199 @@
+//! A real etcd cluster of Debian's `etcd-server` on loopback, for tests:
+//! members are processes that can be killed and started again. Shared by
+//! the coordinator's store suite and the farm's failover tests
+//! (`#[path]`-included).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const ETCD: &str = "/usr/bin/etcd";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub struct Member {
+    pub name: String,
+    pub client_port: u16,
+    peer_port: u16,
+    child: Option<Child>,
+}
+
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub members: Vec<Member>,
+    initial: String,
+}
+
+impl Cluster {
+    /// `n` members on free loopback ports, healthy when this returns.
+    pub fn start(n: usize) -> Cluster {
+        assert!(
+            Path::new(ETCD).is_file(),
+            "{ETCD} is missing: this test needs Debian's etcd-server (scripts/test.sh installs it)"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let members: Vec<Member> = (0..n)
+            .map(|i| Member {
+                name: format!("n{i}"),
+                client_port: free_port(),
+                peer_port: free_port(),
+                child: None,
+            })
+            .collect();
+        let initial = members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut c = Cluster {
+            dir,
+            members,
+            initial,
+        };
+        for i in 0..n {
+            c.spawn(i);
+        }
+        for i in 0..n {
+            c.wait_healthy(i);
+        }
+        c
+    }
+
+    fn log(&self, i: usize) -> PathBuf {
+        self.dir
+            .path()
+            .join(format!("{}.log", self.members[i].name))
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let m = &self.members[i];
+        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let peer = format!("http://127.0.0.1:{}", m.peer_port);
+        let data = self.dir.path().join(&m.name);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log(i))
+            .unwrap();
+        let child = Command::new(ETCD)
+            .args(["--name", &m.name, "--data-dir"])
+            .arg(&data)
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+                "--initial-cluster",
+                &self.initial,
+                "--initial-cluster-state",
+                "new",
+                "--initial-cluster-token",
+                "farm-test",
+                "--logger",
+                "zap",
+                "--log-outputs",
+                "stderr",
+            ])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {ETCD}: {e}"));
+        self.members[i].child = Some(child);
+    }
+
+    /// Waits until member `i` answers /health with true.
+    pub fn wait_healthy(&self, i: usize) {
+        let port = self.members[i].client_port;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(30) {
+            if health(port) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "etcd member {} not healthy in 30 s; its log:\n{}",
+            self.members[i].name,
+            std::fs::read_to_string(self.log(i)).unwrap_or_default()
+        );
+    }
+
+    /// `127.0.0.1:P,…`: every member's client endpoint.
+    pub fn endpoints(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| format!("127.0.0.1:{}", m.client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .map(|m| format!("http://127.0.0.1:{}", m.client_port))
+            .collect()
+    }
+
+    /// SIGKILLs member `i`.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts member `i` again on its data (after [`Cluster::kill`]).
+    pub fn restart(&mut self, i: usize) {
+        self.spawn(i);
+        self.wait_healthy(i);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+        if std::thread::panicking() {
+            for i in 0..self.members.len() {
+                let log = std::fs::read_to_string(self.log(i)).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(20).collect();
+                eprintln!(
+                    "---- last lines of etcd {} ----\n{}",
+                    self.members[i].name,
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+        }
+    }
+}
+
+/// GET /health on a member: `{"health":"true"}` once it has a leader.
+fn health(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    body.contains("\"health\":\"true\"")
+}
