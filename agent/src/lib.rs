@@ -59,8 +59,10 @@ pub enum Error {
 
 #[derive(Clone)]
 pub struct Options {
-    /// e.g. `http://127.0.0.1:7700`, or `https://coordinator:7700` with `tls`.
-    pub coordinator: String,
+    /// e.g. `http://127.0.0.1:7700`, or `https://coordinator:7700` with
+    /// `tls`; several for a highly available farm, of which the agent finds
+    /// the leader.
+    pub coordinators: farm_proto::coordinators::Urls,
     /// The agent token, over plaintext; `None` with mutual TLS.
     pub token: Option<String>,
     /// How to start catalogued workloads, built-in and external; the
@@ -77,7 +79,7 @@ impl std::fmt::Debug for Options {
     // By hand, so that the token never reaches a log.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
-            .field("coordinator", &self.coordinator)
+            .field("coordinators", &self.coordinators)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("workload", &self.workload)
             .field("root", &self.root)
@@ -138,22 +140,32 @@ impl Options {
         if !self.workload.program.is_file() {
             return Err(Error::WorkloadBin(self.workload.program));
         }
-        let endpoint_err = |source| Error::Endpoint {
-            url: self.coordinator.clone(),
-            source,
-        };
-        let mut endpoint = Endpoint::from_shared(self.coordinator.clone())
-            .map_err(endpoint_err)?
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_while_idle(true);
-        if let Some(tls) = self.tls {
-            endpoint = endpoint.tls_config(tls).map_err(endpoint_err)?;
+        let mut endpoints = Vec::with_capacity(self.coordinators.len());
+        for url in self.coordinators.as_slice() {
+            let endpoint_err = |source| Error::Endpoint {
+                url: url.clone(),
+                source,
+            };
+            // HTTP/2 pings find a coordinator that stopped answering (paused,
+            // or its host cut off) within seconds, so that the agent moves to
+            // the new leader instead of waiting for TCP to give up.
+            let mut endpoint = Endpoint::from_shared(url.clone())
+                .map_err(endpoint_err)?
+                .connect_timeout(Duration::from_secs(5))
+                .tcp_nodelay(true)
+                .http2_keep_alive_interval(session::KEEPALIVE_INTERVAL)
+                .keep_alive_timeout(session::KEEPALIVE_TIMEOUT)
+                .keep_alive_while_idle(true);
+            if let Some(tls) = &self.tls {
+                endpoint = endpoint.tls_config(tls.clone()).map_err(endpoint_err)?;
+            }
+            endpoints.push(endpoint);
         }
         Ok(Agent {
             session: session::Session {
-                endpoint,
+                urls: self.coordinators,
+                endpoints,
+                current: std::sync::atomic::AtomicUsize::new(0),
                 token: self.token,
                 capabilities: Mutex::new(capabilities),
                 rescan: catalogue::RESCAN,

@@ -11,13 +11,14 @@ use clap::Parser;
     about = "Agent of the scheduler regression farm: executes pushed runs on this host"
 )]
 struct Args {
-    /// The coordinator's gRPC URL.
+    /// The coordinator's gRPC URL, or the URLs of a highly available
+    /// farm's coordinators, comma-separated: the agent finds the leader.
     #[arg(
         long,
         default_value = "http://127.0.0.1:7700",
         env = "FARM_COORDINATOR"
     )]
-    coordinator: String,
+    coordinator: farm_proto::coordinators::Urls,
     /// File holding the agent token (the coordinator's DATA_DIR/agent.token,
     /// mode 0600), over plaintext. The token itself may come in the
     /// environment as FARM_AGENT_TOKEN; never on the command line, where
@@ -107,11 +108,12 @@ fn main() -> anyhow::Result<()> {
     // Refused before anything starts: a coordinator off loopback in
     // plaintext, or TLS files that do not go together or do not read.
     let files = args.transport.files()?;
-    let tls = farm_proto::tls::client_config(
-        &args.coordinator,
-        files.as_ref(),
-        args.transport.insecure_plaintext,
-    )?;
+    // One configuration serves every URL; each is checked against it.
+    let mut tls = None;
+    for url in args.coordinator.as_slice() {
+        tls =
+            farm_proto::tls::client_config(url, files.as_ref(), args.transport.insecure_plaintext)?;
+    }
     if let Some(addr) = args.metrics_listen {
         farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
     }
@@ -156,7 +158,7 @@ fn main() -> anyhow::Result<()> {
     }
     let state_dir = args.state_dir.clone();
     let mut agent = farm_agent::Options {
-        coordinator: args.coordinator,
+        coordinators: args.coordinator,
         token,
         workload,
         root: "/".into(),

@@ -32,8 +32,17 @@ pub(crate) struct Shared {
     outbox: BTreeMap<(String, u32), RunResult>,
 }
 
+/// How often an idle connection to the coordinator is pinged, and how long
+/// a ping may go unanswered before the connection is given up.
+pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(3);
+pub(crate) const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(3);
+
 pub(crate) struct Session {
-    pub endpoint: Endpoint,
+    /// The coordinators' URLs and endpoints, in the same order, and the one
+    /// dialled now: the leader, once a standby named it.
+    pub urls: farm_proto::coordinators::Urls,
+    pub endpoints: Vec<Endpoint>,
+    pub current: std::sync::atomic::AtomicUsize,
     /// The bearer token, over plaintext; `None` with mutual TLS, where the
     /// certificate is the credential.
     pub token: Option<String>,
@@ -111,9 +120,16 @@ impl Session {
     /// Keeps a stream to the coordinator open until `shutdown` resolves.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
+        // With several coordinators an outage is a failover, over in
+        // seconds: try again every second rather than every five.
+        let max_delay = if self.endpoints.len() > 1 {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(5)
+        };
         let policy = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(100))
-            .with_max_delay(Duration::from_secs(5))
+            .with_max_delay(max_delay)
             .with_jitter()
             .without_max_times();
         let mut backoff = policy.build();
@@ -124,7 +140,14 @@ impl Session {
                 _ = &mut shutdown => End::Shutdown,
                 r = self.connect_once(&mut agent_id, &mut established) => match r {
                     Ok(e) => e,
-                    Err(e) => { warn!("{e}"); End::Broken }
+                    Err(e) => {
+                        if self.follow(&e) {
+                            // A standby named the leader: dial it now.
+                            continue;
+                        }
+                        warn!("{e}");
+                        End::Broken
+                    }
                 },
             };
             self.metrics.set_connected(false);
@@ -160,12 +183,33 @@ impl Session {
         }
     }
 
+    /// After a failed connection: the URL to dial next. A standby's
+    /// refusal that names a leader among our URLs switches to it (`true`:
+    /// at once, and only if it is another URL than the one that refused);
+    /// any other failure moves on to the next URL.
+    fn follow(&self, e: &Error) -> bool {
+        use std::sync::atomic::Ordering;
+        let now = self.current.load(Ordering::Relaxed);
+        if let Error::Rpc(status) = e
+            && let Some(leader) = self.urls.leader_in(status)
+            && leader != now
+        {
+            info!(leader = %self.urls.as_slice()[leader], "a standby named the leader");
+            self.current.store(leader, Ordering::Relaxed);
+            return true;
+        }
+        self.current
+            .store((now + 1) % self.endpoints.len(), Ordering::Relaxed);
+        false
+    }
+
     async fn connect_once(
         &self,
         agent_id: &mut String,
         established: &mut bool,
     ) -> Result<End, Error> {
-        let channel = self.endpoint.connect().await?;
+        let now = self.current.load(std::sync::atomic::Ordering::Relaxed);
+        let channel = self.endpoints[now].connect().await?;
         let header: Option<tonic::metadata::MetadataValue<_>> = match &self.token {
             Some(t) => Some(
                 format!("Bearer {t}")

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use farm_proto::ListAgentsRequest;
+use farm_proto::coordinators::Urls;
 use farm_proto::farm_service_client::FarmServiceClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
@@ -41,13 +43,17 @@ pub struct Access {
 /// file of a coordinator on this machine. The token is never an argument:
 /// argv is readable by every local user.
 pub fn access(
-    url: &str,
+    urls: &Urls,
     token_file: Option<&Path>,
     env_token: Option<String>,
     files: Option<farm_proto::tls::TlsFiles>,
     insecure_plaintext: bool,
 ) -> Result<Access> {
-    let tls = farm_proto::tls::client_config(url, files.as_ref(), insecure_plaintext)?;
+    // One configuration serves every URL; each is checked against it.
+    let mut tls = None;
+    for url in urls.as_slice() {
+        tls = farm_proto::tls::client_config(url, files.as_ref(), insecure_plaintext)?;
+    }
     if tls.is_some() {
         return Ok(Access { token: None, tls });
     }
@@ -80,6 +86,45 @@ impl Access {
             tls: None,
         }
     }
+}
+
+/// A client of the coordinator that leads among `urls`: with one URL, that
+/// one; with several, the first that answers as the leader, following a
+/// standby's word for which one leads (`farm_proto::coordinators`).
+pub async fn connect_leader(urls: &Urls, access: &Access) -> Result<Client> {
+    let all = urls.as_slice();
+    if all.len() == 1 {
+        return connect(&all[0], access).await;
+    }
+    let mut at = 0;
+    let mut failures = Vec::new();
+    for _ in 0..2 * all.len() {
+        let url = &all[at];
+        let next = (at + 1) % all.len();
+        let mut c = match connect(url, access).await {
+            Ok(c) => c,
+            Err(e) => {
+                failures.push(format!("{url}: {e:#}"));
+                at = next;
+                continue;
+            }
+        };
+        // Any call shows whether it leads; listing agents is a cheap one.
+        match c.list_agents(ListAgentsRequest {}).await {
+            Ok(_) => return Ok(c),
+            Err(status) if status.code() == tonic::Code::Unavailable => {
+                failures.push(format!("{url}: {}", status.message()));
+                at = match urls.leader_in(&status) {
+                    Some(leader) if leader != at => leader,
+                    _ => next,
+                };
+            }
+            // Refused for another reason: the call itself will say why.
+            Err(_) => return Ok(c),
+        }
+    }
+    failures.dedup();
+    anyhow::bail!("no coordinator of {urls} leads: {}", failures.join("; "))
 }
 
 pub async fn connect(url: &str, access: &Access) -> Result<Client> {

@@ -46,6 +46,7 @@ pub async fn run(
         scheduler: Default::default(),
         tls: None,
         insecure_plaintext: false,
+        ha: None,
     }
     .build()
     .await?;
@@ -70,7 +71,7 @@ pub async fn run(
         guest_cache_max_bytes: farm_agent::run::DEFAULT_GUEST_CACHE_MAX_BYTES,
     };
     let agent = farm_agent::Options {
-        coordinator: url.clone(),
+        coordinators: farm_proto::coordinators::Urls::parse(&url)?,
         token: Some(tokens.agent.clone()),
         workload,
         root: "/".into(),

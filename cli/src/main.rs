@@ -28,14 +28,15 @@ use tracing::Instrument;
     about = "Scheduler regression farm: submit, watch and run benchmark matrices"
 )]
 struct Cli {
-    /// The coordinator's gRPC URL.
+    /// The coordinator's gRPC URL, or the URLs of a highly available
+    /// farm's coordinators, comma-separated: farmctl finds the leader.
     #[arg(
         long,
         global = true,
         default_value = "http://127.0.0.1:7700",
         env = "FARM_COORDINATOR"
     )]
-    coordinator: String,
+    coordinator: farm_proto::coordinators::Urls,
     /// File holding the submitter token (the coordinator's DATA_DIR/submit.token,
     /// mode 0600), over plaintext. The token itself may come in the
     /// environment as FARM_TOKEN, never on the command line.
@@ -313,7 +314,7 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
         files,
         cli.transport.insecure_plaintext,
     )?;
-    let mut c = client::connect(&cli.coordinator, &access).await?;
+    let mut c = client::connect_leader(&cli.coordinator, &access).await?;
     match cli.command {
         Command::Submit { file } => {
             let toml = read_matrix(&file)?;

@@ -24,8 +24,8 @@ use tracing::{info, warn};
 
 use crate::store::etcd::Fence;
 
-/// What this coordinator knows of the leadership, for its services
-/// (`crate::route`) and its metrics.
+/// What this coordinator knows of the leadership while it campaigns, for
+/// its services (`crate::route`) and its metrics.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Standing {
     Leading,
@@ -93,14 +93,14 @@ impl Elector {
 
     /// Waits until this coordinator leads, telling `standing` who does
     /// meanwhile; failures of etcd are retried (and told) until it answers.
-    pub async fn campaign(&self, standing: &watch::Sender<Standing>) -> Term {
+    pub async fn campaign(&self, standing: &impl Fn(Standing)) -> Term {
         let mut delay = Duration::from_millis(100);
         loop {
             match self.try_campaign(standing).await {
                 Ok(term) => return term,
                 Err(e) => {
                     warn!("no leader: {e}");
-                    standing.send_replace(Standing::Unknown(format!("{e}")));
+                    standing(Standing::Unknown(format!("{e}")));
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(2));
                 }
@@ -108,7 +108,7 @@ impl Elector {
         }
     }
 
-    async fn try_campaign(&self, standing: &watch::Sender<Standing>) -> Result<Term, Error> {
+    async fn try_campaign(&self, standing: &impl Fn(Standing)) -> Result<Term, Error> {
         let mut client = self.client.clone();
         let ttl_s = self.ttl.as_secs().max(1) as i64;
         loop {
@@ -157,7 +157,7 @@ impl Elector {
                 })
                 .unwrap_or_default();
             info!(%leader, "standing by");
-            standing.send_replace(Standing::Following(leader));
+            standing(Standing::Following(leader));
             // Unused, it would only lapse.
             let _ = timed("revoking an unused lease", client.lease_revoke(lease)).await;
             self.wait_for_vacancy(revision).await?;

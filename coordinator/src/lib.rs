@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod pki;
 pub mod placement;
 pub mod results;
+pub mod route;
 pub mod schedule;
 pub mod scheduler;
 pub mod server;

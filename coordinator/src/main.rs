@@ -111,6 +111,75 @@ struct Args {
     otlp_endpoint: Option<String>,
     #[command(flatten)]
     transport: farm_proto::tls::TransportArgs,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// Where live state is: the embedded SQLite file, or etcd.
+#[derive(clap::Args)]
+struct StoreArgs {
+    /// `sqlite` (DATA_DIR/farm.db, one coordinator), or
+    /// `etcd://HOST:PORT,HOST:PORT,…`: live state on an etcd cluster, and
+    /// one leader elected among the coordinators that share it.
+    #[arg(long, default_value = "sqlite", env = "FARM_STORE")]
+    store: farm_coordinator::store::Location,
+    /// The farm's keys in etcd are under this prefix.
+    #[arg(long, default_value = "/farm", env = "FARM_STORE_PREFIX")]
+    store_prefix: farm_coordinator::store::Prefix,
+    /// etcd's certificate authority (PEM), when its endpoints are TLS.
+    #[arg(long, requires_all = ["store_tls_cert", "store_tls_key"], value_name = "FILE")]
+    store_tls_ca: Option<PathBuf>,
+    /// This coordinator's client certificate for etcd (PEM).
+    #[arg(long, requires = "store_tls_ca", value_name = "FILE")]
+    store_tls_cert: Option<PathBuf>,
+    /// Its private key (PEM; mode 0600).
+    #[arg(long, requires = "store_tls_ca", value_name = "FILE")]
+    store_tls_key: Option<PathBuf>,
+    /// The URL agents and farmctl reach this coordinator at, which
+    /// standbys tell them (default: the address bound, http or https).
+    #[arg(long, env = "FARM_ADVERTISE", value_name = "URL")]
+    advertise: Option<String>,
+    /// Seconds a leader's lease outlives its last keep-alive: how long a
+    /// standby waits to take over from a leader that died.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(2..=60))]
+    leader_ttl_s: u64,
+    /// The etcd cluster's --max-txn-ops.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(4..))]
+    etcd_max_txn_ops: u64,
+    /// The etcd cluster's --max-request-bytes; batches are cut to fit.
+    #[arg(long, default_value_t = 1_572_864,
+          value_parser = clap::value_parser!(u64).range(65_536..))]
+    etcd_max_request_bytes: u64,
+}
+
+impl StoreArgs {
+    fn ha(&self) -> anyhow::Result<Option<farm_coordinator::server::Ha>> {
+        use farm_coordinator::store::Location;
+        let Location::Etcd(endpoints) = &self.store else {
+            return Ok(None);
+        };
+        let tls = match (
+            &self.store_tls_ca,
+            &self.store_tls_cert,
+            &self.store_tls_key,
+        ) {
+            (Some(ca), Some(cert), Some(key)) => Some(farm_proto::tls::TlsFiles {
+                ca: ca.clone(),
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        };
+        Ok(Some(farm_coordinator::server::Ha {
+            endpoints: endpoints.clone(),
+            prefix: self.store_prefix.clone(),
+            tls,
+            advertise: self.advertise.clone(),
+            leader_ttl: std::time::Duration::from_secs(self.leader_ttl_s),
+            max_txn_ops: self.etcd_max_txn_ops as usize,
+            max_request_bytes: self.etcd_max_request_bytes as usize,
+        }))
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -120,6 +189,7 @@ fn main() -> anyhow::Result<()> {
     }
     let args = cli.serve;
     let tls = args.transport.files()?;
+    let ha = args.store.ha()?;
     if let Some(addr) = args.metrics_listen {
         farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
     }
@@ -149,6 +219,7 @@ fn main() -> anyhow::Result<()> {
             },
             tls,
             insecure_plaintext: args.transport.insecure_plaintext,
+            ha,
         }
         .build()
         .await?;

@@ -114,6 +114,9 @@ impl Default for Config {
 }
 
 pub enum Event {
+    /// This coordinator no longer leads: the thread ends after the batch,
+    /// its agents' streams with it (they find the new leader).
+    StepDown,
     Register {
         capabilities: Box<Capabilities>,
         resume_agent_id: String,
@@ -363,6 +366,8 @@ struct Scheduler {
     generation: u64,
     summaries: summaries::Worker,
     rejections: provenance::Rejections,
+    /// A `StepDown` arrived: the loop ends after this batch.
+    stepping_down: bool,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
@@ -406,6 +411,7 @@ pub fn spawn_with(
         generation: 0,
         summaries,
         rejections: provenance::Rejections::default(),
+        stepping_down: false,
     };
     s.recover()?;
     let crons = s.crons.subscribe();
@@ -460,6 +466,10 @@ impl Scheduler {
                 self.refresh_fleet_metrics();
             }
             self.summarise_pending();
+            if self.stepping_down {
+                tracing::info!("the scheduler stops: this coordinator no longer leads");
+                break;
+            }
         }
         Ok(())
     }
@@ -572,6 +582,7 @@ impl Scheduler {
                 self.reply(reply, r);
             }
             Event::Tick => self.tick(),
+            Event::StepDown => self.stepping_down = true,
         }
     }
 }

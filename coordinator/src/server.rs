@@ -13,8 +13,13 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Server, ServerTlsConfig};
 use tracing::info;
 
+use farm_proto::metrics_http::Layers;
+
 use crate::auth::{Access, Role, Tokens};
 use crate::metrics::Metrics;
+#[cfg(feature = "ha")]
+use crate::route::Route;
+use crate::route::Router;
 use crate::scheduler::{self, Config, Event, Handle};
 use crate::service::{Agents, Farm};
 use crate::store::Sqlite;
@@ -25,8 +30,19 @@ pub const ADDR_FILE: &str = "coordinator.addr";
 pub const METRICS_ADDR_FILE: &str = "metrics.addr";
 pub const DB_FILE: &str = "farm.db";
 
+#[cfg(feature = "ha")]
+mod ha;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error(
+        "--store etcd://… needs a coordinator built with the `ha` feature \
+         (cargo build --features farm-coordinator/ha)"
+    )]
+    NoHa,
+    #[cfg(feature = "ha")]
+    #[error("etcd: {0}")]
+    Etcd(String),
     #[error("data directory {path}: {source}")]
     DataDir {
         path: PathBuf,
@@ -62,19 +78,51 @@ pub struct Options {
     /// `insecure_plaintext`.
     pub tls: Option<TlsFiles>,
     pub insecure_plaintext: bool,
+    /// Live state on etcd, with leader election, instead of the embedded
+    /// SQLite file.
+    pub ha: Option<Ha>,
+}
+
+/// A coordinator of a highly available farm: live state and leadership on
+/// an etcd cluster (`store::etcd`, `leader`).
+#[derive(Debug, Clone)]
+pub struct Ha {
+    pub endpoints: crate::store::Endpoints,
+    pub prefix: crate::store::Prefix,
+    /// A client certificate for etcd, when the cluster wants one; its
+    /// endpoints are then https.
+    pub tls: Option<TlsFiles>,
+    /// The URL agents and farmctl reach this coordinator at, which
+    /// standbys tell them; by default the address bound.
+    pub advertise: Option<String>,
+    /// How long a leader's lease outlives its last keep-alive: the time a
+    /// standby waits before it takes over from a leader that died.
+    pub leader_ttl: Duration,
+    /// The cluster's `--max-txn-ops` and `--max-request-bytes`.
+    pub max_txn_ops: usize,
+    pub max_request_bytes: usize,
+}
+
+/// The scheduler: always leading on the embedded store, or elected.
+enum Mode {
+    Embedded {
+        handle: Handle,
+        scheduler: std::thread::JoinHandle<Result<(), scheduler::Error>>,
+    },
+    #[cfg(feature = "ha")]
+    Ha(Box<ha::Plane>),
 }
 
 pub struct Coordinator {
     listener: TcpListener,
     data_dir: PathBuf,
     /// What `/metrics` serves; the scheduler thread updates it.
-    registry: prometheus::Registry,
+    layers: Layers,
     metrics_listener: Option<TcpListener>,
-    handle: Handle,
+    mode: Mode,
     tokens: Tokens,
     access: Access,
     tls: Option<ServerTlsConfig>,
-    scheduler: std::thread::JoinHandle<Result<(), scheduler::Error>>,
 }
 
 impl Options {
@@ -100,10 +148,18 @@ impl Options {
         };
         std::fs::create_dir_all(&self.data_dir).map_err(dir_err)?;
         let tokens = Tokens::load_or_create(&self.data_dir)?;
-        let store = Sqlite::open(&self.data_dir.join(DB_FILE))?;
-        let metrics = Metrics::new(self.scheduler.metrics_series_limit);
-        let registry = metrics.registry().clone();
-        let (handle, scheduler) = scheduler::spawn_with(store, self.scheduler, metrics)?;
+        let layers = Layers::default();
+        let mode = match &self.ha {
+            None => {
+                let store = Sqlite::open(&self.data_dir.join(DB_FILE))?;
+                let metrics = Metrics::new(self.scheduler.metrics_series_limit);
+                layers.set_current(Some(metrics.registry().clone()));
+                let (handle, scheduler) = scheduler::spawn_with(store, self.scheduler, metrics)?;
+                Some(Mode::Embedded { handle, scheduler })
+            }
+            // Made once the address is bound: it is what standbys advertise.
+            Some(_) => None,
+        };
         let listener = TcpListener::bind(self.listen)
             .await
             .map_err(|source| Error::Listen {
@@ -115,6 +171,21 @@ impl Options {
             source,
         })?;
         std::fs::write(self.data_dir.join(ADDR_FILE), format!("{addr}\n")).map_err(dir_err)?;
+        let mode = match (mode, &self.ha) {
+            (Some(m), _) => m,
+            #[cfg(feature = "ha")]
+            (None, Some(ha)) => {
+                let scheme = if tls.is_some() { "https" } else { "http" };
+                let url = ha
+                    .advertise
+                    .clone()
+                    .unwrap_or_else(|| format!("{scheme}://{addr}"));
+                Mode::Ha(Box::new(
+                    ha::Plane::connect(ha, url, self.scheduler, &layers).await?,
+                ))
+            }
+            _ => return Err(Error::NoHa),
+        };
         let access = match tls {
             Some(_) => Access::Certificates,
             None => Access::Tokens(tokens.clone()),
@@ -123,13 +194,12 @@ impl Options {
         Ok(Coordinator {
             listener,
             data_dir: self.data_dir,
-            registry,
+            layers,
             metrics_listener: None,
-            handle,
+            mode,
             tokens,
             access,
             tls,
-            scheduler,
         })
     }
 }
@@ -173,11 +243,6 @@ impl Coordinator {
             .and_then(|l| l.local_addr().ok())
     }
 
-    /// The registry `/metrics` serves.
-    pub fn registry(&self) -> &prometheus::Registry {
-        &self.registry
-    }
-
     /// Serves until `shutdown` resolves.
     pub async fn run(
         self,
@@ -186,46 +251,52 @@ impl Coordinator {
         let Coordinator {
             listener,
             data_dir: _,
-            registry,
+            layers,
             metrics_listener,
-            handle,
+            mode,
             tokens: _,
             access,
             tls,
-            scheduler,
         } = self;
-        let metrics =
-            metrics_listener.map(|l| tokio::spawn(farm_proto::metrics_http::serve(l, registry)));
-        let ticker = {
-            let handle = handle.clone();
-            tokio::spawn(async move {
-                let mut every = tokio::time::interval(Duration::from_millis(100));
-                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-                loop {
-                    every.tick().await;
-                    if handle.send(Event::Tick).await.is_err() {
-                        break;
-                    }
-                }
-            })
+        let metrics = metrics_listener
+            .map(|l| tokio::spawn(farm_proto::metrics_http::serve(l, layers.clone())));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (router, life) = match mode {
+            Mode::Embedded { handle, scheduler } => {
+                let drivers = drive(&handle);
+                (
+                    Router::fixed(handle.clone()),
+                    Life::Embedded {
+                        handle,
+                        scheduler,
+                        drivers,
+                    },
+                )
+            }
+            #[cfg(feature = "ha")]
+            Mode::Ha(plane) => {
+                let (route, routes) = tokio::sync::watch::channel(Route::Standby {
+                    leader: None,
+                    why: "electing a leader".into(),
+                });
+                let lead = tokio::spawn(plane.lead(route, layers.clone(), stopped));
+                (Router::new(routes), Life::Ha(lead))
+            }
         };
-        let timer = tokio::spawn(crate::timer::drive(
-            handle.clone(),
-            crate::timer::Clock::system(),
-        ));
+        #[cfg(not(feature = "ha"))]
+        let _ = stopped;
         let agent_access = access.clone();
-        let agents = AgentServiceServer::new(Agents::new(handle.clone()))
+        let agents = AgentServiceServer::new(Agents::new(router.clone()))
             .max_decoding_message_size(farm_proto::MAX_AGENT_MESSAGE_BYTES);
         let agents =
             tonic::service::interceptor::InterceptedService::new(agents, move |mut req| {
                 agent_access.check(Role::Agent, &mut req)?;
                 Ok(req)
             });
-        let farm =
-            FarmServiceServer::with_interceptor(Farm::new(handle.clone()), move |mut req| {
-                access.check(Role::Submitter, &mut req)?;
-                Ok(req)
-            });
+        let farm = FarmServiceServer::with_interceptor(Farm::new(router), move |mut req| {
+            access.check(Role::Submitter, &mut req)?;
+            Ok(req)
+        });
         let mut server = Server::builder()
             .http2_keepalive_interval(Some(Duration::from_secs(10)))
             .tcp_nodelay(true);
@@ -233,24 +304,89 @@ impl Coordinator {
             server = server.tls_config(tls)?;
         }
         let stream = TcpListenerStream::new(listener);
+        // A leader steps down first (its agents' streams end with its
+        // scheduler), so that the server's graceful stop has nothing to wait for.
+        let shutdown = async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
         let served = server
             .add_service(agents)
             .add_service(farm)
             .serve_with_incoming_shutdown(stream, shutdown)
             .await;
-        ticker.abort();
-        timer.abort();
         if let Some(m) = metrics {
             m.abort();
         }
-        drop(handle);
-        served?;
-        if scheduler.is_finished() {
-            match scheduler.join() {
-                Ok(r) => r?,
-                Err(_) => return Err(Error::SchedulerGone),
+        match life {
+            Life::Embedded {
+                handle,
+                scheduler,
+                drivers,
+            } => {
+                drivers.abort();
+                drop(handle);
+                served?;
+                if scheduler.is_finished() {
+                    match scheduler.join() {
+                        Ok(r) => r?,
+                        Err(_) => return Err(Error::SchedulerGone),
+                    }
+                }
+            }
+            #[cfg(feature = "ha")]
+            Life::Ha(lead) => {
+                served?;
+                let _ = lead.await;
             }
         }
         Ok(())
     }
+}
+
+/// What runs beside the gRPC server until it stops.
+enum Life {
+    Embedded {
+        handle: Handle,
+        scheduler: std::thread::JoinHandle<Result<(), scheduler::Error>>,
+        drivers: Drivers,
+    },
+    #[cfg(feature = "ha")]
+    Ha(tokio::task::JoinHandle<()>),
+}
+
+/// The tasks that send a scheduler its ticks and its cron instants.
+pub(crate) struct Drivers {
+    ticker: tokio::task::JoinHandle<()>,
+    timer: tokio::task::JoinHandle<()>,
+}
+
+impl Drivers {
+    pub(crate) fn abort(self) {
+        self.ticker.abort();
+        self.timer.abort();
+    }
+}
+
+/// Starts the ticker (every 100 ms: leases, publishing) and the cron
+/// driver of the scheduler behind `handle`.
+pub(crate) fn drive(handle: &Handle) -> Drivers {
+    let ticker = {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_millis(100));
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                every.tick().await;
+                if handle.send(Event::Tick).await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let timer = tokio::spawn(crate::timer::drive(
+        handle.clone(),
+        crate::timer::Clock::system(),
+    ));
+    Drivers { ticker, timer }
 }

@@ -19,7 +19,8 @@ use tracing::debug;
 
 use crate::identity::{Name, Principal};
 use crate::matrix;
-use crate::scheduler::{self, Event, Handle};
+use crate::route::Router;
+use crate::scheduler::{self, Event};
 
 /// The largest matrix file accepted; a real one is a few KiB.
 pub const MAX_MATRIX_BYTES: usize = 1 << 20;
@@ -109,7 +110,7 @@ pub const MAX_AGENT_BYTES_IN_FLIGHT: usize = 64 << 20;
 const IN_FLIGHT_UNIT: usize = 1024;
 
 pub struct Agents {
-    pub handle: Handle,
+    pub router: Router,
     /// Numbers each stream so that a late close of an old one is told apart.
     sessions: AtomicU64,
     /// Units of [`MAX_AGENT_BYTES_IN_FLIGHT`] not taken by waiting messages.
@@ -117,9 +118,9 @@ pub struct Agents {
 }
 
 impl Agents {
-    pub fn new(handle: Handle) -> Agents {
+    pub fn new(router: Router) -> Agents {
         Agents {
-            handle,
+            router,
             sessions: AtomicU64::new(1),
             in_flight: Arc::new(Semaphore::new(MAX_AGENT_BYTES_IN_FLIGHT / IN_FLIGHT_UNIT)),
         }
@@ -143,8 +144,8 @@ impl AgentService for Agents {
             ));
         }
         let resume = req.resume_agent_id;
-        let agent_id = self
-            .handle
+        let handle = self.router.handle()?;
+        let agent_id = handle
             .call(|reply| Event::Register {
                 capabilities: Box::new(caps),
                 resume_agent_id: resume,
@@ -154,8 +155,8 @@ impl AgentService for Agents {
             .await?;
         Ok(Response::new(RegisterResponse {
             agent_id,
-            heartbeat_interval_ms: self.handle.config.heartbeat_ms,
-            lease_ms: self.handle.config.lease_ms,
+            heartbeat_interval_ms: handle.config.heartbeat_ms,
+            lease_ms: handle.config.lease_ms,
         }))
     }
 
@@ -166,6 +167,7 @@ impl AgentService for Agents {
         req: Request<Streaming<AgentMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
         let identity = agent_identity(&req);
+        let handle = self.router.handle()?;
         let mut inbound = req.into_inner();
         let hello = match inbound.message().await? {
             Some(AgentMessage {
@@ -180,7 +182,7 @@ impl AgentService for Agents {
         let agent_id = hello.agent_id.clone();
         let session = self.sessions.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(scheduler::AGENT_OUTBOX_CAPACITY);
-        self.handle
+        handle
             .call(|reply| Event::SessionOpen {
                 hello,
                 identity,
@@ -189,7 +191,6 @@ impl AgentService for Agents {
                 reply,
             })
             .await?;
-        let handle = self.handle.clone();
         let in_flight = self.in_flight.clone();
         tokio::spawn(async move {
             loop {
@@ -235,15 +236,15 @@ impl AgentService for Agents {
 pub const MAX_SUBMISSIONS_IN_FLIGHT: usize = 4;
 
 pub struct Farm {
-    pub handle: Handle,
+    pub router: Router,
     /// Slots of [`MAX_SUBMISSIONS_IN_FLIGHT`].
     submissions: Arc<Semaphore>,
 }
 
 impl Farm {
-    pub fn new(handle: Handle) -> Farm {
+    pub fn new(router: Router) -> Farm {
         Farm {
-            handle,
+            router,
             submissions: Arc::new(Semaphore::new(MAX_SUBMISSIONS_IN_FLIGHT)),
         }
     }
@@ -283,7 +284,8 @@ impl FarmService for Farm {
         .map_err(|e| Status::internal(format!("parsing the matrix: {e}")))?;
         let m = m.map_err(|e| bounded(Status::invalid_argument, e.to_string()))?;
         let r = self
-            .handle
+            .router
+            .handle()?
             .call(|reply| Event::Submit {
                 matrix: Box::new(m),
                 file_name,
@@ -301,7 +303,8 @@ impl FarmService for Farm {
     ) -> Result<Response<MatrixStatus>, Status> {
         let matrix_id = req.into_inner().matrix_id;
         Ok(Response::new(
-            self.handle
+            self.router
+                .handle()?
                 .call(|reply| Event::Status { matrix_id, reply })
                 .await?,
         ))
@@ -315,7 +318,8 @@ impl FarmService for Farm {
     ) -> Result<Response<Self::WatchMatrixStream>, Status> {
         let matrix_id = req.into_inner().matrix_id;
         let mut rx = self
-            .handle
+            .router
+            .handle()?
             .call(|reply| Event::Watch { matrix_id, reply })
             .await?;
         let (tx, out) = mpsc::channel(4);
@@ -339,7 +343,8 @@ impl FarmService for Farm {
         _: Request<ListAgentsRequest>,
     ) -> Result<Response<ListAgentsResponse>, Status> {
         let agents = self
-            .handle
+            .router
+            .handle()?
             .call(|reply| Event::ListAgents { reply })
             .await?;
         Ok(Response::new(ListAgentsResponse { agents }))
@@ -351,7 +356,8 @@ impl FarmService for Farm {
     ) -> Result<Response<CancelMatrixResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
         let cancelled_runs = self
-            .handle
+            .router
+            .handle()?
             .call(|reply| Event::Cancel { matrix_id, reply })
             .await?;
         Ok(Response::new(CancelMatrixResponse { cancelled_runs }))
@@ -362,7 +368,8 @@ impl FarmService for Farm {
         _: Request<ListSchedulesRequest>,
     ) -> Result<Response<ListSchedulesResponse>, Status> {
         let schedules = self
-            .handle
+            .router
+            .handle()?
             .call(|reply| Event::ListSchedules { reply })
             .await?;
         Ok(Response::new(ListSchedulesResponse { schedules }))
@@ -373,7 +380,8 @@ impl FarmService for Farm {
         req: Request<CancelScheduleRequest>,
     ) -> Result<Response<CancelScheduleResponse>, Status> {
         let schedule_id = req.into_inner().schedule_id;
-        self.handle
+        self.router
+            .handle()?
             .call(|reply| Event::CancelSchedule { schedule_id, reply })
             .await?;
         Ok(Response::new(CancelScheduleResponse {}))
@@ -385,7 +393,8 @@ impl FarmService for Farm {
     ) -> Result<Response<GetResultsResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
         let results = self
-            .handle
+            .router
+            .handle()?
             .call(|reply| Event::Results { matrix_id, reply })
             .await?;
         // Copied out of the cache here, off the scheduler thread.

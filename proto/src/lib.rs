@@ -9,6 +9,7 @@ pub mod v1 {
 
 pub use v1::*;
 
+pub mod coordinators;
 pub mod metrics_http;
 pub mod secret;
 pub mod spec;

@@ -36,8 +36,49 @@ pub fn check_listen(addr: std::net::SocketAddr, public: bool) -> Result<(), NotL
     }
 }
 
+/// What `/metrics` shows: a registry, or one that changes while the
+/// endpoint serves ([`Layers`]).
+pub trait Gather: Clone + Send + Sync + 'static {
+    fn gather(&self) -> Vec<prometheus::proto::MetricFamily>;
+}
+
+impl Gather for Registry {
+    fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {
+        Registry::gather(self)
+    }
+}
+
+/// A registry that stays, and one that is replaced: a coordinator's own
+/// gauges (its leadership), and its current term's scheduler metrics.
+#[derive(Clone, Default)]
+pub struct Layers {
+    pub base: Registry,
+    pub current: std::sync::Arc<std::sync::Mutex<Option<Registry>>>,
+}
+
+impl Layers {
+    pub fn set_current(&self, registry: Option<Registry>) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = registry;
+    }
+}
+
+impl Gather for Layers {
+    fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let mut families = self.base.gather();
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(r) = current {
+            families.extend(r.gather());
+        }
+        families
+    }
+}
+
 /// Serves `registry` on `listener` until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, registry: Registry) {
+pub async fn serve(listener: TcpListener, registry: impl Gather) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
@@ -65,7 +106,7 @@ pub async fn serve(listener: TcpListener, registry: Registry) {
     }
 }
 
-fn respond(req: &Request<Incoming>, registry: &Registry) -> Response<Full<Bytes>> {
+fn respond(req: &Request<Incoming>, registry: &impl Gather) -> Response<Full<Bytes>> {
     let status = |code: StatusCode, text: &'static str| {
         let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
         *r.status_mut() = code;
