@@ -88,43 +88,62 @@ impl Access {
     }
 }
 
+/// How long farmctl waits for a farm of several coordinators to have a
+/// leader: a failover takes a leader's lease TTL and a few seconds more.
+pub const LEADER_WAIT: Duration = Duration::from_secs(30);
+
 /// A client of the coordinator that leads among `urls`: with one URL, that
 /// one; with several, the first that answers as the leader, following a
-/// standby's word for which one leads (`farm_proto::coordinators`).
+/// standby's word for which one leads (`farm_proto::coordinators`), and
+/// waiting up to [`LEADER_WAIT`] while none does (a failover).
 pub async fn connect_leader(urls: &Urls, access: &Access) -> Result<Client> {
     let all = urls.as_slice();
     if all.len() == 1 {
         return connect(&all[0], access).await;
     }
+    let start = std::time::Instant::now();
     let mut at = 0;
-    let mut failures = Vec::new();
-    for _ in 0..2 * all.len() {
-        let url = &all[at];
-        let next = (at + 1) % all.len();
-        let mut c = match connect(url, access).await {
-            Ok(c) => c,
-            Err(e) => {
-                failures.push(format!("{url}: {e:#}"));
-                at = next;
-                continue;
+    let mut told = false;
+    loop {
+        let mut failures = Vec::new();
+        for _ in 0..2 * all.len() {
+            let url = &all[at];
+            let next = (at + 1) % all.len();
+            let mut c = match connect(url, access).await {
+                Ok(c) => c,
+                Err(e) => {
+                    failures.push(format!("{url}: {e:#}"));
+                    at = next;
+                    continue;
+                }
+            };
+            // Any call shows whether it leads; listing agents is a cheap one.
+            match c.list_agents(ListAgentsRequest {}).await {
+                Ok(_) => return Ok(c),
+                Err(status) if status.code() == tonic::Code::Unavailable => {
+                    failures.push(format!("{url}: {}", status.message()));
+                    at = match urls.leader_in(&status) {
+                        Some(leader) if leader != at => leader,
+                        _ => next,
+                    };
+                }
+                // Refused for another reason: the call itself will say why.
+                Err(_) => return Ok(c),
             }
-        };
-        // Any call shows whether it leads; listing agents is a cheap one.
-        match c.list_agents(ListAgentsRequest {}).await {
-            Ok(_) => return Ok(c),
-            Err(status) if status.code() == tonic::Code::Unavailable => {
-                failures.push(format!("{url}: {}", status.message()));
-                at = match urls.leader_in(&status) {
-                    Some(leader) if leader != at => leader,
-                    _ => next,
-                };
-            }
-            // Refused for another reason: the call itself will say why.
-            Err(_) => return Ok(c),
         }
+        failures.dedup();
+        let failures = failures.join("; ");
+        if start.elapsed() >= LEADER_WAIT {
+            anyhow::bail!(
+                "no coordinator of {urls} leads after {} s: {failures}",
+                LEADER_WAIT.as_secs()
+            );
+        }
+        if !std::mem::replace(&mut told, true) {
+            tracing::warn!("no coordinator leads yet, waiting: {failures}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    failures.dedup();
-    anyhow::bail!("no coordinator of {urls} leads: {}", failures.join("; "))
 }
 
 pub async fn connect(url: &str, access: &Access) -> Result<Client> {

@@ -112,7 +112,7 @@ pub async fn run(
         "matrix {}: {} cells, {} runs",
         submitted.matrix_id, submitted.cells, submitted.runs
     );
-    watch::watch(&mut c, &submitted.matrix_id).await?;
+    watch::watch(&mut c, &submitted.matrix_id, None).await?;
     let results = c
         .get_results(GetResultsRequest {
             matrix_id: submitted.matrix_id,

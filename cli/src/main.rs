@@ -342,7 +342,7 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
             }
         }
         Command::Watch { id } => {
-            watch::watch(&mut c, &id).await?;
+            watch::watch(&mut c, &id, Some((&cli.coordinator, &access))).await?;
             let r = c
                 .get_results(GetResultsRequest { matrix_id: id })
                 .await?

@@ -8,14 +8,22 @@ use farm_proto::{MatrixState, MatrixStatus, WatchMatrixRequest};
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::warn;
 
-use crate::client::Client;
+use farm_proto::coordinators::Urls;
+
+use crate::client::{Access, Client};
 use crate::render;
 
 /// How long a broken watch stream is retried (a coordinator restarting).
 const RECONNECT_FOR: Duration = Duration::from_secs(120);
 
-/// Watches `matrix_id` until it ends and returns its last status.
-pub async fn watch(client: &mut Client, matrix_id: &str) -> Result<MatrixStatus> {
+/// Watches `matrix_id` until it ends and returns its last status. With
+/// `leaders` (a farm of several coordinators), a broken stream is taken up
+/// again on whichever of them leads then.
+pub async fn watch(
+    client: &mut Client,
+    matrix_id: &str,
+    leaders: Option<(&Urls, &Access)>,
+) -> Result<MatrixStatus> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg}")
@@ -38,6 +46,7 @@ pub async fn watch(client: &mut Client, matrix_id: &str) -> Result<MatrixStatus>
             Err(e) if e.code() == tonic::Code::Unavailable || e.code() == tonic::Code::Unknown => {
                 retry_or_fail(&mut broken_since, e)?;
                 tokio::time::sleep(Duration::from_millis(500)).await;
+                relead(client, leaders).await;
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -80,6 +89,18 @@ pub async fn watch(client: &mut Client, matrix_id: &str) -> Result<MatrixStatus>
             }
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+        relead(client, leaders).await;
+    }
+}
+
+/// With several coordinators: `client` becomes one of the leader's (the
+/// old one is kept when none leads yet; the next try says so).
+async fn relead(client: &mut Client, leaders: Option<(&Urls, &Access)>) {
+    if let Some((urls, access)) = leaders
+        && urls.len() > 1
+        && let Ok(c) = crate::client::connect_leader(urls, access).await
+    {
+        *client = c;
     }
 }
 

@@ -129,7 +129,8 @@ fn amplifying_matrices_are_refused_or_kept_small() {
     assert!(out.status.success());
     farm.kill_coordinator();
     use farm_coordinator::store::Backend;
-    let mut store = farm_coordinator::store::Sqlite::open(&farm.data_dir().join("farm.db")).unwrap();
+    let mut store =
+        farm_coordinator::store::Sqlite::open(&farm.data_dir().join("farm.db")).unwrap();
     let names: Vec<String> = store
         .load()
         .unwrap()

@@ -2,65 +2,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use common::{Farm, serial, twelve_runs, wait_for};
+use common::{Farm, agents_of, assert_exactly_once, executions, serial, twelve_runs, wait_for};
 use serde_json::Value;
-
-fn result_ids(v: &Value) -> Vec<String> {
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["run_id"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn assert_exactly_once(v: &Value, n: usize) {
-    let ids = result_ids(v);
-    let unique: BTreeSet<&String> = ids.iter().collect();
-    assert_eq!(ids.len(), n, "results: {ids:?}");
-    assert_eq!(unique.len(), n, "a run was counted twice: {ids:?}");
-    for r in v["results"].as_array().unwrap() {
-        assert_eq!(r["ok"], true, "{r}");
-        assert!(r["metrics"]["wall_s"].as_f64().unwrap() > 0.0, "{r}");
-    }
-}
-
-/// The agents that delivered the results.
-fn agents_of(v: &Value) -> BTreeSet<&str> {
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["agent_id"].as_str().unwrap())
-        .collect()
-}
-
-/// From agents' logs: for every run, the attempts whose result some agent sent.
-/// A run executed twice to completion would show two attempts.
-fn executions(farm: &Farm) -> BTreeMap<String, BTreeSet<String>> {
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for a in &farm.agents {
-        for line in a
-            .log_text()
-            .lines()
-            .filter(|l| l.contains("sending result"))
-        {
-            let field = |k: &str| {
-                line.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k))
-                    .map(str::to_string)
-                    .unwrap_or_default()
-            };
-            out.entry(field("run="))
-                .or_default()
-                .insert(field("attempt="));
-        }
-    }
-    out
-}
 
 #[test]
 fn two_agents_run_a_matrix_to_completion() {
@@ -209,7 +154,7 @@ fn a_killed_coordinator_restarts_and_finishes_with_nothing_lost_or_repeated() {
     // Same agents after the restart: they resumed their identities.
     let agents = agents_of(&v);
     assert_eq!(agents.len(), 2, "{agents:?}");
-    let execs = executions(&farm);
+    let execs = executions(&farm.agents);
     assert_eq!(execs.len(), 12, "{execs:?}");
     for (run, attempts) in &execs {
         assert_eq!(

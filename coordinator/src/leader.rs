@@ -11,8 +11,9 @@
 //! process was killed, paused, or cut off).
 //!
 //! A leader keeps its lease alive every third of the TTL, and gives up
-//! leading by itself ([`Term::lost`]) once no keep-alive has been answered
-//! for a whole TTL: etcd may have expired the lease by then. Safety does
+//! leading by itself ([`Term::lost`]) when etcd says the lease is gone, or
+//! once no keep-alive has been answered for a whole TTL and a grace
+//! ([`LOSS_GRACE`]): etcd may have expired the lease by then. Safety does
 //! not depend on that local clock: the fence does. Liveness does: a leader
 //! cut off from etcd stops and lets its agents find the new one.
 
@@ -218,37 +219,62 @@ impl Drop for Term {
 
 /// Keeps `lease` alive every third of `ttl`; sets `lost` once no
 /// keep-alive was answered for `ttl`, or etcd says the lease is gone.
+///
+/// A failed keep-alive is tried again at once, on a new stream: the
+/// client's channel spreads requests over the cluster's members, and a
+/// stream to a member that died fails while the others answer.
 async fn keep_alive(client: Client, lease: i64, ttl: Duration, lost: watch::Sender<bool>) {
     let every = ttl / 3;
     let mut alive_until = Instant::now() + ttl;
     let mut stream = None;
     loop {
-        if Instant::now() >= alive_until {
-            warn!(
-                lease,
-                "no keep-alive answered for a whole TTL: the leadership is lost"
-            );
-            lost.send_replace(true);
-            return;
-        }
-        let sent = Instant::now();
-        let answer = async {
-            if stream.is_none() {
-                stream = Some(client.clone().lease_keep_alive(lease).await?);
-            }
-            let (keeper, replies) = stream.as_mut().expect("just opened");
-            keeper.keep_alive().await?;
-            replies.message().await
-        };
-        match tokio::time::timeout(REQUEST_TIMEOUT.min(every), answer).await {
-            Ok(Ok(Some(r))) if r.ttl() > 0 => alive_until = sent + ttl,
-            Ok(Ok(Some(_))) => {
-                warn!(lease, "etcd says the lease is gone: the leadership is lost");
+        let round = Instant::now();
+        loop {
+            if Instant::now() >= alive_until + LOSS_GRACE {
+                warn!(
+                    lease,
+                    "no keep-alive answered for a whole TTL: the leadership is lost"
+                );
                 lost.send_replace(true);
                 return;
             }
-            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => stream = None,
+            let sent = Instant::now();
+            let answer = async {
+                if stream.is_none() {
+                    stream = Some(client.clone().lease_keep_alive(lease).await?);
+                }
+                let (keeper, replies) = stream.as_mut().expect("just opened");
+                keeper.keep_alive().await?;
+                replies.message().await
+            };
+            match tokio::time::timeout(KEEP_ALIVE_TIMEOUT, answer).await {
+                Ok(Ok(Some(r))) if r.ttl() > 0 => {
+                    alive_until = sent + ttl;
+                    break;
+                }
+                Ok(Ok(Some(_))) => {
+                    warn!(lease, "etcd says the lease is gone: the leadership is lost");
+                    lost.send_replace(true);
+                    return;
+                }
+                Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+                    stream = None;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
         }
-        tokio::time::sleep_until((sent + every).into()).await;
+        tokio::time::sleep_until((round + every).into()).await;
     }
 }
+
+/// How long past its TTL a leader that etcd does not answer goes on trying
+/// before it gives up: etcd renews every lease when its raft elects a new
+/// leader (a second or two with its defaults, during which nothing is
+/// answered), so a leader that gave up at the TTL would step down for
+/// nothing whenever etcd's leader member dies. Leading on meanwhile is
+/// safe: if the lease did lapse, a keep-alive says so, and every write
+/// fails its fence.
+const LOSS_GRACE: Duration = Duration::from_secs(2);
+
+/// How long one keep-alive may wait for its answer before it is sent again.
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_millis(500);

@@ -3,6 +3,7 @@
 //! (or a power cut) would.
 #![allow(dead_code)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -286,6 +287,61 @@ impl Farm {
             || self.agents().iter().filter(|a| a.1).count() >= n,
         );
     }
+}
+
+/// The run ids of `farmctl results --json`'s results.
+pub fn result_ids(v: &serde_json::Value) -> Vec<String> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+pub fn assert_exactly_once(v: &serde_json::Value, n: usize) {
+    let ids = result_ids(v);
+    let unique: BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(ids.len(), n, "results: {ids:?}");
+    assert_eq!(unique.len(), n, "a run was counted twice: {ids:?}");
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["ok"], true, "{r}");
+        assert!(r["metrics"]["wall_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}
+
+/// The agents that delivered the results.
+pub fn agents_of(v: &serde_json::Value) -> BTreeSet<&str> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["agent_id"].as_str().unwrap())
+        .collect()
+}
+
+/// From agents' logs: for every run, the attempts whose result some agent sent.
+/// A run executed twice to completion would show two attempts.
+pub fn executions(agents: &[Proc]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for a in agents {
+        for line in a
+            .log_text()
+            .lines()
+            .filter(|l| l.contains("sending result"))
+        {
+            let field = |k: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k))
+                    .map(str::to_string)
+                    .unwrap_or_default()
+            };
+            out.entry(field("run="))
+                .or_default()
+                .insert(field("attempt="));
+        }
+    }
+    out
 }
 
 /// The guest kernel cache the tests share (downloads are kept).

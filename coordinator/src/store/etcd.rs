@@ -559,7 +559,11 @@ fn passing(e: &etcd_client::Error) -> bool {
         etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
         etcd_client::Error::GRpcStatus(s) => matches!(
             s.code(),
-            Code::Unavailable | Code::DeadlineExceeded | Code::Unknown | Code::Aborted
+            Code::Unavailable
+                | Code::DeadlineExceeded
+                | Code::Unknown
+                | Code::Aborted
+                | Code::Cancelled
         ),
         _ => false,
     }

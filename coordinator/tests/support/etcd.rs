@@ -156,10 +156,15 @@ impl Cluster {
         }
     }
 
-    /// Starts member `i` again on its data (after [`Cluster::kill`]).
-    pub fn restart(&mut self, i: usize) {
-        self.spawn(i);
-        self.wait_healthy(i);
+    /// Starts `members` again on their data (after [`Cluster::kill`]),
+    /// healthy when this returns (a quorum of them, with the others).
+    pub fn restart(&mut self, members: &[usize]) {
+        for &i in members {
+            self.spawn(i);
+        }
+        for &i in members {
+            self.wait_healthy(i);
+        }
     }
 }
 
@@ -180,6 +185,48 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+impl Cluster {
+    /// The member that is raft's leader now, by its own status.
+    pub fn leader(&self) -> usize {
+        for (i, m) in self.members.iter().enumerate() {
+            if m.child.is_none() {
+                continue;
+            }
+            let status = post(m.client_port, "/v3/maintenance/status", "{}");
+            let field = |k: &str| {
+                status
+                    .split(&format!("\"{k}\":\""))
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .map(str::to_owned)
+            };
+            if field("member_id").is_some() && field("member_id") == field("leader") {
+                return i;
+            }
+        }
+        panic!("no etcd member says it leads");
+    }
+}
+
+/// POST `body` to `path` of a member's gRPC gateway; the response's body.
+fn post(port: u16, path: &str, body: &str) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!(
+        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    if s.write_all(req.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
 }
 
 /// GET /health on a member: `{"health":"true"}` once it has a leader.

@@ -1,0 +1,388 @@
+//! A highly available farm of real processes: a 3-member etcd cluster on
+//! loopback (Debian's etcd-server), two coordinators sharing it, two
+//! agents and farmctl given both coordinators' URLs. Leaders are killed,
+//! paused and cut off from etcd; etcd members are killed; every matrix
+//! still ends with each run executed once.
+
+mod common;
+
+#[path = "../../coordinator/tests/support/etcd.rs"]
+mod cluster;
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use cluster::Cluster;
+use common::{
+    Proc, agents_of, assert_exactly_once, executions, farmctl_bin, free_port, scrape, serial,
+    sibling_bin, spawn, twelve_runs, wait_for, written_addr,
+};
+
+struct HaFarm {
+    cluster: Cluster,
+    ports: [u16; 2],
+    coordinators: [Option<Proc>; 2],
+    starts: usize,
+    agents: Vec<Proc>,
+    /// Logs of killed coordinators, kept for a failing test's post-mortem.
+    killed: Vec<Proc>,
+    dir: tempfile::TempDir,
+}
+
+impl HaFarm {
+    /// The cluster, coordinator 0 leading, coordinator 1 standing by, and
+    /// `agents` agents connected.
+    fn start(agents: usize) -> HaFarm {
+        let mut f = HaFarm {
+            cluster: Cluster::start(3),
+            ports: [free_port(), free_port()],
+            coordinators: [None, None],
+            starts: 0,
+            agents: Vec::new(),
+            killed: Vec::new(),
+            dir: tempfile::tempdir().unwrap(),
+        };
+        f.start_coordinator(0);
+        wait_for(Duration::from_secs(30), "coordinator 0 to lead", || {
+            f.standing(0) == "leading"
+        });
+        f.start_coordinator(1);
+        wait_for(Duration::from_secs(30), "coordinator 1 to stand by", || {
+            f.standing(1) == "following"
+        });
+        for i in 0..agents {
+            f.start_agent(i);
+        }
+        wait_for(Duration::from_secs(30), "the agents to connect", || {
+            f.connected_agents() == agents
+        });
+        f
+    }
+
+    fn data_dir(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("coordinator-{i}"))
+    }
+
+    fn url(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports[i])
+    }
+
+    fn urls(&self) -> String {
+        format!("{},{}", self.url(0), self.url(1))
+    }
+
+    fn start_coordinator(&mut self, i: usize) {
+        let data = self.data_dir(i);
+        std::fs::create_dir_all(&data).unwrap();
+        // Plaintext on loopback: every coordinator takes the same tokens.
+        if i == 1 {
+            for t in ["agent.token", "submit.token"] {
+                let to = data.join(t);
+                if !to.exists() {
+                    std::fs::copy(self.data_dir(0).join(t), &to).unwrap();
+                }
+            }
+        }
+        let _ = std::fs::remove_file(data.join("metrics.addr"));
+        let args: Vec<String> = [
+            "--listen",
+            &format!("127.0.0.1:{}", self.ports[i]),
+            "--data-dir",
+            &data.display().to_string(),
+            "--store",
+            &format!("etcd://{}", self.cluster.endpoints()),
+            "--store-prefix",
+            "/farm-test",
+            "--leader-ttl-s",
+            "3",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            // Runs outlive a failover's seconds without their lease lapsing.
+            "--heartbeat-ms",
+            "200",
+            "--lease-ms",
+            "15000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        self.starts += 1;
+        let log = self
+            .dir
+            .path()
+            .join(format!("coordinator-{i}-{}.log", self.starts));
+        self.coordinators[i] = Some(spawn(
+            &format!("coordinator {i}"),
+            &sibling_bin("farm-coordinator"),
+            &args,
+            log,
+            &[],
+        ));
+        wait_for(Duration::from_secs(30), "the coordinator's tokens", || {
+            data.join("submit.token").is_file()
+        });
+    }
+
+    fn coordinator(&self, i: usize) -> &Proc {
+        self.coordinators[i]
+            .as_ref()
+            .expect("a running coordinator")
+    }
+
+    fn kill_coordinator(&mut self, i: usize) {
+        let mut c = self.coordinators[i].take().unwrap();
+        c.kill();
+        self.killed.push(c);
+    }
+
+    fn signal(&self, i: usize, sig: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.coordinator(i).child.id() as i32);
+        nix::sys::signal::kill(pid, sig).unwrap();
+    }
+
+    fn start_agent(&mut self, i: usize) {
+        let args: Vec<String> = vec![
+            "--coordinator".into(),
+            self.urls(),
+            "--token-file".into(),
+            self.data_dir(0).join("agent.token").display().to_string(),
+            "--workload-bin".into(),
+            env!("CARGO_BIN_EXE_farm-workload").into(),
+            "--state-dir".into(),
+            self.dir
+                .path()
+                .join(format!("agent-{i}-state"))
+                .display()
+                .to_string(),
+            "--no-guests".into(),
+        ];
+        let log = self.dir.path().join(format!("agent-{i}.log"));
+        self.agents.push(spawn(
+            &format!("agent {i}"),
+            &sibling_bin("farm-agent"),
+            &args,
+            log,
+            &[],
+        ));
+    }
+
+    /// farmctl with `coordinators` as its --coordinator.
+    fn farmctl_at(&self, coordinators: &str, args: &[&str]) -> Output {
+        Command::new(farmctl_bin())
+            .args(args)
+            .env("FARM_COORDINATOR", coordinators)
+            .env("FARM_TOKEN_FILE", self.data_dir(0).join("submit.token"))
+            .env_remove("FARM_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// farmctl given both coordinators, as a user of the farm runs it.
+    fn farmctl(&self, args: &[&str]) -> Output {
+        self.farmctl_at(&self.urls(), args)
+    }
+
+    fn connected_agents(&self) -> usize {
+        let out = self.farmctl(&["agents"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .filter(|l| l.split_whitespace().nth(1) == Some("connected"))
+            .count()
+    }
+
+    fn submit(&self, toml: &str) -> String {
+        let file = self.dir.path().join("m.toml");
+        std::fs::write(&file, toml).unwrap();
+        let out = self.farmctl(&["submit", file.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "submit: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    fn results(&self, id: &str) -> serde_json::Value {
+        let out = self.farmctl(&["results", id, "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "results --json: {e}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// Waits for `id` to end (farmctl watch, through any failover) and
+    /// checks each of its `n` runs ran exactly once, on both agents.
+    fn finishes_exactly_once(&self, id: &str, n: usize) {
+        let out = self.farmctl(&["watch", id]);
+        assert!(
+            out.status.success(),
+            "watch: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = self.results(id);
+        assert_exactly_once(&v, n);
+        assert_eq!(agents_of(&v).len(), 2, "{v}");
+        let execs = executions(&self.agents);
+        assert_eq!(execs.len(), n, "{execs:?}");
+        for (run, attempts) in &execs {
+            assert_eq!(attempts.len(), 1, "run {run} executed again: {attempts:?}");
+        }
+    }
+
+    /// Waits until some runs are done and both agents are running one.
+    fn wait_mid_matrix(&self, id: &str) {
+        wait_for(Duration::from_secs(60), "3 runs done and 2 running", || {
+            let v = self.results(id);
+            v["counts"]["finished"].as_u64().unwrap() >= 3
+                && v["counts"]["running"].as_u64().unwrap() == 2
+        });
+    }
+
+    /// `leading`, `following` or `unknown`, from coordinator `i`'s /metrics.
+    fn standing(&self, i: usize) -> String {
+        if self.coordinators[i].is_none() {
+            return "dead".into();
+        }
+        let file = self.data_dir(i).join("metrics.addr");
+        if !file.is_file() {
+            return "starting".into();
+        }
+        let (_, body) = scrape(written_addr(&file), "/metrics");
+        let on: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("farm_coordinator_standing{standing=\""))
+            .filter_map(|l| l.strip_suffix("\"} 1"))
+            .collect();
+        assert!(on.len() <= 1, "{on:?}");
+        on.first().map_or("starting".into(), |s| s.to_string())
+    }
+
+    fn log(&self, i: usize) -> String {
+        self.coordinator(i).log_text()
+    }
+}
+
+#[test]
+fn a_killed_leader_is_replaced_and_the_matrix_finishes_with_no_run_repeated() {
+    let _g = serial();
+    let mut f = HaFarm::start(2);
+    let id = f.submit(&twelve_runs(1.0));
+    f.wait_mid_matrix(&id);
+    f.kill_coordinator(0);
+    wait_for(Duration::from_secs(30), "coordinator 1 to lead", || {
+        f.standing(1) == "leading"
+    });
+    assert!(
+        f.log(1)
+            .contains("recovered state from the store matrices=1 agents=2"),
+        "{}",
+        f.log(1)
+    );
+    f.finishes_exactly_once(&id, 12);
+    // The killed one comes back as a standby, and says who leads.
+    f.start_coordinator(0);
+    wait_for(Duration::from_secs(30), "coordinator 0 to stand by", || {
+        f.standing(0) == "following"
+    });
+    let out = f.farmctl_at(&f.url(0), &["agents"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!(
+            "error: this coordinator stands by; the leader is {}",
+            f.url(1)
+        )
+    );
+}
+
+#[test]
+fn losing_an_etcd_member_interrupts_nothing() {
+    let _g = serial();
+    let mut f = HaFarm::start(2);
+    let id = f.submit(&twelve_runs(1.0));
+    f.wait_mid_matrix(&id);
+    // The member raft's leader is: the harder loss.
+    let victim = f.cluster.leader();
+    f.cluster.kill(victim);
+    f.finishes_exactly_once(&id, 12);
+    assert_eq!(f.standing(0), "leading");
+    for i in 0..2 {
+        let log = f.log(i);
+        assert!(!log.contains("the term ends"), "{log}");
+        assert!(!log.contains("the leadership is lost"), "{log}");
+    }
+    assert!(!f.log(0).contains("standing by"), "{}", f.log(0));
+}
+
+#[test]
+fn a_paused_leader_commits_nothing_once_replaced_and_steps_down() {
+    use nix::sys::signal::Signal;
+    let _g = serial();
+    let f = HaFarm::start(2);
+    let id = f.submit(&twelve_runs(1.0));
+    f.wait_mid_matrix(&id);
+    f.signal(0, Signal::SIGSTOP);
+    wait_for(Duration::from_secs(30), "coordinator 1 to lead", || {
+        f.standing(1) == "leading"
+    });
+    let before = f.log(0);
+    f.signal(0, Signal::SIGCONT);
+    wait_for(
+        Duration::from_secs(30),
+        "coordinator 0 to step down",
+        || f.standing(0) == "following",
+    );
+    let after = f.log(0)[before.len()..].to_owned();
+    // What it had not committed before the pause it never commits: its
+    // first write after it (or its keep-alive) finds the lease gone.
+    assert!(
+        after.contains("store: this coordinator is no longer the leader; nothing was written")
+            || after.contains("the leadership is lost"),
+        "{after}"
+    );
+    assert!(
+        after.contains(&format!("standing by leader={}", f.url(1))),
+        "{after}"
+    );
+    f.finishes_exactly_once(&id, 12);
+}
+
+#[test]
+fn a_leader_cut_off_from_etcd_stops_dispatching_says_so_and_resumes() {
+    let _g = serial();
+    let mut f = HaFarm::start(2);
+    let id = f.submit(&twelve_runs(1.0));
+    f.wait_mid_matrix(&id);
+    for m in 0..3 {
+        f.cluster.kill(m);
+    }
+    wait_for(
+        Duration::from_secs(30),
+        "coordinator 0 to stop leading",
+        || f.standing(0) == "unknown",
+    );
+    let out = f.farmctl_at(&f.url(0), &["agents"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("this coordinator stands by and no leader is known: "),
+        "{err}"
+    );
+    // Nothing is dispatched while etcd is gone: the runs in progress end
+    // on their agents, and no new one starts.
+    let assigned = |f: &HaFarm| {
+        f.agents
+            .iter()
+            .map(|a| a.log_text().matches("run assigned").count())
+            .sum::<usize>()
+    };
+    let during = assigned(&f);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(assigned(&f), during, "runs were dispatched without etcd");
+    f.cluster.restart(&[0, 1, 2]);
+    f.finishes_exactly_once(&id, 12);
+}
