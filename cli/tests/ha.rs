@@ -21,6 +21,8 @@ use common::{
 
 struct HaFarm {
     cluster: Cluster,
+    /// Flags every coordinator gets besides the common ones.
+    extra: Vec<String>,
     ports: [u16; 2],
     coordinators: [Option<Proc>; 2],
     starts: usize,
@@ -34,8 +36,13 @@ impl HaFarm {
     /// The cluster, coordinator 0 leading, coordinator 1 standing by, and
     /// `agents` agents connected.
     fn start(agents: usize) -> HaFarm {
+        HaFarm::start_with(agents, &[])
+    }
+
+    fn start_with(agents: usize, extra: &[&str]) -> HaFarm {
         let mut f = HaFarm {
             cluster: Cluster::start(3),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
             ports: [free_port(), free_port()],
             coordinators: [None, None],
             starts: 0,
@@ -106,6 +113,7 @@ impl HaFarm {
         ]
         .iter()
         .map(|s| s.to_string())
+        .chain(self.extra.iter().cloned())
         .collect();
         self.starts += 1;
         let log = self
@@ -385,4 +393,35 @@ fn a_leader_cut_off_from_etcd_stops_dispatching_says_so_and_resumes() {
     assert_eq!(assigned(&f), during, "runs were dispatched without etcd");
     f.cluster.restart(&[0, 1, 2]);
     f.finishes_exactly_once(&id, 12);
+}
+
+#[test]
+fn a_matrix_larger_than_an_etcd_request_is_refused_whole() {
+    let _g = serial();
+    let f = HaFarm::start_with(0, &["--etcd-max-request-bytes", "65536"]);
+    // A file of 60 KiB: under farmctl's 1 MiB, over what one 64 KiB etcd
+    // request holds.
+    let toml = format!("{}\n# {}\n", twelve_runs(0.1), "x".repeat(60 << 10));
+    let file = f.dir.path().join("big.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let out = f.farmctl(&["submit", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The file, its name and the matrix's name, and 512 bytes for the rest.
+    let bytes = toml.len() + file.to_str().unwrap().len() + "e2e".len() + 512;
+    let expected = format!(
+        "error: matrix file {} is {bytes} bytes; the store keeps at most ",
+        file.display()
+    );
+    assert!(err.starts_with(&expected), "{err}");
+    let limit: usize = err[expected.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(limit < 64 << 10 && bytes > limit, "{err}");
+    // Nothing of it was stored: no matrix, and the farm goes on.
+    let ok = f.submit(&twelve_runs(0.1));
+    assert!(ok.starts_with("m-"), "{ok}");
 }

@@ -258,6 +258,14 @@ pub enum Error {
         limit: &'static str,
         capacity: usize,
     },
+    /// A record of the submission would be larger than the store keeps
+    /// in one (etcd's request limit).
+    #[error("{what} is {bytes} bytes; the store keeps at most {limit} in one record")]
+    TooLargeForStore {
+        what: String,
+        bytes: usize,
+        limit: usize,
+    },
     /// The scheduler thread is gone (stopping, or stopped by an error).
     #[error("coordinator is shutting down")]
     ShuttingDown,
@@ -549,8 +557,10 @@ impl Scheduler {
                 traceparent,
                 reply,
             } => {
-                let r = self.submit(*matrix, file_name, source, &traceparent);
-                self.reply(reply, Ok(r));
+                let r = self
+                    .fits_store(&matrix, &file_name, &source)
+                    .map(|()| self.submit(*matrix, file_name, source, &traceparent));
+                self.reply(reply, r);
             }
             Event::Status { matrix_id, reply } => {
                 let r = self

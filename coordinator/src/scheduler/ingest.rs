@@ -66,6 +66,7 @@ impl Scheduler {
             }
             None => res,
         };
+        let res = provenance::within(res, self.store.max_value_bytes());
         if run.rec.state == RunState::Queued
             && let Some(q) = self.queues.get_mut(&(run.matrix_seq, run.rec.cell))
         {

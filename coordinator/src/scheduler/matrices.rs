@@ -38,6 +38,32 @@ impl Scheduler {
         }
     }
 
+    /// Whether every record of `matrix` fits the store's records (a matrix
+    /// without its cells, each cell): a batch holding a larger one would
+    /// fail whole, so the submission is refused here, naming the part.
+    pub(super) fn fits_store(
+        &self,
+        matrix: &Matrix,
+        file_name: &str,
+        source: &str,
+    ) -> Result<(), Error> {
+        use prost::Message;
+        let limit = self.store.max_value_bytes();
+        // The names and numbers beside the file: generous.
+        let head = source.len() + file_name.len() + matrix.name.len() + 512;
+        let too_large = |what: String, bytes: usize| Error::TooLargeForStore { what, bytes, limit };
+        if head > limit {
+            return Err(too_large(format!("matrix file {file_name}"), head));
+        }
+        for c in &matrix.cells {
+            let bytes = c.encoded_len() + 64;
+            if bytes > limit {
+                return Err(too_large(format!("cell {} ({})", c.index, c.name), bytes));
+            }
+        }
+        Ok(())
+    }
+
     /// A new watcher of a matrix. Statuses go out only after the batch is
     /// committed; the new watcher gets a fresh one then, whatever the
     /// throttle says.

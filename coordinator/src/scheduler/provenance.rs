@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use farm_proto::RunResult;
 use farm_spec::metric;
+use prost::Message;
 use tracing::warn;
 
 use super::{RunMem, Scheduler};
@@ -192,6 +193,37 @@ fn short(v: f64) -> String {
 }
 
 /// `res` turned into the failed result that says why its values were refused.
+/// What a stored run holds beside its result: ids, state, attempt, agent.
+const RUN_RECORD_OVERHEAD_BYTES: usize = 1024;
+/// The most of a refused result's error and log tail kept.
+const REFUSED_TEXT_BYTES: usize = 4096;
+
+/// `res`, or its refusal when the run holding it would be larger than
+/// the store keeps in one record (`Backend::max_value_bytes`: etcd's
+/// request limit): refused here, the one run fails with the reason, where
+/// a record too large would fail its whole batch, and again after every
+/// failover when its agent sends it anew.
+pub(super) fn within(res: RunResult, limit: usize) -> RunResult {
+    let size = res.encoded_len() + RUN_RECORD_OVERHEAD_BYTES;
+    if size <= limit {
+        return res;
+    }
+    let mut res = refused(
+        res,
+        format!("it is {size} bytes; the store keeps at most {limit} per run"),
+    );
+    for text in [&mut res.error, &mut res.log_tail] {
+        if text.len() > REFUSED_TEXT_BYTES {
+            let mut end = REFUSED_TEXT_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
+    }
+    res
+}
+
 pub(super) fn refused(mut res: RunResult, why: String) -> RunResult {
     res.ok = false;
     res.error = format!("result refused: {why}");
@@ -203,6 +235,26 @@ pub(super) fn refused(mut res: RunResult, why: String) -> RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_larger_than_a_stored_run_is_refused_and_cut() {
+        let mut big = result("wall_s", 1.0);
+        big.log_tail = "é".repeat(10_000);
+        let size = big.encoded_len() + RUN_RECORD_OVERHEAD_BYTES;
+        assert_eq!(within(big.clone(), size), big);
+        let cut = within(big, size - 1);
+        assert!(!cut.ok);
+        assert_eq!(
+            cut.error,
+            format!(
+                "result refused: it is {size} bytes; the store keeps at most {} per run",
+                size - 1
+            )
+        );
+        assert!(cut.metrics.is_empty());
+        // Cut at a character boundary: 2048 'é' of 2 bytes.
+        assert_eq!(cut.log_tail.len(), REFUSED_TEXT_BYTES);
+    }
     use farm_proto::{Metric, NodeLoad, Telemetry};
 
     fn result(name: &str, value: f64) -> RunResult {
