@@ -63,7 +63,11 @@ fn exposure(report: &str) -> f64 {
 #[test]
 fn the_units_verify_and_the_coordinator_runs_unprivileged() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["farm-coordinator.service", "farm-agent.service"] {
+    for name in [
+        "farm-coordinator.service",
+        "farm-coordinator-ha.service",
+        "farm-agent.service",
+    ] {
         let path = unit(dir.path(), name);
         let (ok, report) = analyze(&["verify", path.to_str().unwrap()]);
         // Warnings go to stderr with success: any output is a finding.
