@@ -73,6 +73,10 @@ struct Args {
     /// --tls-ca/--tls-cert/--tls-key; each agent handshakes with its own.
     #[arg(long)]
     tls: bool,
+    /// More flags for the coordinator, one per use (e.g.
+    /// `--coordinator-arg=--store --coordinator-arg=etcd://127.0.0.1:2379`).
+    #[arg(long = "coordinator-arg", allow_hyphen_values = true)]
+    coordinator_args: Vec<String>,
 }
 
 /// The large matrix `--results-cells` runs: every cell compared with the
@@ -396,6 +400,7 @@ async fn main() -> Result<()> {
             .arg(pki.join("coordinator.key"));
     }
     let child = cmd
+        .args(&args.coordinator_args)
         .args(["--metrics-listen", "127.0.0.1:0"])
         .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
         .arg(dir.path())
@@ -421,6 +426,24 @@ async fn main() -> Result<()> {
     let submit_token = std::fs::read_to_string(coord._dir.path().join("submit.token"))?
         .trim()
         .to_string();
+    // A coordinator on etcd answers once it leads.
+    {
+        let mut endpoint = Endpoint::from_shared(url.clone())?;
+        if let Some(tls) = &farm_tls {
+            endpoint = endpoint.tls_config(tls.clone())?;
+        }
+        let mut probe = FarmServiceClient::with_interceptor(
+            endpoint.connect().await?,
+            with_token(&submit_token),
+        );
+        let t0 = Instant::now();
+        while let Err(e) = probe.list_agents(farm_proto::ListAgentsRequest {}).await {
+            if t0.elapsed() > Duration::from_secs(30) {
+                bail!("the coordinator does not lead: {e}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
     let rss_idle = peak_rss_mib(pid);
 
     let samples = Arc::new(Mutex::new(Samples::default()));
