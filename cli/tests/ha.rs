@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use cluster::Cluster;
+use cluster::{Cluster, Tls};
 use common::{
     Proc, agents_of, assert_exactly_once, executions, farmctl_bin, free_port, scrape, serial,
     sibling_bin, spawn, twelve_runs, wait_for, written_addr,
@@ -40,8 +40,12 @@ impl HaFarm {
     }
 
     fn start_with(agents: usize, extra: &[&str]) -> HaFarm {
+        HaFarm::on(Cluster::start(3), agents, extra)
+    }
+
+    fn on(cluster: Cluster, agents: usize, extra: &[&str]) -> HaFarm {
         let mut f = HaFarm {
-            cluster: Cluster::start(3),
+            cluster,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             ports: [free_port(), free_port()],
             coordinators: [None, None],
@@ -424,4 +428,55 @@ fn a_matrix_larger_than_an_etcd_request_is_refused_whole() {
     // Nothing of it was stored: no matrix, and the farm goes on.
     let ok = f.submit(&twelve_runs(0.1));
     assert!(ok.starts_with("m-"), "{ok}");
+}
+
+#[test]
+fn coordinators_reach_etcd_over_tls_with_a_client_certificate() {
+    let _g = serial();
+    let pki = tempfile::tempdir().unwrap();
+    let dir = pki.path().to_str().unwrap();
+    for args in [
+        vec!["pki", "init", "--dir", dir],
+        vec!["pki", "issue-client", "etcd-user", "--dir", dir],
+    ] {
+        let out = Command::new(sibling_bin("farm-coordinator"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let file = |f: &str| pki.path().join(f);
+    // The members serve the farm authority's server certificate (it names
+    // 127.0.0.1) and take only clients of that authority.
+    let cluster = Cluster::start_with(
+        3,
+        Some(Tls {
+            ca: file("ca.crt"),
+            cert: file("coordinator.crt"),
+            key: file("coordinator.key"),
+        }),
+    );
+    let (ca, cert, key) = (
+        file("ca.crt").display().to_string(),
+        file("submitters/etcd-user.crt").display().to_string(),
+        file("submitters/etcd-user.key").display().to_string(),
+    );
+    let f = HaFarm::on(
+        cluster,
+        2,
+        &[
+            "--store-tls-ca",
+            &ca,
+            "--store-tls-cert",
+            &cert,
+            "--store-tls-key",
+            &key,
+        ],
+    );
+    let id = f.submit(&twelve_runs(0.2));
+    f.finishes_exactly_once(&id, 12);
 }

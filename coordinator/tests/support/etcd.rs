@@ -24,6 +24,8 @@ pub struct Member {
     pub name: String,
     pub client_port: u16,
     peer_port: u16,
+    /// Plain HTTP /health and /metrics, whatever the client URLs speak.
+    metrics_port: u16,
     child: Option<Child>,
 }
 
@@ -31,11 +33,26 @@ pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub members: Vec<Member>,
     initial: String,
+    tls: Option<Tls>,
+}
+
+/// Client URLs over TLS that demand a client certificate of `ca`; the
+/// members serve `cert` and `key` (PEM files).
+#[derive(Clone)]
+pub struct Tls {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl Cluster {
     /// `n` members on free loopback ports, healthy when this returns.
     pub fn start(n: usize) -> Cluster {
+        Cluster::start_with(n, None)
+    }
+
+    /// [`Cluster::start`], its client URLs over `tls` if given.
+    pub fn start_with(n: usize, tls: Option<Tls>) -> Cluster {
         assert!(
             Path::new(ETCD).is_file(),
             "{ETCD} is missing: this test needs Debian's etcd-server (scripts/test.sh installs it)"
@@ -46,6 +63,7 @@ impl Cluster {
                 name: format!("n{i}"),
                 client_port: free_port(),
                 peer_port: free_port(),
+                metrics_port: free_port(),
                 child: None,
             })
             .collect();
@@ -58,6 +76,7 @@ impl Cluster {
             dir,
             members,
             initial,
+            tls,
         };
         for i in 0..n {
             c.spawn(i);
@@ -76,7 +95,9 @@ impl Cluster {
 
     fn spawn(&mut self, i: usize) {
         let m = &self.members[i];
-        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let client = format!("{scheme}://127.0.0.1:{}", m.client_port);
+        let metrics = format!("http://127.0.0.1:{}", m.metrics_port);
         let peer = format!("http://127.0.0.1:{}", m.peer_port);
         let data = self.dir.path().join(&m.name);
         let log = std::fs::OpenOptions::new()
@@ -106,7 +127,20 @@ impl Cluster {
                 "zap",
                 "--log-outputs",
                 "stderr",
+                "--listen-metrics-urls",
+                &metrics,
             ])
+            .args(self.tls.iter().flat_map(|t| {
+                [
+                    "--client-cert-auth".into(),
+                    "--trusted-ca-file".into(),
+                    t.ca.clone().into_os_string(),
+                    "--cert-file".into(),
+                    t.cert.clone().into_os_string(),
+                    "--key-file".into(),
+                    t.key.clone().into_os_string(),
+                ]
+            }))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -117,7 +151,7 @@ impl Cluster {
 
     /// Waits until member `i` answers /health with true.
     pub fn wait_healthy(&self, i: usize) {
-        let port = self.members[i].client_port;
+        let port = self.members[i].metrics_port;
         let t = Instant::now();
         while t.elapsed() < Duration::from_secs(30) {
             if health(port) {
@@ -142,9 +176,10 @@ impl Cluster {
     }
 
     pub fn urls(&self) -> Vec<String> {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
         self.members
             .iter()
-            .map(|m| format!("http://127.0.0.1:{}", m.client_port))
+            .map(|m| format!("{scheme}://127.0.0.1:{}", m.client_port))
             .collect()
     }
 
@@ -188,8 +223,10 @@ impl Drop for Cluster {
 }
 
 impl Cluster {
-    /// The member that is raft's leader now, by its own status.
+    /// The member that is raft's leader now, by its own status (plaintext
+    /// clusters only: it asks the gRPC gateway).
     pub fn leader(&self) -> usize {
+        assert!(self.tls.is_none(), "leader() speaks plain HTTP");
         for (i, m) in self.members.iter().enumerate() {
             if m.child.is_none() {
                 continue;
