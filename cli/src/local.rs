@@ -47,6 +47,7 @@ pub async fn run(
         tls: None,
         insecure_plaintext: false,
         ha: None,
+        archive: None,
     }
     .build()
     .await?;

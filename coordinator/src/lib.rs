@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
+pub mod archive;
 pub mod auth;
 pub mod identity;
 #[cfg(feature = "ha")]

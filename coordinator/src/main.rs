@@ -143,6 +143,11 @@ struct StoreArgs {
     /// standby waits to take over from a leader that died.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(2..=60))]
     leader_ttl_s: u64,
+    /// Where ended matrices go: `postgres://USER@HOST:PORT/DB` (needed with
+    /// etcd; by default the embedded store's file, DATA_DIR/farm.db).
+    #[arg(long, env = "FARM_ARCHIVE", value_name = "URL",
+          value_parser = farm_coordinator::archive::Location::parse_url)]
+    archive: Option<farm_coordinator::archive::Location>,
     /// The etcd cluster's --max-txn-ops.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(4..))]
     etcd_max_txn_ops: u64,
@@ -220,6 +225,7 @@ fn main() -> anyhow::Result<()> {
             tls,
             insecure_plaintext: args.transport.insecure_plaintext,
             ha,
+            archive: args.store.archive,
         }
         .build()
         .await?;

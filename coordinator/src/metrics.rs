@@ -115,6 +115,9 @@ pub struct Metrics {
     assignment_latency: Histogram,
     run_duration: Histogram,
     store_commit_latency: Histogram,
+    archive_backlog: prometheus::IntGauge,
+    archived: prometheus::IntCounter,
+    archive_failures: prometheus::IntCounter,
     results: ResultsGauges,
 }
 
@@ -233,6 +236,29 @@ impl Metrics {
                 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
             ],
         );
+        let archive_backlog = prometheus::IntGauge::new(
+            "farm_archive_backlog_matrices",
+            "Ended matrices still in live state and memory, waiting to be archived (or \
+             being archived). Grows while the archive is unreachable, and falls back when \
+             it returns; a schedule's latest execution and its last hour's stay live.",
+        )
+        .expect("valid gauge options");
+        register(&registry, archive_backlog.clone());
+        let archived = prometheus::IntCounter::new(
+            "farm_archived_matrices_total",
+            "Ended matrices moved from live state and memory to the archive since the \
+             coordinator started.",
+        )
+        .expect("valid counter options");
+        register(&registry, archived.clone());
+        let archive_failures = prometheus::IntCounter::new(
+            "farm_archive_failures_total",
+            "Attempts to archive an ended matrix that the archive failed (unreachable, \
+             timed out, refused); each pauses archiving for scheduler::ARCHIVE_RETRY, and \
+             the matrix waits in live state.",
+        )
+        .expect("valid counter options");
+        register(&registry, archive_failures.clone());
         let results_refresh = histogram(
             &registry,
             "farm_results_refresh_seconds",
@@ -361,6 +387,9 @@ impl Metrics {
             assignment_latency,
             run_duration,
             store_commit_latency,
+            archive_backlog,
+            archived,
+            archive_failures,
             results: ResultsGauges {
                 state: Arc::new(Mutex::new(results)),
                 refresh: results_refresh,
@@ -403,6 +432,18 @@ impl Metrics {
         self.executions_skipped
             .with_label_values(&[reason])
             .inc_by(n);
+    }
+
+    pub fn archive_backlog(&self, matrices: usize) {
+        self.archive_backlog.set(matrices as i64);
+    }
+
+    pub fn matrix_archived(&self) {
+        self.archived.inc();
+    }
+
+    pub fn archive_failed(&self) {
+        self.archive_failures.inc();
     }
 
     /// The results gauges, for the thread that computes summaries.

@@ -279,27 +279,66 @@ pub fn change_regressions(cell: &Cell, summary: &CellSummary) -> Vec<ChangeRegre
     out
 }
 
-/// One past (or this) matrix's cell on a cell's series.
-pub struct SeriesCell<'a> {
-    pub matrix_id: String,
-    pub submitted_ms: u64,
-    pub kernel: String,
-    pub runs: Vec<&'a RunRecord>,
+/// The most points a history reads: the latest of its series. Change
+/// points are about the recent regimes, and a lookup of a series with
+/// years of daily matrices must cost the same as one of a month's.
+pub const HISTORY_POINTS: usize = 1_000;
+
+/// A primary metric's median over a cell's finished runs: all a history
+/// keeps of a cell, live or archived.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Median {
+    pub name: String,
+    pub unit: String,
+    pub value: f64,
 }
 
-/// The series of each primary metric of a cell over `series` (in order),
-/// one point per matrix cell with finished runs (the median), with its
+/// One matrix's cell on a series: a point of its cells' histories.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub matrix_id: String,
+    /// The matrix's submission order: points are ordered by (seq, cell).
+    pub matrix_seq: u64,
+    pub cell: u32,
+    pub submitted_ms: u64,
+    pub kernel: String,
+    /// Empty when the cell has no finished run: not a point then.
+    pub medians: Vec<Median>,
+}
+
+/// The median of each primary metric over `runs`' finished ones.
+pub fn medians(runs: &[&RunRecord]) -> Vec<Median> {
+    values(runs)
+        .into_iter()
+        .filter(|v| is_primary(&v.name))
+        .filter_map(|v| {
+            Some(Median {
+                value: farm_analysis::median(&v.values)?,
+                name: v.name,
+                unit: v.unit,
+            })
+        })
+        .collect()
+}
+
+/// A series from its archived and its live points (either may hold a point
+/// the other has: a matrix archived while its point was copied), in order,
+/// once each, the latest [`HISTORY_POINTS`].
+pub fn merge(archived: Vec<Point>, live: Vec<Point>) -> Vec<Point> {
+    let mut all: BTreeMap<(u64, u32), Point> = BTreeMap::new();
+    for p in archived.into_iter().chain(live) {
+        all.insert((p.matrix_seq, p.cell), p);
+    }
+    let skip = all.len().saturating_sub(HISTORY_POINTS);
+    all.into_values().skip(skip).collect()
+}
+
+/// The series of each primary metric over `points` (in order), with its
 /// change points.
-pub fn histories(series: &[SeriesCell<'_>]) -> Vec<History> {
+pub fn histories(points: &[Point]) -> Vec<History> {
     let mut out: Vec<History> = Vec::new();
-    for point in series {
-        for v in values(&point.runs) {
-            if !is_primary(&v.name) {
-                continue;
-            }
-            let Some(median) = farm_analysis::median(&v.values) else {
-                continue;
-            };
+    for point in points {
+        for v in &point.medians {
             let i = match out.iter().position(|h| h.metric == v.name) {
                 Some(i) => i,
                 None => {
@@ -315,7 +354,7 @@ pub fn histories(series: &[SeriesCell<'_>]) -> Vec<History> {
                 matrix_id: point.matrix_id.clone(),
                 t_ms: point.submitted_ms,
                 kernel: point.kernel.clone(),
-                value: median,
+                value: v.value,
             });
         }
     }

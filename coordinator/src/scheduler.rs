@@ -18,6 +18,7 @@
 //! - `matrices`: submission, cancellation, status, publishing;
 //! - `summaries`: results computed off this thread, cached per matrix;
 //! - `histories`: cells by series and each cell's history;
+//! - `archiving`: ended matrices leave for the archive;
 //! - `recovery`: memory rebuilt from the store at start-up;
 //! - `continuous`: schedules; `observe`: what the metrics are told;
 //! - `outbox`: messages to agents, and agents too slow to read them.
@@ -56,6 +57,7 @@ use farm_proto::{
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{Span, debug};
 
+use crate::archive;
 use crate::identity::Name;
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
@@ -170,6 +172,19 @@ pub enum Event {
         matrix_id: String,
         reply: Reply<Results>,
     },
+    /// From the results worker: a matrix is in the archive (`Ok(false)`:
+    /// it was already), or the archive failed it.
+    Archived {
+        matrix_id: String,
+        outcome: Result<bool, String>,
+    },
+    /// From the results worker: the summaries of `version` could not be
+    /// computed (the archive failed the histories' past).
+    SummaryFailed {
+        matrix_id: String,
+        version: u64,
+        ended: bool,
+    },
     /// From the results worker: an ended matrix's summaries.
     Summarised {
         matrix_id: String,
@@ -266,6 +281,10 @@ pub enum Error {
         bytes: usize,
         limit: usize,
     },
+    /// The archive could not give what was asked (a history's past, an
+    /// archived matrix); the caller may try again.
+    #[error("{0}")]
+    Archive(String),
     /// The scheduler thread is gone (stopping, or stopped by an error).
     #[error("coordinator is shutting down")]
     ShuttingDown,
@@ -376,26 +395,34 @@ struct Scheduler {
     rejections: provenance::Rejections,
     /// A `StepDown` arrived: the loop ends after this batch.
     stepping_down: bool,
+    archiving: archiving::State,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
 pub fn spawn(
     store: impl Backend + 'static,
+    archive: archive::Location,
     config: Config,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
-    spawn_with(store, config, Metrics::new(config.metrics_series_limit))
+    spawn_with(
+        store,
+        archive,
+        config,
+        Metrics::new(config.metrics_series_limit),
+    )
 }
 
 /// [`spawn`], keeping `metrics` up to date (its registry is what a
 /// `/metrics` endpoint serves).
 pub fn spawn_with(
     store: impl Backend + 'static,
+    archive: archive::Location,
     config: Config,
     metrics: Metrics,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
     // The worker's end is weak: the scheduler stops once every handle is gone.
     let (tx, mut rx) = mpsc::channel(EVENT_CAPACITY);
-    let summaries = summaries::Worker::spawn(metrics.results_gauges(), tx.downgrade());
+    let summaries = summaries::Worker::spawn(metrics.results_gauges(), tx.downgrade(), archive);
     let mut s = Scheduler {
         store: Box::new(store),
         config,
@@ -420,6 +447,7 @@ pub fn spawn_with(
         summaries,
         rejections: provenance::Rejections::default(),
         stepping_down: false,
+        archiving: archiving::State::default(),
     };
     s.recover()?;
     let crons = s.crons.subscribe();
@@ -511,6 +539,8 @@ impl Scheduler {
     fn tick(&mut self) {
         self.expire_leases();
         self.forget_absent_agents();
+        self.summarise_retries();
+        self.archive_ended();
         self.ticked = true;
     }
 
@@ -582,6 +612,12 @@ impl Scheduler {
             }
             Event::Results { matrix_id, reply } => self.results(&matrix_id, reply),
             Event::Summarised { matrix_id, summary } => self.summarised(&matrix_id, &summary),
+            Event::Archived { matrix_id, outcome } => self.archived(&matrix_id, outcome),
+            Event::SummaryFailed {
+                matrix_id,
+                version,
+                ended,
+            } => self.summary_failed(&matrix_id, version, ended),
             Event::CronDue { schedule_id, at_ms } => self.cron_due(&schedule_id, at_ms),
             Event::ListSchedules { reply } => {
                 let r = self.list_schedules();
@@ -598,6 +634,7 @@ impl Scheduler {
 }
 
 mod agents;
+mod archiving;
 mod continuous;
 mod dispatch;
 mod histories;
@@ -610,6 +647,7 @@ mod provenance;
 mod recovery;
 mod reruns;
 mod summaries;
+pub use archiving::{ARCHIVE_IN_FLIGHT, ARCHIVE_RETRY};
 use continuous::ScheduleMem;
 pub use continuous::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
 pub use summaries::Results;

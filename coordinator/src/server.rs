@@ -40,6 +40,11 @@ pub enum Error {
          (cargo build --features farm-coordinator/ha)"
     )]
     NoHa,
+    #[error(
+        "--store etcd://… needs --archive postgres://…: ended matrices leave etcd for an \
+         archive every coordinator reaches"
+    )]
+    NoArchive,
     #[cfg(feature = "ha")]
     #[error("etcd: {0}")]
     Etcd(String),
@@ -81,6 +86,9 @@ pub struct Options {
     /// Live state on etcd, with leader election, instead of the embedded
     /// SQLite file.
     pub ha: Option<Ha>,
+    /// Where ended matrices go; `None`: the embedded SQLite file, which a
+    /// highly available farm cannot use (`Error::NoArchive`).
+    pub archive: Option<crate::archive::Location>,
 }
 
 /// A coordinator of a highly available farm: live state and leadership on
@@ -123,6 +131,7 @@ pub struct Coordinator {
     tokens: Tokens,
     access: Access,
     tls: Option<ServerTlsConfig>,
+    archive: crate::archive::Location,
 }
 
 impl Options {
@@ -146,6 +155,11 @@ impl Options {
                 None
             }
         };
+        let archive = match (&self.archive, &self.ha) {
+            (Some(a), _) => a.clone(),
+            (None, None) => crate::archive::Location::Sqlite(self.data_dir.join(DB_FILE)),
+            (None, Some(_)) => return Err(Error::NoArchive),
+        };
         std::fs::create_dir_all(&self.data_dir).map_err(dir_err)?;
         let tokens = Tokens::load_or_create(&self.data_dir)?;
         let layers = Layers::default();
@@ -154,7 +168,8 @@ impl Options {
                 let store = Sqlite::open(&self.data_dir.join(DB_FILE))?;
                 let metrics = Metrics::new(self.scheduler.metrics_series_limit);
                 layers.set_current(Some(metrics.registry().clone()));
-                let (handle, scheduler) = scheduler::spawn_with(store, self.scheduler, metrics)?;
+                let (handle, scheduler) =
+                    scheduler::spawn_with(store, archive.clone(), self.scheduler, metrics)?;
                 Some(Mode::Embedded { handle, scheduler })
             }
             // Made once the address is bound: it is what standbys advertise.
@@ -181,7 +196,7 @@ impl Options {
                     .clone()
                     .unwrap_or_else(|| format!("{scheme}://{addr}"));
                 Mode::Ha(Box::new(
-                    ha::Plane::connect(ha, url, self.scheduler, &layers).await?,
+                    ha::Plane::connect(ha, url, self.scheduler, archive.clone(), &layers).await?,
                 ))
             }
             _ => return Err(Error::NoHa),
@@ -190,7 +205,8 @@ impl Options {
             Some(_) => Access::Certificates,
             None => Access::Tokens(tokens.clone()),
         };
-        info!(%addr, data_dir = %self.data_dir.display(), tls = tls.is_some(), "coordinator listening");
+        info!(%addr, data_dir = %self.data_dir.display(), tls = tls.is_some(),
+              archive = %archive.describe(), "coordinator listening");
         Ok(Coordinator {
             listener,
             data_dir: self.data_dir,
@@ -200,6 +216,7 @@ impl Options {
             tokens,
             access,
             tls,
+            archive,
         })
     }
 }
@@ -257,6 +274,7 @@ impl Coordinator {
             tokens: _,
             access,
             tls,
+            archive,
         } = self;
         let metrics = metrics_listener
             .map(|l| tokio::spawn(farm_proto::metrics_http::serve(l, layers.clone())));
@@ -293,10 +311,13 @@ impl Coordinator {
                 agent_access.check(Role::Agent, &mut req)?;
                 Ok(req)
             });
-        let farm = FarmServiceServer::with_interceptor(Farm::new(router), move |mut req| {
-            access.check(Role::Submitter, &mut req)?;
-            Ok(req)
-        });
+        let farm = FarmServiceServer::with_interceptor(
+            Farm::new(router, crate::archive::Shared::new(archive)),
+            move |mut req| {
+                access.check(Role::Submitter, &mut req)?;
+                Ok(req)
+            },
+        );
         let mut server = Server::builder()
             .http2_keepalive_interval(Some(Duration::from_secs(10)))
             .tcp_nodelay(true);

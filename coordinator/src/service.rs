@@ -17,6 +17,7 @@ use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::debug;
 
+use crate::archive;
 use crate::identity::{Name, Principal};
 use crate::matrix;
 use crate::route::Router;
@@ -83,7 +84,9 @@ impl From<scheduler::Error> for Status {
             }
             E::AgentInUse(_) => Status::failed_precondition(message),
             E::NotYourAgent { .. } => Status::permission_denied(message),
-            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown => Status::unavailable(message),
+            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown | E::Archive(_) => {
+                Status::unavailable(message)
+            }
             E::TooSlow(_) => Status::resource_exhausted(message),
             E::TooLargeForStore { .. } => Status::invalid_argument(message),
             E::Store(_) => Status::internal(message),
@@ -240,13 +243,28 @@ pub struct Farm {
     pub router: Router,
     /// Slots of [`MAX_SUBMISSIONS_IN_FLIGHT`].
     submissions: Arc<Semaphore>,
+    /// Where a matrix the scheduler no longer has is looked for.
+    archive: archive::Shared,
 }
 
 impl Farm {
-    pub fn new(router: Router) -> Farm {
+    pub fn new(router: Router, archive: archive::Shared) -> Farm {
         Farm {
             router,
             submissions: Arc::new(Semaphore::new(MAX_SUBMISSIONS_IN_FLIGHT)),
+            archive,
+        }
+    }
+
+    /// A matrix that has left live state: from the archive, or NOT_FOUND
+    /// (UNAVAILABLE when the archive cannot say).
+    async fn archived(&self, matrix_id: &str) -> Result<archive::Archived, Status> {
+        match self.archive.matrix(matrix_id.to_owned()).await {
+            Ok(Some(a)) => Ok(a),
+            Ok(None) => Err(scheduler::Error::UnknownMatrix(matrix_id.to_owned()).into()),
+            Err(e) => Err(Status::unavailable(cut(format!(
+                "matrix {matrix_id} is not live, and the archive could not be read: {e}"
+            )))),
         }
     }
 }
@@ -303,12 +321,18 @@ impl FarmService for Farm {
         req: Request<GetMatrixRequest>,
     ) -> Result<Response<MatrixStatus>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        Ok(Response::new(
-            self.router
-                .handle()?
-                .call(|reply| Event::Status { matrix_id, reply })
-                .await?,
-        ))
+        let id = matrix_id.clone();
+        let r = self
+            .router
+            .handle()?
+            .call(|reply| Event::Status { matrix_id, reply })
+            .await;
+        match r {
+            Err(scheduler::Error::UnknownMatrix(_)) => {
+                Ok(Response::new(self.archived(&id).await?.status))
+            }
+            r => Ok(Response::new(r?)),
+        }
     }
 
     type WatchMatrixStream = BoxStream<MatrixStatus>;
@@ -318,11 +342,21 @@ impl FarmService for Farm {
         req: Request<WatchMatrixRequest>,
     ) -> Result<Response<Self::WatchMatrixStream>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        let mut rx = self
+        let id = matrix_id.clone();
+        let r = self
             .router
             .handle()?
             .call(|reply| Event::Watch { matrix_id, reply })
-            .await?;
+            .await;
+        let mut rx = match r {
+            // Ended: its one, final status, and the stream ends.
+            Err(scheduler::Error::UnknownMatrix(_)) => {
+                let status = self.archived(&id).await?.status;
+                let once = tokio_stream::once(Ok(status));
+                return Ok(Response::new(Box::pin(once)));
+            }
+            r => r?,
+        };
         let (tx, out) = mpsc::channel(4);
         tokio::spawn(async move {
             loop {
@@ -356,11 +390,17 @@ impl FarmService for Farm {
         req: Request<CancelMatrixRequest>,
     ) -> Result<Response<CancelMatrixResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        let cancelled_runs = self
+        let id = matrix_id.clone();
+        let r = self
             .router
             .handle()?
             .call(|reply| Event::Cancel { matrix_id, reply })
-            .await?;
+            .await;
+        let cancelled_runs = match r {
+            // Archived: it has ended, nothing is left to cancel.
+            Err(scheduler::Error::UnknownMatrix(_)) => self.archived(&id).await.map(|_| 0)?,
+            r => r?,
+        };
         Ok(Response::new(CancelMatrixResponse { cancelled_runs }))
     }
 
@@ -393,13 +433,19 @@ impl FarmService for Farm {
         req: Request<GetResultsRequest>,
     ) -> Result<Response<GetResultsResponse>, Status> {
         let matrix_id = req.into_inner().matrix_id;
-        let results = self
+        let id = matrix_id.clone();
+        let r = self
             .router
             .handle()?
             .call(|reply| Event::Results { matrix_id, reply })
-            .await?;
-        // Copied out of the cache here, off the scheduler thread.
-        Ok(Response::new(results.into_response()))
+            .await;
+        match r {
+            Err(scheduler::Error::UnknownMatrix(_)) => {
+                Ok(Response::new(self.archived(&id).await?.results))
+            }
+            // Copied out of the cache here, off the scheduler thread.
+            r => Ok(Response::new(r?.into_response())),
+        }
     }
 }
 

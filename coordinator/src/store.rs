@@ -139,6 +139,8 @@ pub struct ScheduleRecord {
     /// when the schedule was made.
     pub seen_kernels: Vec<String>,
     pub cancelled: bool,
+    /// Its executions that ended and left live state for the archive.
+    pub archived_executions: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -175,6 +177,13 @@ pub enum Op {
     /// An agent absent past its expiry is forgotten.
     ForgetAgent(String),
     PutSchedule(Box<ScheduleRecord>),
+    /// An ended matrix is in the archive: it leaves live state, with its
+    /// `cells` cells and these runs.
+    ForgetMatrix {
+        id: String,
+        cells: u32,
+        runs: Vec<String>,
+    },
 }
 
 /// Everything the scheduler needs to resume after a restart.

@@ -28,6 +28,10 @@ const CASES: &[(&str, Case)] = &[
     ),
     ("an_empty_store_loads_empty", an_empty_store_loads_empty),
     ("a_large_matrix_is_kept_whole", a_large_matrix_is_kept_whole),
+    (
+        "an_archived_matrix_leaves_whole_and_alone",
+        an_archived_matrix_leaves_whole_and_alone,
+    ),
 ];
 
 #[cfg(feature = "ha")]
@@ -126,6 +130,32 @@ fn a_large_matrix_is_kept_whole(open: Open<'_>) {
     assert_eq!(snap.runs.len(), 1000);
 }
 
+/// A matrix forgotten after it was archived leaves with every cell and
+/// run (a large one too), and nothing of the matrix beside it.
+fn an_archived_matrix_leaves_whole_and_alone(open: Open<'_>) {
+    let mut s = open();
+    s.apply(&[
+        big_matrix("gone", 1, 400, 1000, 5000),
+        big_matrix("kept", 2, 3, 6, 10),
+    ])
+    .unwrap();
+    s.apply(&[Op::CancelMatrix("gone".into())]).unwrap();
+    let runs: Vec<String> = (0..1000).map(|i| format!("gone-r{i}")).collect();
+    s.apply(&[Op::ForgetMatrix {
+        id: "gone".into(),
+        cells: 400,
+        runs,
+    }])
+    .unwrap();
+    drop(s);
+    let snap = open().load().unwrap();
+    let ids: Vec<&str> = snap.matrices.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["kept"]);
+    assert_eq!(snap.matrices[0].cells.len(), 3);
+    assert_eq!(snap.runs.len(), 6);
+    assert!(snap.runs.iter().all(|r| r.matrix_id == "kept"));
+}
+
 fn run(id: &str, state: RunState) -> RunRecord {
     RunRecord {
         run_id: id.into(),
@@ -173,6 +203,7 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
         last_cron_ms: 3_600_000,
         seen_kernels: vec!["file:/k/v6.12".into(), "file:/k/v6.13".into()],
         cancelled: false,
+        archived_executions: 41,
     };
     {
         let mut s = open();

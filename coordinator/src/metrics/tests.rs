@@ -62,6 +62,9 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
         "farm_metrics_dropped_series{family=\"farm_regression_ratio\"} 0",
         "# TYPE farm_run_assignment_latency_seconds histogram",
         "# TYPE farm_store_commit_latency_seconds histogram",
+        "farm_archive_backlog_matrices 0",
+        "farm_archived_matrices_total 0",
+        "farm_archive_failures_total 0",
     ] {
         assert!(t.contains(line), "{line} missing from:\n{t}");
     }
@@ -70,7 +73,7 @@ fn every_family_is_registered_with_help_and_known_labels_exist() {
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(types.len(), 16, "{t}");
+    assert_eq!(types.len(), 19, "{t}");
     for name in types {
         assert!(name.starts_with("farm_"), "{name}");
         let help = t

@@ -133,6 +133,7 @@ impl Scheduler {
             last_cron_ms: now,
             seen_kernels: Vec::new(),
             cancelled: false,
+            archived_executions: 0,
         };
         let mem = ScheduleMem::new(rec.clone());
         if let Some(g) = &mem.glob {
@@ -335,7 +336,7 @@ impl Scheduler {
                     .as_ref()
                     .and_then(|c| schedule::next_after(c, s.rec.last_cron_ms.max(now_ms())))
                     .unwrap_or(0),
-                executions: s.executions.len() as u32,
+                executions: (s.executions.len() as u64 + s.rec.archived_executions) as u32,
                 last: s
                     .executions
                     .last()

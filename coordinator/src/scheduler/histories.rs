@@ -3,27 +3,45 @@
 //!
 //! Invariant: `series` lists every cell of every matrix in memory under
 //! its `series_key` (which each matrix keeps per cell), in submission
-//! order; a history is a lookup there, not a scan of every matrix.
+//! order; a history is a lookup there, not a scan of every matrix. Ended
+//! matrices leave memory for the archive (`crate::archive`), where their
+//! points are found by the same key.
 
 use std::collections::HashSet;
 
 use super::{MatrixMem, Scheduler};
 use crate::results;
+use crate::store::RunRecord;
+
+/// A cell of a live matrix on a series, borrowed from memory.
+pub(super) struct LivePoint<'a> {
+    pub matrix_id: &'a str,
+    pub matrix_seq: u64,
+    pub cell: u32,
+    pub submitted_ms: u64,
+    pub kernel: &'a str,
+    pub runs: Vec<&'a RunRecord>,
+}
 
 impl Scheduler {
-    /// Each cell's series: the same cell (workload, state, loads, host
-    /// class; any kernel, any name) in every matrix, oldest first, and by
-    /// cell order within a matrix (kernel-major, so a kernel axis reads in
-    /// the order the file gave); its history is made of them.
-    /// A series shared by several cells of `m` (they differ only in their
-    /// kernel) is given to the first of them; the others get none.
-    pub(super) fn series_of(&self, m: &MatrixMem) -> Vec<Vec<results::SeriesCell<'_>>> {
+    /// Each cell's series in memory: the same cell (workload, state,
+    /// loads, host class; any kernel, any name) in every live matrix,
+    /// oldest first, and by cell order within a matrix (kernel-major, so a
+    /// kernel axis reads in the order the file gave), with the series' key:
+    /// its archived points are read by the results worker
+    /// (`results::merge`). A series shared by several cells of `m` (they
+    /// differ only in their kernel) is given to the first of them; the
+    /// others get `None`.
+    pub(super) fn series_of<'a>(
+        &'a self,
+        m: &'a MatrixMem,
+    ) -> Vec<Option<(&'a [u8], Vec<LivePoint<'a>>)>> {
         let mut given: HashSet<&[u8]> = HashSet::new();
         m.series_keys
             .iter()
             .map(|key| {
                 if !given.insert(key.as_slice()) {
-                    return Vec::new();
+                    return None;
                 }
                 let mut cells: Vec<(u64, &MatrixMem, u32)> = self
                     .series
@@ -36,21 +54,38 @@ impl Scheduler {
                     })
                     .collect();
                 cells.sort_by_key(|(seq, _, index)| (*seq, *index));
-                cells
+                let points = cells
                     .iter()
-                    .map(|(_, mm, index)| results::SeriesCell {
-                        matrix_id: mm.rec.id.clone(),
+                    .map(|&(seq, mm, index)| LivePoint {
+                        matrix_id: &mm.rec.id,
+                        matrix_seq: seq,
+                        cell: index,
                         submitted_ms: mm.rec.submitted_ms,
-                        kernel: mm.rec.cells[*index as usize].kernel.clone(),
-                        runs: mm.by_cell[*index as usize]
+                        kernel: &mm.rec.cells[index as usize].kernel,
+                        runs: mm.by_cell[index as usize]
                             .iter()
                             .filter_map(|id| self.runs.get(id))
                             .map(|r| &r.rec)
                             .collect(),
                     })
-                    .collect()
+                    .collect();
+                Some((key.as_slice(), points))
             })
             .collect()
+    }
+}
+
+impl LivePoint<'_> {
+    /// The point as a history reads it: its medians.
+    pub(super) fn point(&self) -> results::Point {
+        results::Point {
+            matrix_id: self.matrix_id.to_owned(),
+            matrix_seq: self.matrix_seq,
+            cell: self.cell,
+            submitted_ms: self.submitted_ms,
+            kernel: self.kernel.to_owned(),
+            medians: results::medians(&self.runs),
+        }
     }
 }
 

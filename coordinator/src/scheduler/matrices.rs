@@ -90,8 +90,13 @@ impl Scheduler {
         execution: Option<store::Execution>,
     ) -> SubmitMatrixResponse {
         let id = random_id("m");
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        // Never below the clock (in µs): once every matrix has left for the
+        // archive, a restart recovers no seq to continue from, and the
+        // archive's histories are ordered by seq. (A leader whose clock is
+        // behind the last one's by more than the gap would order its first
+        // matrices before the last archived ones: keep clocks in sync.)
+        let seq = self.next_seq.max(now_ms().saturating_mul(1000));
+        self.next_seq = seq + 1;
         let runs: Vec<RunRecord> = crate::matrix::runs(&matrix)
             .into_iter()
             .map(|r| RunRecord {

@@ -55,6 +55,14 @@ impl Scheduler {
             .map(|m| self.ended_now(m))
             .collect();
         self.metrics.recovered(ended);
+        // Ended executions' verdicts (`farmctl schedules`) come from the
+        // worker, whose histories have the archive's past.
+        let executions: Vec<String> = newest_first
+            .iter()
+            .filter(|m| m.rec.execution.is_some())
+            .map(|m| m.rec.id.clone())
+            .collect();
+        self.summaries.pending.extend(executions);
     }
 
     /// The fleet gauge from the agents with an open stream.

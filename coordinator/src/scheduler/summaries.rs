@@ -42,14 +42,15 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use farm_proto::{Cell, GetResultsResponse, MatrixStatus, RunResult};
+use farm_proto::{Cell, GetResultsResponse, MatrixStatus};
 use tokio::sync::mpsc;
-use tracing::error;
+use tracing::{error, warn};
 
 use super::{Error, Event, MatrixMem, Reply, Scheduler};
+use crate::archive;
 use crate::metrics::{Ended, ResultsGauges, series};
-use crate::results::{self, SeriesCell};
-use crate::store::{RunRecord, RunState};
+use crate::results::{self, Point};
+use crate::store::RunRecord;
 
 /// The jobs waiting for the results worker, at most: each holds a snapshot
 /// of a matrix's ended runs (up to a few MiB for a large one), and a job
@@ -94,6 +95,12 @@ impl Cache {
             .map(|(_, s)| s.clone())
     }
 
+    /// An archived matrix leaves the cache with the rest of memory.
+    pub(super) fn remove(&self, matrix_id: &str) {
+        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
+        map.remove(matrix_id);
+    }
+
     /// Keeps `summary` unless the cache has a later version already.
     pub(super) fn put(&self, matrix_id: &str, version: u64, summary: Arc<GetResultsResponse>) {
         let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
@@ -106,15 +113,6 @@ impl Cache {
     }
 }
 
-/// A point of a cell's series, copied: what a history reads of a cell of
-/// this or another matrix.
-struct Point {
-    matrix_id: String,
-    submitted_ms: u64,
-    kernel: String,
-    runs: Vec<RunRecord>,
-}
-
 /// Everything a matrix's summaries are computed from, at one version.
 pub(super) struct Snapshot {
     matrix_id: String,
@@ -122,15 +120,19 @@ pub(super) struct Snapshot {
     cells: Vec<Cell>,
     /// The ended runs, in dispatch order.
     runs: Vec<RunRecord>,
-    /// Each cell's series (empty for a cell whose series an earlier cell has).
-    series: Vec<Vec<Point>>,
+    /// Each cell's series key and its live points (`None` for a cell whose
+    /// series an earlier cell has); the archived points are read by the
+    /// worker.
+    series: Vec<Option<(Vec<u8>, Vec<Point>)>>,
     /// Set when the matrix has just ended (its seq): the results gauges
     /// take its samples, and the scheduler its schedule's verdicts.
     ended: Option<u64>,
 }
 
-enum Job {
+pub(super) enum Job {
     Summarise(Box<Snapshot>),
+    /// Archive an ended matrix (`archiving`).
+    Archive(Box<super::archiving::ArchiveJob>),
     /// Answer `GetResults` from the summary of `version`.
     Wait {
         matrix_id: String,
@@ -142,30 +144,50 @@ enum Job {
 
 /// The scheduler's end of the results worker.
 pub(super) struct Worker {
-    tx: mpsc::Sender<Job>,
-    cache: Cache,
+    pub(super) tx: mpsc::Sender<Job>,
+    pub(super) cache: Cache,
     /// Ended matrices whose snapshot found the queue full, by id: sent at a
     /// later batch. At most one entry per matrix in memory.
-    pending: BTreeSet<String>,
+    pub(super) pending: BTreeSet<String>,
+    /// Ended matrices whose summaries failed (the archive was unreachable):
+    /// summarised again at a later tick.
+    pub(super) retry: BTreeSet<String>,
 }
 
 impl Worker {
     /// Starts the worker thread. It tells the scheduler of each ended
     /// matrix's summaries through `events`, weakly: the worker never keeps
     /// the scheduler alive, and it stops once the scheduler drops its end.
-    pub(super) fn spawn(gauges: ResultsGauges, events: mpsc::WeakSender<Event>) -> Worker {
+    pub(super) fn spawn(
+        gauges: ResultsGauges,
+        events: mpsc::WeakSender<Event>,
+        archive: archive::Location,
+    ) -> Worker {
         let (tx, mut rx) = mpsc::channel(RESULTS_QUEUE_CAPACITY);
         let cache = Cache::default();
         let shared = cache.clone();
         std::thread::Builder::new()
             .name("results".into())
             .spawn(move || {
+                let mut archivist = Archivist::new(archive);
+                // The latest failure per matrix, for the waits of its version.
+                let mut failed: HashMap<String, (u64, String)> = HashMap::new();
                 // A plain thread: it may block on the channel.
                 while let Some(job) = rx.blocking_recv() {
                     match job {
                         Job::Summarise(snap) => {
-                            summarise_snapshot(*snap, &shared, &gauges, &events)
+                            let (id, version) = (snap.matrix_id.clone(), snap.version);
+                            let r = summarise_snapshot(*snap, &shared, &gauges, &events, &mut archivist);
+                            match r {
+                                Ok(()) => {
+                                    failed.remove(&id);
+                                }
+                                Err(e) => {
+                                    failed.insert(id, (version, e));
+                                }
+                            }
                         }
+                        Job::Archive(job) => super::archiving::run(*job, &mut archivist, &events),
                         Job::Wait {
                             matrix_id,
                             version,
@@ -175,11 +197,14 @@ impl Worker {
                             Some(summary) => {
                                 let _ = reply.send(Ok(Results { status, summary }));
                             }
-                            // Its snapshot was read first (one channel, in
-                            // order): this cannot happen.
-                            None => {
-                                error!(matrix = %matrix_id, version, "no summary to answer with")
-                            }
+                            None => match failed.get(&matrix_id) {
+                                Some((v, e)) if *v == version => {
+                                    let _ = reply.send(Err(Error::Archive(e.clone())));
+                                }
+                                // Its snapshot was read first (one channel,
+                                // in order): this cannot happen.
+                                _ => error!(matrix = %matrix_id, version, "no summary to answer with"),
+                            },
                         },
                     }
                 }
@@ -189,6 +214,7 @@ impl Worker {
             tx,
             cache,
             pending: BTreeSet::new(),
+            retry: BTreeSet::new(),
         }
     }
 }
@@ -196,11 +222,7 @@ impl Worker {
 /// A matrix's summaries as `GetResults` gives them, but its status: each
 /// cell's summary with its history, and the ended runs. `series[i]` is cell
 /// i's series, oldest first.
-fn summarise(
-    cells: &[Cell],
-    runs: &[&RunRecord],
-    series: &[Vec<SeriesCell<'_>>],
-) -> GetResultsResponse {
+fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetResultsResponse {
     let histories = series.iter().map(|s| results::histories(s)).collect();
     GetResultsResponse {
         status: None,
@@ -234,36 +256,85 @@ fn ended(
     }
 }
 
+/// The archive as the worker uses it: opened at first use, and again after
+/// a failure (a PostgreSQL connection reconnects by itself; a failed
+/// SQLite open is retried).
+pub(super) struct Archivist {
+    location: archive::Location,
+    conn: Option<Box<dyn archive::Archive>>,
+}
+
+impl Archivist {
+    fn new(location: archive::Location) -> Archivist {
+        Archivist {
+            location,
+            conn: None,
+        }
+    }
+
+    pub(super) fn with<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn archive::Archive) -> archive::Result<T>,
+    ) -> archive::Result<T> {
+        if self.conn.is_none() {
+            self.conn = Some(self.location.open()?);
+        }
+        let conn = self.conn.as_mut().expect("opened above");
+        f(conn.as_mut())
+    }
+
+    /// Each cell's whole series: its archived points and the live ones.
+    pub(super) fn series(
+        &mut self,
+        series: &[Option<(Vec<u8>, Vec<Point>)>],
+    ) -> archive::Result<Vec<Vec<Point>>> {
+        let mut out = Vec::with_capacity(series.len());
+        for s in series {
+            out.push(match s {
+                None => Vec::new(),
+                Some((key, live)) => {
+                    let archived = self.with(|a| a.series(key, results::HISTORY_POINTS))?;
+                    results::merge(archived, live.clone())
+                }
+            });
+        }
+        Ok(out)
+    }
+}
+
 /// The worker's job: the summaries of a snapshot, into the cache; for an
 /// ended matrix, the results gauges first, so that whoever reads these
-/// summaries finds the gauges already showing them.
+/// summaries finds the gauges already showing them. Fails when the archive
+/// cannot give the histories' past: the scheduler hears of it (and sends
+/// the snapshot again later), and waits of this version are refused.
 fn summarise_snapshot(
     snap: Snapshot,
     cache: &Cache,
     gauges: &ResultsGauges,
     events: &mpsc::WeakSender<Event>,
-) {
+    archivist: &mut Archivist,
+) -> Result<(), String> {
     let t = Instant::now();
     let runs: Vec<&RunRecord> = snap.runs.iter().collect();
     // A `GetResults` of this very version may have come first.
-    let summary = cache.get(&snap.matrix_id, snap.version).unwrap_or_else(|| {
-        let series: Vec<Vec<SeriesCell<'_>>> = snap
-            .series
-            .iter()
-            .map(|points| {
-                points
-                    .iter()
-                    .map(|p| SeriesCell {
-                        matrix_id: p.matrix_id.clone(),
-                        submitted_ms: p.submitted_ms,
-                        kernel: p.kernel.clone(),
-                        runs: p.runs.iter().collect(),
-                    })
-                    .collect()
-            })
-            .collect();
-        Arc::new(summarise(&snap.cells, &runs, &series))
-    });
+    let summary = match cache.get(&snap.matrix_id, snap.version) {
+        Some(s) => s,
+        None => match archivist.series(&snap.series) {
+            Ok(series) => Arc::new(summarise(&snap.cells, &runs, &series)),
+            Err(e) => {
+                let e = e.to_string();
+                warn!(matrix = %snap.matrix_id, "summaries not computed: {e}");
+                if let Some(tx) = events.upgrade() {
+                    let _ = tx.blocking_send(Event::SummaryFailed {
+                        matrix_id: snap.matrix_id.clone(),
+                        version: snap.version,
+                        ended: snap.ended.is_some(),
+                    });
+                }
+                return Err(e);
+            }
+        },
+    };
     if let Some(seq) = snap.ended {
         gauges.matrix_ended(ended(seq, &snap.matrix_id, &snap.cells, &summary, &runs));
         gauges.refreshed(t.elapsed());
@@ -276,25 +347,20 @@ fn summarise_snapshot(
         }
     }
     cache.put(&snap.matrix_id, snap.version, summary);
+    Ok(())
 }
 
-/// The part of a run a history reads: its state, repetition and metrics,
-/// without its telemetry (the bulk of a result).
-fn history_run(r: &RunRecord) -> RunRecord {
-    RunRecord {
-        run_id: r.run_id.clone(),
-        matrix_id: r.matrix_id.clone(),
-        cell: r.cell,
-        repetition: r.repetition,
-        seq: r.seq,
-        state: r.state,
-        attempt: r.attempt,
-        agent_id: String::new(),
-        result: r.result.as_ref().map(|x| RunResult {
-            metrics: x.metrics.clone(),
-            ..Default::default()
-        }),
-    }
+/// A snapshot's summaries, computed now with the archive's past: what an
+/// archived matrix keeps.
+pub(super) fn summary_of(
+    snap: &Snapshot,
+    archivist: &mut Archivist,
+) -> archive::Result<GetResultsResponse> {
+    let runs: Vec<&RunRecord> = snap.runs.iter().collect();
+    let series = archivist.series(&snap.series)?;
+    let mut s = summarise(&snap.cells, &runs, &series);
+    s.runs.clear();
+    Ok(s)
 }
 
 impl Scheduler {
@@ -442,10 +508,16 @@ impl Scheduler {
         if let Some(s) = self.summaries.cache.get(&m.rec.id, m.version) {
             return s;
         }
+        // Live points only: this thread never waits for the archive. Not
+        // cached, so `GetResults` computes it again with the past.
         let runs = self.ended_runs(m);
-        let s = Arc::new(summarise(&m.rec.cells, &runs, &self.series_of(m)));
-        self.summaries.cache.put(&m.rec.id, m.version, s.clone());
-        s
+        let series: Vec<Vec<Point>> = self
+            .series_of(m)
+            .into_iter()
+            .map(|s| s.map(|(_, live)| live.iter().map(|p| p.point()).collect()))
+            .map(Option::unwrap_or_default)
+            .collect();
+        Arc::new(summarise(&m.rec.cells, &runs, &series))
     }
 
     /// The samples of an ended matrix for the results gauges, from its
@@ -461,26 +533,11 @@ impl Scheduler {
         )
     }
 
-    fn snapshot(&self, m: &MatrixMem, ended: bool) -> Snapshot {
+    pub(super) fn snapshot(&self, m: &MatrixMem, ended: bool) -> Snapshot {
         let series = self
             .series_of(m)
             .into_iter()
-            .map(|cells| {
-                cells
-                    .into_iter()
-                    .map(|c| Point {
-                        matrix_id: c.matrix_id,
-                        submitted_ms: c.submitted_ms,
-                        kernel: c.kernel,
-                        runs: c
-                            .runs
-                            .into_iter()
-                            .filter(|r| r.state == RunState::Finished)
-                            .map(history_run)
-                            .collect(),
-                    })
-                    .collect()
-            })
+            .map(|s| s.map(|(key, live)| (key.to_vec(), live.iter().map(|p| p.point()).collect())))
             .collect();
         Snapshot {
             matrix_id: m.rec.id.clone(),
@@ -491,4 +548,29 @@ impl Scheduler {
             ended: ended.then_some(m.rec.seq),
         }
     }
+
+    /// The worker could not summarise `version` of a matrix (the archive):
+    /// the next `GetResults` sends a snapshot again, and an ended matrix is
+    /// summarised again at a later tick.
+    pub(super) fn summary_failed(&mut self, matrix_id: &str, version: u64, ended: bool) {
+        let Some(m) = self.matrices.get_mut(matrix_id) else {
+            return;
+        };
+        if m.requested == version {
+            m.requested = NONE_REQUESTED;
+        }
+        if ended {
+            self.summaries.retry.insert(matrix_id.to_owned());
+        }
+    }
+
+    /// At a tick: the ended matrices whose summaries failed.
+    pub(super) fn summarise_retries(&mut self) {
+        for id in std::mem::take(&mut self.summaries.retry) {
+            self.summarise_ended(&id);
+        }
+    }
 }
+
+/// `MatrixMem::requested` when no snapshot of any version is on its way.
+const NONE_REQUESTED: u64 = u64::MAX;

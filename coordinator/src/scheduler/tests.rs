@@ -53,6 +53,7 @@ impl Farm {
         let registry = metrics.registry().clone();
         let (h, _thread) = spawn_with(
             store,
+            crate::archive::Location::Sqlite(dir.path().join("db")),
             Config {
                 heartbeat_ms: 1000,
                 lease_ms,
@@ -872,7 +873,12 @@ async fn absent_agents_are_forgotten_after_their_expiry() {
         agent_expiry_ms: 200,
         ..Default::default()
     };
-    let (h, _thread) = spawn(Sqlite::open(&dir.path().join("db")).unwrap(), config).unwrap();
+    let (h, _thread) = spawn(
+        Sqlite::open(&dir.path().join("db")).unwrap(),
+        crate::archive::Location::Sqlite(dir.path().join("db")),
+        config,
+    )
+    .unwrap();
     let farm = Farm {
         h,
         registry: prometheus::Registry::new(),

@@ -32,6 +32,7 @@ pub(crate) struct Plane {
     ttl: Duration,
     limits: Limits,
     config: Config,
+    archive: crate::archive::Location,
     standing: IntGaugeVec,
 }
 
@@ -43,6 +44,7 @@ impl Plane {
         ha: &Ha,
         url: String,
         config: Config,
+        archive: crate::archive::Location,
         layers: &Layers,
     ) -> Result<Plane, Error> {
         let mut options = ConnectOptions::new()
@@ -88,6 +90,7 @@ impl Plane {
                 max_request_bytes: ha.max_request_bytes,
             },
             config,
+            archive,
             standing,
         };
         plane.show(&Standing::Unknown("starting".into()));
@@ -150,12 +153,13 @@ impl Plane {
             );
             let metrics = Metrics::new(self.config.metrics_series_limit);
             let registry: Registry = metrics.registry().clone();
-            let config = self.config;
+            let (config, archive) = (self.config, self.archive.clone());
             // Recovery reads the whole live state, blocking: off the runtime.
-            let spawned =
-                tokio::task::spawn_blocking(move || scheduler::spawn_with(store, config, metrics))
-                    .await
-                    .expect("the scheduler's start does not panic");
+            let spawned = tokio::task::spawn_blocking(move || {
+                scheduler::spawn_with(store, archive, config, metrics)
+            })
+            .await
+            .expect("the scheduler's start does not panic");
             let (handle, thread) = match spawned {
                 Ok(s) => s,
                 Err(e) => {

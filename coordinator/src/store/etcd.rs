@@ -400,6 +400,18 @@ impl Etcd {
                     });
                 }
                 Op::PutSchedule(s) => out.push(put(self.key("s", &s.id), records::schedule(s))),
+                Op::ForgetMatrix { id, cells, runs } => {
+                    stage.forgotten.insert(id.clone());
+                    let delete = |key: Vec<u8>| Write { key, value: None };
+                    out.push(delete(self.key("m", id)));
+                    out.push(delete(self.key("x", id)));
+                    for index in 0..*cells {
+                        out.push(delete(self.key("c", &format!("{id}/{index:010}"))));
+                    }
+                    for run in runs {
+                        out.push(delete(self.key("r", &format!("{id}/{run}"))));
+                    }
+                }
             }
         }
         Ok(batch::last_per_key(out))
@@ -410,6 +422,8 @@ impl Etcd {
 #[derive(Default)]
 struct Stage {
     matrices: HashSet<String>,
+    /// Matrices the batch deletes (archived).
+    forgotten: HashSet<String>,
     /// agent → its binding after the batch (`None`: none).
     bindings: HashMap<String, Option<Name>>,
     /// identity → the agent it binds after the batch (`None`: none).
@@ -471,6 +485,9 @@ impl Backend for Etcd {
         let writes = self.writes(ops, &mut stage)?;
         self.write(&writes)?;
         self.matrices.extend(stage.matrices);
+        for id in &stage.forgotten {
+            self.matrices.remove(id);
+        }
         for (agent, b) in stage.bindings {
             match b {
                 Some(n) => self.bindings.insert(agent, n),

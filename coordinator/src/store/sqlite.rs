@@ -76,6 +76,12 @@ CREATE TABLE IF NOT EXISTS executions (
     at_ms INTEGER NOT NULL,
     kernel TEXT NOT NULL
 );
+-- How many of each schedule's executions left for the archive; a table of
+-- its own, like the ones above.
+CREATE TABLE IF NOT EXISTS schedule_archived (
+    schedule_id TEXT PRIMARY KEY,
+    executions INTEGER NOT NULL
+);
 ";
 
 impl Sqlite {
@@ -85,6 +91,9 @@ impl Sqlite {
         // commit durable before it returns, which acknowledgements rely on.
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
+        // The archive writes to this file through a connection of its own:
+        // a commit waits for its transaction rather than failing.
+        conn.busy_timeout(crate::archive::sqlite::BUSY_TIMEOUT)?;
         conn.execute_batch(SCHEMA)?;
         Ok(Sqlite { conn })
     }
@@ -128,6 +137,19 @@ impl Backend for Sqlite {
                         params![s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms as i64,
                                 s.last_cron_ms as i64, s.seen_kernels.join("\n"), s.cancelled],
                     )?;
+                    tx.execute(
+                        "INSERT OR REPLACE INTO schedule_archived (schedule_id, executions) VALUES (?1, ?2)",
+                        params![s.id, s.archived_executions as i64],
+                    )?;
+                }
+                Op::ForgetMatrix { id, .. } => {
+                    for table in ["runs", "cells", "executions"] {
+                        tx.execute(
+                            &format!("DELETE FROM {table} WHERE matrix_id = ?1"),
+                            params![id],
+                        )?;
+                    }
+                    tx.execute("DELETE FROM matrices WHERE id = ?1", params![id])?;
                 }
                 Op::PutRun(r) => put_run(&tx, r)?,
                 Op::CancelMatrix(id) => {
@@ -207,8 +229,10 @@ impl Backend for Sqlite {
             m.execution = executions.remove(&m.id);
         }
         let mut stmt = self.conn.prepare(
-            "SELECT id, name, file_name, source, cron, on_new_kernel, created_ms, last_cron_ms, seen_kernels, cancelled
-             FROM schedules ORDER BY created_ms, id",
+            "SELECT s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms, s.last_cron_ms,
+                    s.seen_kernels, s.cancelled, a.executions
+             FROM schedules s LEFT JOIN schedule_archived a ON a.schedule_id = s.id
+             ORDER BY s.created_ms, s.id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(ScheduleRecord {
@@ -227,6 +251,7 @@ impl Backend for Sqlite {
                     .map(str::to_owned)
                     .collect(),
                 cancelled: r.get(9)?,
+                archived_executions: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
             })
         })?;
         for s in rows {

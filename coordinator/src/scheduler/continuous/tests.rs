@@ -39,7 +39,12 @@ cron = "0 * * * *"
 async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let dir = tempfile::tempdir().unwrap();
     let open = || Sqlite::open(&dir.path().join("db")).unwrap();
-    let (h, thread) = spawn(open(), Default::default()).unwrap();
+    let (h, thread) = spawn(
+        open(),
+        crate::archive::Location::Sqlite(dir.path().join("db")),
+        Default::default(),
+    )
+    .unwrap();
     let clock = Clock::starting_at(crate::scheduler::now_ms());
     let driver = tokio::spawn(timer::drive(h.clone(), clock));
 
@@ -101,7 +106,12 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let _ = driver.await;
     drop(h);
     thread.join().unwrap().unwrap();
-    let (h, thread) = spawn(open(), Default::default()).unwrap();
+    let (h, thread) = spawn(
+        open(),
+        crate::archive::Location::Sqlite(dir.path().join("db")),
+        Default::default(),
+    )
+    .unwrap();
     let down_until = clock.now_ms() + 5 * HOUR;
     let driver = tokio::spawn(timer::drive(h.clone(), Clock::starting_at(down_until)));
     tokio::time::sleep(Duration::from_millis(1)).await;

@@ -97,6 +97,8 @@ pub struct StoredSchedule {
     pub seen_kernels: Vec<String>,
     #[prost(bool, tag = "10")]
     pub cancelled: bool,
+    #[prost(uint64, tag = "11")]
+    pub archived_executions: u64,
 }
 
 pub fn matrix(m: &MatrixRecord) -> Vec<u8> {
@@ -215,6 +217,7 @@ pub fn schedule(s: &ScheduleRecord) -> Vec<u8> {
         last_cron_ms: s.last_cron_ms,
         seen_kernels: s.seen_kernels.clone(),
         cancelled: s.cancelled,
+        archived_executions: s.archived_executions,
     }
     .encode_to_vec()
 }
@@ -232,6 +235,7 @@ pub fn schedule_of(bytes: &[u8]) -> Result<ScheduleRecord> {
         last_cron_ms: s.last_cron_ms,
         seen_kernels: s.seen_kernels,
         cancelled: s.cancelled,
+        archived_executions: s.archived_executions,
     })
 }
 

@@ -1,0 +1,192 @@
+//! The archive: ended matrices, out of live state and memory.
+//!
+//! When a matrix has ended, the results worker (`scheduler::summaries`)
+//! writes it here whole — its record and cells, its ended runs with their
+//! results, its final status and summaries, and one point per cell for the
+//! cell's series — in one transaction; only then does the scheduler delete
+//! it from the live store and from memory. A crash between the two leaves
+//! it in both, and the next leader archives it again: [`Archive::put`] of a
+//! matrix already there changes nothing. So nothing is lost, and nothing is
+//! counted twice.
+//!
+//! Histories read a series here by its index (the SHA-256 of the series'
+//! identity, `scheduler::histories::series_key`, then the matrix's
+//! submission order), never by scanning matrices, and merge the points of
+//! matrices still live (`results::merge`): the coordinator's memory is
+//! bounded by its live matrices, however long the farm has run.
+//!
+//! Two implementations pass one suite (`coordinator/tests/archive.rs`): the
+//! embedded SQLite file, beside the live tables (the default), and
+//! PostgreSQL for a highly available farm (`--archive postgres://…`,
+//! feature `ha`), whose schema is versioned by migrations.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use farm_proto::{Cell, GetResultsResponse, MatrixStatus};
+
+use crate::results::Point;
+use crate::store::{MatrixRecord, RunRecord};
+
+#[cfg(feature = "ha")]
+mod postgres;
+mod records;
+pub(crate) mod sqlite;
+
+#[cfg(feature = "ha")]
+pub use postgres::{Postgres, PostgresUrl};
+pub use sqlite::Sqlite;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("archive (SQLite): {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("archive (PostgreSQL at {at}): {message}")]
+    Postgres { at: String, message: String },
+    #[error("archive: corrupt {what}: {source}")]
+    Decode {
+        what: String,
+        source: prost::DecodeError,
+    },
+    #[error("archive: {what} is {value}, beyond what the archive stores")]
+    OutOfRange { what: &'static str, value: u64 },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An ended matrix, everything the archive keeps of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchivedMatrix {
+    /// With its cells and its execution, if a schedule ran it.
+    pub record: MatrixRecord,
+    /// Every run, in dispatch order: finished and failed ones with their
+    /// results, cancelled ones without.
+    pub runs: Vec<RunRecord>,
+    /// Its status when it was archived (done or cancelled).
+    pub status: MatrixStatus,
+    /// Its cells' summaries, histories included, as `GetResults` gave them
+    /// when it was archived (without status and runs, stored apart).
+    pub summary: GetResultsResponse,
+    /// One point per cell with a finished run: (series identity, point).
+    pub points: Vec<(Vec<u8>, Point)>,
+}
+
+/// What `GetMatrix`, `WatchMatrix` and `GetResults` answer for an
+/// archived matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Archived {
+    pub status: MatrixStatus,
+    /// With its status and its ended runs (finished and failed), as a live
+    /// matrix's `GetResults` has them.
+    pub results: GetResultsResponse,
+    pub cells: Vec<Cell>,
+}
+
+/// Where ended matrices go.
+///
+/// `put` is all or nothing, durable when it returns, and idempotent: a
+/// matrix archived already is left as it is (and `Ok(false)` says so).
+pub trait Archive: Send {
+    fn put(&mut self, m: &ArchivedMatrix) -> Result<bool>;
+    /// The latest `limit` points of the series `key` (its identity, not its
+    /// digest), oldest first: by matrix submission order, then cell.
+    fn series(&mut self, key: &[u8], limit: usize) -> Result<Vec<Point>>;
+    fn matrix(&mut self, matrix_id: &str) -> Result<Option<Archived>>;
+}
+
+/// The index a series is found by: its identity's SHA-256, fixed-size
+/// whatever the workload's parameters and states hold.
+pub fn series_digest(key: &[u8]) -> [u8; 32] {
+    let d = ring::digest::digest(&ring::digest::SHA256, key);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(d.as_ref());
+    out
+}
+
+/// Where the archive is: how each thread that needs it opens its own
+/// connection (the results worker writes and reads series, the gRPC
+/// handlers read archived matrices).
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// The embedded store's file.
+    Sqlite(PathBuf),
+    #[cfg(feature = "ha")]
+    Postgres(Arc<PostgresUrl>),
+}
+
+impl Location {
+    /// `--archive`: a PostgreSQL connection string (`postgres://…`).
+    pub fn parse_url(s: &str) -> std::result::Result<Location, String> {
+        #[cfg(feature = "ha")]
+        {
+            s.parse::<PostgresUrl>()
+                .map(|u| Location::Postgres(Arc::new(u)))
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(not(feature = "ha"))]
+        {
+            let _ = s;
+            Err(
+                "an archive in PostgreSQL needs a coordinator built with the `ha` feature \
+                 (cargo build --features farm-coordinator/ha)"
+                    .into(),
+            )
+        }
+    }
+
+    /// A connection of its own. PostgreSQL connects on first use, and
+    /// again after it was lost: an archive down at start-up or later only
+    /// delays archiving.
+    pub fn open(&self) -> Result<Box<dyn Archive>> {
+        Ok(match self {
+            Location::Sqlite(path) => Box::new(Sqlite::open(path)?),
+            #[cfg(feature = "ha")]
+            Location::Postgres(url) => Box::new(Postgres::new(url.clone())),
+        })
+    }
+
+    /// What the archive is, for logs and errors (never a password).
+    pub fn describe(&self) -> String {
+        match self {
+            Location::Sqlite(path) => format!("SQLite {}", path.display()),
+            #[cfg(feature = "ha")]
+            Location::Postgres(url) => format!("PostgreSQL {}", url.describe()),
+        }
+    }
+}
+
+/// An archive shared by the gRPC handlers, opened at first use.
+#[derive(Clone)]
+pub struct Shared {
+    location: Location,
+    conn: Arc<std::sync::Mutex<Option<Box<dyn Archive>>>>,
+}
+
+impl Shared {
+    pub fn new(location: Location) -> Shared {
+        Shared {
+            location,
+            conn: Arc::default(),
+        }
+    }
+
+    /// The archived matrix, looked up on a blocking thread.
+    pub async fn matrix(&self, matrix_id: String) -> Result<Option<Archived>> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = this.conn.lock().unwrap_or_else(|e| e.into_inner());
+            if guard.is_none() {
+                *guard = Some(this.location.open()?);
+            }
+            let conn = guard.as_mut().expect("opened above");
+            conn.matrix(&matrix_id)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(Error::Postgres {
+                at: self.location.describe(),
+                message: format!("lookup task failed: {e}"),
+            })
+        })
+    }
+}

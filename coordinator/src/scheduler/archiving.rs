@@ -1,0 +1,238 @@
+//! Ended matrices leave live state and memory for the archive
+//! (`crate::archive`).
+//!
+//! At each tick the scheduler picks the ended matrices (every run ended,
+//! the end published to watchers), oldest first, at most
+//! [`ARCHIVE_IN_FLIGHT`] at once, and sends each to the results worker as
+//! an [`ArchiveJob`]: a copy of the matrix, its runs and its final status.
+//! The worker computes its summaries with the histories' archived past,
+//! writes it all to the archive in one transaction, and reports back
+//! ([`Event::Archived`]). Only then does the scheduler forget the matrix:
+//! it deletes it from the live store (`Op::ForgetMatrix`) and from memory.
+//!
+//! Why nothing is lost: the matrix stays live until the archive has it
+//! durably; a crash after the archive's commit and before the live delete
+//! leaves it in both, and the next leader archives it again, which the
+//! archive's idempotent `put` turns into nothing. When the archive is
+//! unreachable the job fails, the matrix stays live, and archiving pauses
+//! for [`ARCHIVE_RETRY`] before it is tried again (the backlog is on
+//! `/metrics`).
+//!
+//! A schedule's latest execution and its executions of the last hour stay
+//! live: `farmctl schedules` shows the latest's verdicts, and the kernel
+//! trigger's hourly limit counts the hour's. The count of a schedule's
+//! archived executions is kept on its record, so a restart forgets none.
+
+use std::time::{Duration, Instant};
+
+use farm_proto::{MatrixState, MatrixStatus};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use super::summaries::{Archivist, Job, Snapshot, summary_of};
+use super::{Event, MatrixMem, Scheduler, now_ms};
+use crate::archive::ArchivedMatrix;
+use crate::results;
+use crate::store::{MatrixRecord, Op, RunRecord};
+
+/// Matrices being archived at once, at most: each job holds a copy of a
+/// matrix (up to a few MiB), and the worker's queue
+/// (`RESULTS_QUEUE_CAPACITY`) keeps the rest of its room for `GetResults`.
+pub const ARCHIVE_IN_FLIGHT: usize = 8;
+/// How long archiving pauses after the archive failed a job.
+pub const ARCHIVE_RETRY: Duration = Duration::from_secs(5);
+/// A schedule's executions submitted within this long stay live.
+const KEEP_EXECUTIONS_MS: u64 = 3_600_000;
+
+/// What the scheduler knows of archiving.
+#[derive(Default)]
+pub(super) struct State {
+    in_flight: std::collections::BTreeSet<String>,
+    /// Archiving pauses until then after a failure.
+    retry_at: Option<Instant>,
+    /// The archive failed the last job: said once, until one succeeds.
+    failing: bool,
+}
+
+/// An ended matrix on its way to the archive.
+pub(super) struct ArchiveJob {
+    snapshot: Snapshot,
+    record: MatrixRecord,
+    runs: Vec<RunRecord>,
+    status: MatrixStatus,
+    series_keys: Vec<Vec<u8>>,
+}
+
+/// The worker's part: summarise with the archive's past, then archive.
+pub(super) fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Event>) {
+    let matrix_id = job.record.id.clone();
+    let outcome = summary_of(&job.snapshot, archivist)
+        .and_then(|summary| {
+            let m = archived(job, summary);
+            archivist.with(|a| a.put(&m))
+        })
+        .map_err(|e| e.to_string());
+    if let Some(tx) = events.upgrade() {
+        // Waits for room: the scheduler never waits for this thread.
+        let _ = tx.blocking_send(Event::Archived { matrix_id, outcome });
+    }
+}
+
+/// What the archive keeps of a job: one point per cell with a finished
+/// run, under its series' key.
+fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> ArchivedMatrix {
+    let r = &job.record;
+    let points = r
+        .cells
+        .iter()
+        .zip(&job.series_keys)
+        .filter_map(|(cell, key)| {
+            let runs: Vec<&RunRecord> = job.runs.iter().filter(|x| x.cell == cell.index).collect();
+            let medians = results::medians(&runs);
+            (!medians.is_empty()).then(|| {
+                let point = results::Point {
+                    matrix_id: r.id.clone(),
+                    matrix_seq: r.seq,
+                    cell: cell.index,
+                    submitted_ms: r.submitted_ms,
+                    kernel: cell.kernel.clone(),
+                    medians,
+                };
+                (key.clone(), point)
+            })
+        })
+        .collect();
+    ArchivedMatrix {
+        record: job.record,
+        runs: job.runs,
+        status: job.status,
+        summary,
+        points,
+    }
+}
+
+impl Scheduler {
+    /// At a tick: the ended matrices that may leave, to the worker.
+    pub(super) fn archive_ended(&mut self) {
+        let now = now_ms();
+        let mut ended: Vec<&MatrixMem> = self
+            .matrices
+            .values()
+            .filter(|m| m.status.borrow().state != MatrixState::Running as i32)
+            .filter(|m| !self.archiving.in_flight.contains(&m.rec.id))
+            // Its end's summaries (gauges, verdicts) first.
+            .filter(|m| !self.summaries.pending.contains(&m.rec.id))
+            .filter(|m| !self.summaries.retry.contains(&m.rec.id))
+            .filter(|m| !self.has_unended_runs(m) && !self.kept_live(m, now))
+            .collect();
+        self.metrics
+            .archive_backlog(ended.len() + self.archiving.in_flight.len());
+        if self.archiving.retry_at.is_some_and(|t| Instant::now() < t) {
+            return;
+        }
+        ended.sort_by_key(|m| m.rec.seq);
+        let room = ARCHIVE_IN_FLIGHT.saturating_sub(self.archiving.in_flight.len());
+        let mut jobs = Vec::new();
+        for m in ended.into_iter().take(room) {
+            let Ok(slot) = self.summaries.tx.clone().try_reserve_owned() else {
+                break;
+            };
+            let Some(status) = self.status(&m.rec.id) else {
+                continue;
+            };
+            let job = ArchiveJob {
+                snapshot: self.snapshot(m, false),
+                record: m.rec.clone(),
+                runs: m
+                    .runs
+                    .iter()
+                    .filter_map(|id| self.runs.get(id))
+                    .map(|r| r.rec.clone())
+                    .collect(),
+                status,
+                series_keys: m.series_keys.clone(),
+            };
+            jobs.push((slot, m.rec.id.clone(), job));
+        }
+        for (slot, id, job) in jobs {
+            self.archiving.in_flight.insert(id);
+            // After the commit, like everything the batch decided.
+            self.after_commit.push(Box::new(move || {
+                slot.send(Job::Archive(Box::new(job)));
+            }));
+        }
+    }
+
+    /// A schedule's latest execution, and its executions of the last hour.
+    fn kept_live(&self, m: &MatrixMem, now: u64) -> bool {
+        let Some(e) = &m.rec.execution else {
+            return false;
+        };
+        let latest = self
+            .schedules
+            .get(&e.schedule_id)
+            .and_then(|s| s.executions.last())
+            .is_some_and(|id| *id == m.rec.id);
+        latest || m.rec.submitted_ms.saturating_add(KEEP_EXECUTIONS_MS) > now
+    }
+
+    /// The worker archived a matrix (or failed to): it leaves, or waits.
+    pub(super) fn archived(&mut self, matrix_id: &str, outcome: Result<bool, String>) {
+        self.archiving.in_flight.remove(matrix_id);
+        match outcome {
+            Err(e) => {
+                self.archiving.retry_at = Some(Instant::now() + ARCHIVE_RETRY);
+                if !std::mem::replace(&mut self.archiving.failing, true) {
+                    warn!(matrix = %matrix_id, retry_s = ARCHIVE_RETRY.as_secs(),
+                          "ended matrices wait in live state: {e}");
+                }
+                self.metrics.archive_failed();
+            }
+            Ok(written) => {
+                if std::mem::replace(&mut self.archiving.failing, false) {
+                    info!("the archive takes ended matrices again");
+                }
+                self.archiving.retry_at = None;
+                self.forget_matrix(matrix_id, written);
+            }
+        }
+    }
+
+    /// Deletes an archived matrix from the live store and from memory.
+    fn forget_matrix(&mut self, matrix_id: &str, written: bool) {
+        let Some(m) = self.matrices.remove(matrix_id) else {
+            return;
+        };
+        self.by_seq.remove(&m.rec.seq);
+        for id in &m.runs {
+            self.runs.remove(id);
+        }
+        let seq = m.rec.seq;
+        self.queues.retain(|(s, _), _| *s != seq);
+        for key in &m.series_keys {
+            if let Some(cells) = self.series.get_mut(key) {
+                cells.retain(|&(s, _)| s != seq);
+                if cells.is_empty() {
+                    self.series.remove(key);
+                }
+            }
+        }
+        self.summaries.cache.remove(matrix_id);
+        self.summaries.pending.remove(matrix_id);
+        if let Some(e) = &m.rec.execution
+            && let Some(s) = self.schedules.get_mut(&e.schedule_id)
+        {
+            s.executions.retain(|id| id != matrix_id);
+            s.verdicts.remove(matrix_id);
+            s.rec.archived_executions += 1;
+            self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
+        }
+        self.ops.push(Op::ForgetMatrix {
+            id: m.rec.id.clone(),
+            cells: m.rec.cells.len() as u32,
+            runs: m.runs.clone(),
+        });
+        self.metrics.matrix_archived();
+        tracing::debug!(matrix = %matrix_id, runs = m.runs.len(), written, "matrix archived");
+    }
+}
