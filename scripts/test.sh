@@ -60,6 +60,10 @@ need protoc protobuf-compiler
 need setfacl acl
 # The highly available farm's tests run a 3-member etcd cluster on loopback.
 need etcd etcd-server
+# Its archive of ended matrices is PostgreSQL, run by the tests as the
+# postgres user the package makes (runuser is util-linux's).
+[ -x "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | head -n1)" ] || missing+=(postgresql)
+need runuser util-linux
 /usr/bin/python3 -c "import grpc" 2>/dev/null || missing+=(python3-grpcio)
 /usr/bin/python3 -c "import google.protobuf" 2>/dev/null || missing+=(python3-protobuf)
 update=0

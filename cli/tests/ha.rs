@@ -8,6 +8,8 @@ mod common;
 
 #[path = "../../coordinator/tests/support/etcd.rs"]
 mod cluster;
+#[path = "../../coordinator/tests/support/postgres.rs"]
+mod postgres;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -21,6 +23,8 @@ use common::{
 
 struct HaFarm {
     cluster: Cluster,
+    /// The archive every coordinator shares.
+    pg: postgres::Postgres,
     /// Flags every coordinator gets besides the common ones.
     extra: Vec<String>,
     ports: [u16; 2],
@@ -46,6 +50,7 @@ impl HaFarm {
     fn on(cluster: Cluster, agents: usize, extra: &[&str]) -> HaFarm {
         let mut f = HaFarm {
             cluster,
+            pg: postgres::Postgres::start(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             ports: [free_port(), free_port()],
             coordinators: [None, None],
@@ -105,6 +110,8 @@ impl HaFarm {
             &format!("etcd://{}", self.cluster.endpoints()),
             "--store-prefix",
             "/farm-test",
+            "--archive",
+            &self.pg.url(),
             "--leader-ttl-s",
             "3",
             "--metrics-listen",
@@ -277,6 +284,17 @@ impl HaFarm {
     fn log(&self, i: usize) -> String {
         self.coordinator(i).log_text()
     }
+
+    /// A metric without labels from coordinator `i`'s /metrics.
+    fn metric(&self, i: usize, name: &str) -> f64 {
+        let (_, body) = scrape(
+            written_addr(&self.data_dir(i).join("metrics.addr")),
+            "/metrics",
+        );
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing from:\n{body}"))
+    }
 }
 
 #[test]
@@ -309,6 +327,74 @@ fn a_killed_leader_is_replaced_and_the_matrix_finishes_with_no_run_repeated() {
             f.url(1)
         )
     );
+}
+
+#[test]
+fn ended_matrices_wait_while_postgres_is_down_and_are_archived_when_it_returns() {
+    let _g = serial();
+    let mut f = HaFarm::start(2);
+    f.pg.stop();
+    let ids = [f.submit(&twelve_runs(0.5)), f.submit(&twelve_runs(0.5))];
+    for id in &ids {
+        let out = f.farmctl(&["watch", id]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Both ended, and wait in live state: still answered from there.
+    wait_for(
+        Duration::from_secs(30),
+        "a failed archiving and a backlog of 2",
+        || {
+            f.metric(0, "farm_archive_failures_total") >= 1.0
+                && f.metric(0, "farm_archive_backlog_matrices") == 2.0
+        },
+    );
+    assert_eq!(f.metric(0, "farm_archived_matrices_total"), 0.0);
+    for id in &ids {
+        assert_exactly_once(&f.results(id), 12);
+    }
+    assert!(
+        f.log(0)
+            .contains("ended matrices wait in live state: archive (PostgreSQL at 127.0.0.1:"),
+        "{}",
+        f.log(0)
+    );
+    f.pg.resume();
+    wait_for(Duration::from_secs(30), "both matrices archived", || {
+        f.metric(0, "farm_archived_matrices_total") == 2.0
+            && f.metric(0, "farm_archive_backlog_matrices") == 0.0
+    });
+    assert!(
+        f.log(0).contains("the archive takes ended matrices again"),
+        "{}",
+        f.log(0)
+    );
+    // Nothing lost: every run once, from the archive now.
+    for id in &ids {
+        let v = f.results(id);
+        assert_exactly_once(&v, 12);
+        assert_eq!(v["state"], "done", "{v}");
+    }
+    let execs = executions(&f.agents);
+    assert_eq!(execs.len(), 24, "{execs:?}");
+    // They left etcd: the next leader recovers no matrix, and finds them
+    // in the archive.
+    f.kill_coordinator(0);
+    wait_for(Duration::from_secs(30), "coordinator 1 to lead", || {
+        f.standing(1) == "leading"
+    });
+    assert!(
+        f.log(1)
+            .contains("recovered state from the store matrices=0 agents=2"),
+        "{}",
+        f.log(1)
+    );
+    for id in &ids {
+        assert_exactly_once(&f.results(id), 12);
+    }
 }
 
 #[test]

@@ -281,10 +281,6 @@ pub enum Error {
         bytes: usize,
         limit: usize,
     },
-    /// The archive could not give what was asked (a history's past, an
-    /// archived matrix); the caller may try again.
-    #[error("{0}")]
-    Archive(String),
     /// The scheduler thread is gone (stopping, or stopped by an error).
     #[error("coordinator is shutting down")]
     ShuttingDown,

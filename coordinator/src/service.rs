@@ -84,9 +84,7 @@ impl From<scheduler::Error> for Status {
             }
             E::AgentInUse(_) => Status::failed_precondition(message),
             E::NotYourAgent { .. } => Status::permission_denied(message),
-            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown | E::Archive(_) => {
-                Status::unavailable(message)
-            }
+            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown => Status::unavailable(message),
             E::TooSlow(_) => Status::resource_exhausted(message),
             E::TooLargeForStore { .. } => Status::invalid_argument(message),
             E::Store(_) => Status::internal(message),

@@ -170,8 +170,10 @@ impl Worker {
             .name("results".into())
             .spawn(move || {
                 let mut archivist = Archivist::new(archive);
-                // The latest failure per matrix, for the waits of its version.
-                let mut failed: HashMap<String, (u64, String)> = HashMap::new();
+                // The partial summaries of each matrix's latest failure, for
+                // the waits of its version.
+                let mut failed: HashMap<String, (u64, Arc<GetResultsResponse>)> =
+                    HashMap::new();
                 // A plain thread: it may block on the channel.
                 while let Some(job) = rx.blocking_recv() {
                     match job {
@@ -198,8 +200,9 @@ impl Worker {
                                 let _ = reply.send(Ok(Results { status, summary }));
                             }
                             None => match failed.get(&matrix_id) {
-                                Some((v, e)) if *v == version => {
-                                    let _ = reply.send(Err(Error::Archive(e.clone())));
+                                Some((v, partial)) if *v == version => {
+                                    let summary = partial.clone();
+                                    let _ = reply.send(Ok(Results { status, summary }));
                                 }
                                 // Its snapshot was read first (one channel,
                                 // in order): this cannot happen.
@@ -306,14 +309,15 @@ impl Archivist {
 /// ended matrix, the results gauges first, so that whoever reads these
 /// summaries finds the gauges already showing them. Fails when the archive
 /// cannot give the histories' past: the scheduler hears of it (and sends
-/// the snapshot again later), and waits of this version are refused.
+/// the snapshot again later), and waits of this version get the
+/// [`partial`] summaries.
 fn summarise_snapshot(
     snap: Snapshot,
     cache: &Cache,
     gauges: &ResultsGauges,
     events: &mpsc::WeakSender<Event>,
     archivist: &mut Archivist,
-) -> Result<(), String> {
+) -> Result<(), Arc<GetResultsResponse>> {
     let t = Instant::now();
     let runs: Vec<&RunRecord> = snap.runs.iter().collect();
     // A `GetResults` of this very version may have come first.
@@ -323,7 +327,7 @@ fn summarise_snapshot(
             Ok(series) => Arc::new(summarise(&snap.cells, &runs, &series)),
             Err(e) => {
                 let e = e.to_string();
-                warn!(matrix = %snap.matrix_id, "summaries not computed: {e}");
+                warn!(matrix = %snap.matrix_id, "histories without their archived past: {e}");
                 if let Some(tx) = events.upgrade() {
                     let _ = tx.blocking_send(Event::SummaryFailed {
                         matrix_id: snap.matrix_id.clone(),
@@ -331,7 +335,7 @@ fn summarise_snapshot(
                         ended: snap.ended.is_some(),
                     });
                 }
-                return Err(e);
+                return Err(Arc::new(partial(&snap, &runs, &e)));
             }
         },
     };
@@ -348,6 +352,24 @@ fn summarise_snapshot(
     }
     cache.put(&snap.matrix_id, snap.version, summary);
     Ok(())
+}
+
+/// The summaries of a snapshot whose histories' archived past could not be
+/// read: everything but that past, and a note in each cell saying so. Never
+/// cached, never given to the gauges: the matrix is summarised again.
+fn partial(snap: &Snapshot, runs: &[&RunRecord], error: &str) -> GetResultsResponse {
+    let live: Vec<Vec<Point>> = snap
+        .series
+        .iter()
+        .map(|s| s.as_ref().map(|(_, live)| live.clone()).unwrap_or_default())
+        .collect();
+    let mut s = summarise(&snap.cells, runs, &live);
+    for c in &mut s.cells {
+        c.notes.push(format!(
+            "history without its archived past, which could not be read: {error}"
+        ));
+    }
+    s
 }
 
 /// A snapshot's summaries, computed now with the archive's past: what an
