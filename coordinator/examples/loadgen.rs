@@ -201,11 +201,20 @@ impl Drop for Coord {
 }
 
 fn peak_rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmHWM:")
+}
+
+/// The coordinator's resident memory now (not its peak).
+fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
+fn status_mib(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
@@ -567,7 +576,13 @@ async fn main() -> Result<()> {
     let mut walls = Vec::with_capacity(args.matrices);
     let mut refreshes = Vec::with_capacity(args.matrices);
     let mut refreshed = results_refresh(&metrics_addr)?;
-    for _ in 0..args.matrices.max(1) {
+    // Resident memory every 100 ended matrices: flat once ended matrices
+    // leave memory for the archive.
+    let mut rss_by_matrices: Vec<(usize, f64)> = Vec::new();
+    for i in 0..args.matrices.max(1) {
+        if i > 0 && i % 100 == 0 {
+            rss_by_matrices.push((i, rss_mib(pid)));
+        }
         let t = Instant::now();
         submitted = run_matrix(&mut farm, "loadgen.toml", &toml).await?;
         walls.push(t.elapsed().as_secs_f64());
@@ -584,6 +599,9 @@ async fn main() -> Result<()> {
         }
     }
     let run_s = t_run.elapsed().as_secs_f64();
+    if args.matrices >= 100 {
+        rss_by_matrices.push((args.matrices, rss_mib(pid)));
+    }
     stop.store(true, Ordering::Relaxed);
     if let Some(a) = asker {
         a.await?;
@@ -672,5 +690,8 @@ async fn main() -> Result<()> {
     println!("coordinator RSS idle           {rss_idle:.0} MiB");
     println!("coordinator RSS agents up      {rss_connected:.0} MiB");
     println!("coordinator peak RSS           {rss_peak:.0} MiB");
+    for (n, mib) in &rss_by_matrices {
+        println!("coordinator RSS after {n:>5} matrices {mib:.0} MiB");
+    }
     Ok(())
 }
