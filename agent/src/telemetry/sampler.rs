@@ -470,7 +470,10 @@ impl Sweeper {
                     },
                 ));
             };
-            if main.num_threads <= 1 {
+            // No task listed although it has threads: it exited between
+            // its status and its task list (seen under load); its main
+            // thread stands for it, as for a single-threaded one.
+            if main.num_threads <= 1 || self.procs[&p].tids.is_empty() {
                 read_threads += 1;
                 push(&main, 1);
                 continue;
