@@ -18,8 +18,10 @@
 //! for [`ARCHIVE_RETRY`] before it is tried again (the backlog is on
 //! `/metrics`).
 //!
-//! A schedule's latest execution and its executions of the last hour stay
-//! live: `farmctl schedules` shows the latest's verdicts, and the kernel
+//! The latest done matrix of each series of the results gauges stays live,
+//! so that a restart shows the gauges again (memory is then bounded by the
+//! live matrices and one matrix per series, not by history). A schedule's
+//! latest execution and its executions of the last hour stay live too: `farmctl schedules` shows the latest's verdicts, and the kernel
 //! trigger's hourly limit counts the hour's. The count of a schedule's
 //! archived executions is kept on its record, so a restart forgets none.
 
@@ -125,6 +127,12 @@ impl Scheduler {
             .filter(|m| !self.summaries.retry.contains(&m.rec.id))
             .filter(|m| !self.has_unended_runs(m) && !self.kept_live(m, now))
             .collect();
+        if !ended.is_empty() {
+            // The latest of a series stays: the results gauges show it, and
+            // a restart recovers them from live state.
+            let (_, latest) = self.latest_of_series();
+            ended.retain(|m| !latest.contains(&m.rec.seq));
+        }
         self.metrics
             .archive_backlog(ended.len() + self.archiving.in_flight.len());
         if self.archiving.retry_at.is_some_and(|t| Instant::now() < t) {

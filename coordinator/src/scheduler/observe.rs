@@ -24,14 +24,10 @@ impl Scheduler {
         }
     }
 
-    /// After recovery: run counts, and the results of the done matrices that
-    /// are the latest of some cell's series. Only those are summarised, so a
-    /// long history does not slow the start; their summaries stay cached.
-    pub(super) fn recover_metrics(&mut self) {
-        for m in self.matrices.values() {
-            self.metrics
-                .run_counts_changed(None, m.status.borrow().counts.as_ref());
-        }
+    /// The done matrices, newest first, and the seqs of those that are the
+    /// latest of some cell's series in the results gauges: what a restart
+    /// shows them from, so they stay live (`archiving`).
+    pub(super) fn latest_of_series(&self) -> (Vec<&MatrixMem>, BTreeSet<u64>) {
         let done = MatrixState::Done as i32;
         let mut newest_first: Vec<&MatrixMem> = self
             .matrices
@@ -49,12 +45,23 @@ impl Scheduler {
                 }
             }
         }
+        (newest_first, latest)
+    }
+
+    /// After recovery: run counts, and the results of the done matrices that
+    /// are the latest of some cell's series. Only those are summarised, so a
+    /// long history does not slow the start; their summaries stay cached.
+    pub(super) fn recover_metrics(&mut self) {
+        for m in self.matrices.values() {
+            self.metrics
+                .run_counts_changed(None, m.status.borrow().counts.as_ref());
+        }
+        let (newest_first, latest) = self.latest_of_series();
         let ended: Vec<Ended> = newest_first
             .iter()
             .filter(|m| latest.contains(&m.rec.seq))
             .map(|m| self.ended_now(m))
             .collect();
-        self.metrics.recovered(ended);
         // Ended executions' verdicts (`farmctl schedules`) come from the
         // worker, whose histories have the archive's past.
         let executions: Vec<String> = newest_first
@@ -62,6 +69,7 @@ impl Scheduler {
             .filter(|m| m.rec.execution.is_some())
             .map(|m| m.rec.id.clone())
             .collect();
+        self.metrics.recovered(ended);
         self.summaries.pending.extend(executions);
     }
 
