@@ -48,6 +48,9 @@ pub enum Error {
         what: String,
         source: prost::DecodeError,
     },
+    /// The blocking task of a lookup ended without an answer (a panic).
+    #[error("archive ({at}): the lookup did not finish: {message}")]
+    Lookup { at: String, message: String },
     #[error("archive: {what} is {value}, beyond what the archive stores")]
     OutOfRange { what: &'static str, value: u64 },
 }
@@ -183,9 +186,9 @@ impl Shared {
         })
         .await
         .unwrap_or_else(|e| {
-            Err(Error::Postgres {
+            Err(Error::Lookup {
                 at: self.location.describe(),
-                message: format!("lookup task failed: {e}"),
+                message: e.to_string(),
             })
         })
     }
