@@ -22,7 +22,7 @@
 mod fleet;
 pub mod series;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -253,9 +253,9 @@ impl Metrics {
         register(&registry, archived.clone());
         let archive_failures = prometheus::IntCounter::new(
             "farm_archive_failures_total",
-            "Attempts to archive an ended matrix that the archive failed (unreachable, \
-             timed out, refused); each pauses archiving for scheduler::ARCHIVE_RETRY, and \
-             the matrix waits in live state.",
+            "Attempts to archive an ended matrix, or to read its histories' past for its \
+             summaries, that the archive failed (unreachable, timed out, refused); each \
+             pauses them for scheduler::ARCHIVE_RETRY, and the matrix waits in live state.",
         )
         .expect("valid counter options");
         register(&registry, archive_failures.clone());
@@ -485,6 +485,11 @@ impl Metrics {
     pub fn recovered(&mut self, ended: impl IntoIterator<Item = Ended>) {
         self.results.recovered(ended);
     }
+
+    /// The seqs of the ended matrices the results gauges show.
+    pub fn shown_matrices(&self) -> BTreeSet<u64> {
+        self.results.shown()
+    }
 }
 
 impl ResultsGauges {
@@ -500,6 +505,13 @@ impl ResultsGauges {
         let mut r = self.lock();
         r.ended.extend(ended.into_iter().map(|e| (e.seq, e)));
         r.refresh();
+    }
+
+    /// The seqs of the ended matrices the gauges show now: what a restart
+    /// shows them from, so those matrices stay live (`archiving`). At most
+    /// the series limit per family.
+    pub fn shown(&self) -> BTreeSet<u64> {
+        self.lock().ended.keys().copied().collect()
     }
 
     /// A matrix's end took `took` (summaries, gauges).

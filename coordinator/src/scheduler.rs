@@ -184,6 +184,8 @@ pub enum Event {
         matrix_id: String,
         version: u64,
         ended: bool,
+        /// Why the archive could not give the histories' past.
+        error: String,
     },
     /// From the results worker: an ended matrix's summaries.
     Summarised {
@@ -332,6 +334,10 @@ struct MatrixMem {
     version: u64,
     /// The version of the last snapshot sent to the results worker.
     requested: u64,
+    /// Whether the results gauges have had the matrix's end (the worker
+    /// said `Summarised`, or recovery gave it to them): until then the
+    /// archive cannot know whether the gauges show it.
+    gauged: bool,
     /// The matrix's trace span, from submission until it ends; a matrix
     /// recovered after a restart has none, and its runs' spans are roots.
     span: Span,
@@ -613,7 +619,8 @@ impl Scheduler {
                 matrix_id,
                 version,
                 ended,
-            } => self.summary_failed(&matrix_id, version, ended),
+                error,
+            } => self.summary_failed(&matrix_id, version, ended, &error),
             Event::CronDue { schedule_id, at_ms } => self.cron_due(&schedule_id, at_ms),
             Event::ListSchedules { reply } => {
                 let r = self.list_schedules();

@@ -18,11 +18,15 @@
 //! for [`ARCHIVE_RETRY`] before it is tried again (the backlog is on
 //! `/metrics`).
 //!
-//! The latest done matrix of each series of the results gauges stays live,
-//! so that a restart shows the gauges again (memory is then bounded by the
-//! live matrices and one matrix per series, not by history). A schedule's
-//! latest execution and its executions of the last hour stay live too: `farmctl schedules` shows the latest's verdicts, and the kernel
-//! trigger's hourly limit counts the hour's. The count of a schedule's
+//! A done matrix stays live while the results gauges show it (the latest
+//! of a series, within `--metrics-series-limit` samples a family), so that
+//! a restart shows the gauges again; it waits until the gauges have had
+//! its end, for until then nobody knows whether they show it. Memory is
+//! then bounded by the unended matrices and what the gauges show, not by
+//! history nor by the number of series. A schedule's latest execution and
+//! its executions of the last hour stay live too: `farmctl schedules`
+//! shows the latest's verdicts, and the kernel trigger's hourly limit
+//! counts the hour's. The count of a schedule's
 //! archived executions is kept on its record, so a restart forgets none.
 
 use std::time::{Duration, Instant};
@@ -121,23 +125,28 @@ impl Scheduler {
             .matrices
             .values()
             .filter(|m| m.status.borrow().state != MatrixState::Running as i32)
-            .filter(|m| !self.archiving.in_flight.contains(&m.rec.id))
-            // Its end's summaries (gauges, verdicts) first.
-            .filter(|m| !self.summaries.pending.contains(&m.rec.id))
-            .filter(|m| !self.summaries.retry.contains(&m.rec.id))
             .filter(|m| !self.has_unended_runs(m) && !self.kept_live(m, now))
             .collect();
         if !ended.is_empty() {
-            // The latest of a series stays: the results gauges show it, and
-            // a restart recovers them from live state.
-            let (_, latest) = self.latest_of_series();
-            ended.retain(|m| !latest.contains(&m.rec.seq));
+            // What the results gauges show stays: a restart recovers them
+            // from live state.
+            let shown = self.metrics.shown_matrices();
+            ended.retain(|m| !shown.contains(&m.rec.seq));
         }
-        self.metrics
-            .archive_backlog(ended.len() + self.archiving.in_flight.len());
+        // Those on their way included, and those whose summaries wait.
+        self.metrics.archive_backlog(ended.len());
         if self.archiving.retry_at.is_some_and(|t| Instant::now() < t) {
             return;
         }
+        ended.retain(|m| {
+            !self.archiving.in_flight.contains(&m.rec.id)
+                // Its end's summaries (gauges, verdicts) first: until the
+                // gauges have had them, nobody knows whether they show it.
+                // A cancelled matrix never shows in them.
+                && (m.gauged || m.rec.cancelled)
+                && !self.summaries.pending.contains(&m.rec.id)
+                && !self.summaries.retry.contains(&m.rec.id)
+        });
         ended.sort_by_key(|m| m.rec.seq);
         let room = ARCHIVE_IN_FLIGHT.saturating_sub(self.archiving.in_flight.len());
         let mut jobs = Vec::new();
@@ -190,11 +199,7 @@ impl Scheduler {
         match outcome {
             Err(e) => {
                 self.archiving.retry_at = Some(Instant::now() + ARCHIVE_RETRY);
-                if !std::mem::replace(&mut self.archiving.failing, true) {
-                    warn!(matrix = %matrix_id, retry_s = ARCHIVE_RETRY.as_secs(),
-                          "ended matrices wait in live state: {e}");
-                }
-                self.metrics.archive_failed();
+                self.archive_failed(matrix_id, &e);
             }
             Ok(written) => {
                 if std::mem::replace(&mut self.archiving.failing, false) {
@@ -204,6 +209,16 @@ impl Scheduler {
                 self.forget_matrix(matrix_id, written);
             }
         }
+    }
+
+    /// The archive failed a matrix's put or its summaries' past: said once
+    /// until a put succeeds, and counted.
+    pub(super) fn archive_failed(&mut self, matrix_id: &str, error: &str) {
+        if !std::mem::replace(&mut self.archiving.failing, true) {
+            warn!(matrix = %matrix_id, retry_s = ARCHIVE_RETRY.as_secs(),
+                  "ended matrices wait in live state: {error}");
+        }
+        self.metrics.archive_failed();
     }
 
     /// Deletes an archived matrix from the live store and from memory.

@@ -25,9 +25,9 @@ impl Scheduler {
     }
 
     /// The done matrices, newest first, and the seqs of those that are the
-    /// latest of some cell's series in the results gauges: what a restart
-    /// shows them from, so they stay live (`archiving`).
-    pub(super) fn latest_of_series(&self) -> (Vec<&MatrixMem>, BTreeSet<u64>) {
+    /// latest of some cell's series: what a restart shows the results
+    /// gauges from.
+    fn latest_of_series(&self) -> (Vec<&MatrixMem>, BTreeSet<u64>) {
         let done = MatrixState::Done as i32;
         let mut newest_first: Vec<&MatrixMem> = self
             .matrices
@@ -50,7 +50,11 @@ impl Scheduler {
 
     /// After recovery: run counts, and the results of the done matrices that
     /// are the latest of some cell's series. Only those are summarised, so a
-    /// long history does not slow the start; their summaries stay cached.
+    /// long history does not slow the start. They are summarised here from
+    /// live points, so that the gauges show at once, and again by the
+    /// worker, whose histories have the archive's past (a history's change
+    /// needs it), as are ended executions for their verdicts (`farmctl
+    /// schedules`).
     pub(super) fn recover_metrics(&mut self) {
         for m in self.matrices.values() {
             self.metrics
@@ -62,15 +66,19 @@ impl Scheduler {
             .filter(|m| latest.contains(&m.rec.seq))
             .map(|m| self.ended_now(m))
             .collect();
-        // Ended executions' verdicts (`farmctl schedules`) come from the
-        // worker, whose histories have the archive's past.
-        let executions: Vec<String> = newest_first
+        let again: Vec<String> = newest_first
             .iter()
-            .filter(|m| m.rec.execution.is_some())
+            .filter(|m| latest.contains(&m.rec.seq) || m.rec.execution.is_some())
             .map(|m| m.rec.id.clone())
             .collect();
         self.metrics.recovered(ended);
-        self.summaries.pending.extend(executions);
+        self.summaries.pending.extend(again);
+        // The gauges have had every recovered end: an ended matrix they
+        // do not show now they never will.
+        let running = MatrixState::Running as i32;
+        for m in self.matrices.values_mut() {
+            m.gauged = m.status.borrow().state != running;
+        }
     }
 
     /// The fleet gauge from the agents with an open stream.

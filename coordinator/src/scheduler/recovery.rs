@@ -167,6 +167,7 @@ impl Scheduler {
                 series_keys,
                 version: self.generation,
                 requested: 0,
+                gauged: false,
                 span: Span::none(),
             },
         );

@@ -152,6 +152,9 @@ pub(super) struct Worker {
     /// Ended matrices whose summaries failed (the archive was unreachable):
     /// summarised again at a later tick.
     pub(super) retry: BTreeSet<String>,
+    /// Not before then: an unreachable archive may hold the worker for its
+    /// whole timeout at each attempt, with `GetResults` queued behind.
+    pub(super) retry_at: Option<Instant>,
 }
 
 impl Worker {
@@ -218,6 +221,7 @@ impl Worker {
             cache,
             pending: BTreeSet::new(),
             retry: BTreeSet::new(),
+            retry_at: None,
         }
     }
 }
@@ -333,6 +337,7 @@ fn summarise_snapshot(
                         matrix_id: snap.matrix_id.clone(),
                         version: snap.version,
                         ended: snap.ended.is_some(),
+                        error: e.clone(),
                     });
                 }
                 return Err(Arc::new(partial(&snap, &runs, &e)));
@@ -512,9 +517,10 @@ impl Scheduler {
     /// The worker computed an ended matrix's summaries: an execution of a
     /// schedule keeps what `farmctl schedules` shows of it.
     pub(super) fn summarised(&mut self, matrix_id: &str, summary: &GetResultsResponse) {
-        let Some(m) = self.matrices.get(matrix_id) else {
+        let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
+        m.gauged = true;
         if let Some(e) = &m.rec.execution {
             let verdicts = super::continuous::verdicts(&m.rec.cells, &summary.cells);
             if let Some(s) = self.schedules.get_mut(&e.schedule_id) {
@@ -574,7 +580,13 @@ impl Scheduler {
     /// The worker could not summarise `version` of a matrix (the archive):
     /// the next `GetResults` sends a snapshot again, and an ended matrix is
     /// summarised again at a later tick.
-    pub(super) fn summary_failed(&mut self, matrix_id: &str, version: u64, ended: bool) {
+    pub(super) fn summary_failed(
+        &mut self,
+        matrix_id: &str,
+        version: u64,
+        ended: bool,
+        error: &str,
+    ) {
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
@@ -583,11 +595,18 @@ impl Scheduler {
         }
         if ended {
             self.summaries.retry.insert(matrix_id.to_owned());
+            self.summaries.retry_at = Some(Instant::now() + super::archiving::ARCHIVE_RETRY);
+            // It cannot leave without its summaries: the archive failed it.
+            self.archive_failed(matrix_id, error);
         }
     }
 
-    /// At a tick: the ended matrices whose summaries failed.
+    /// At a tick: the ended matrices whose summaries failed, once the
+    /// pause after the last failure is over.
     pub(super) fn summarise_retries(&mut self) {
+        if self.summaries.retry_at.is_some_and(|t| Instant::now() < t) {
+            return;
+        }
         for id in std::mem::take(&mut self.summaries.retry) {
             self.summarise_ended(&id);
         }

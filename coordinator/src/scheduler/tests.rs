@@ -47,9 +47,14 @@ struct Farm {
 
 impl Farm {
     fn new(lease_ms: u32, max_attempts: u32) -> Farm {
+        Farm::with_series_limit(lease_ms, max_attempts, crate::metrics::DEFAULT_SERIES_LIMIT)
+    }
+
+    /// With the results gauges limited to `series_limit` samples a family.
+    fn with_series_limit(lease_ms: u32, max_attempts: u32, series_limit: usize) -> Farm {
         let dir = tempfile::tempdir().unwrap();
         let store = Sqlite::open(&dir.path().join("db")).unwrap();
-        let metrics = Metrics::new(crate::metrics::DEFAULT_SERIES_LIMIT);
+        let metrics = Metrics::new(series_limit);
         let registry = metrics.registry().clone();
         let (h, _thread) = spawn_with(
             store,
@@ -1266,4 +1271,66 @@ async fn kernel_triggers_start_at_most_the_hourly_limit_of_executions() {
             ("rate_limit".to_string(), 12)
         ]
     );
+}
+
+/// Six matrices, each its own series, each the latest of it: the results
+/// gauges, limited to two samples a family, show the newest two, which stay
+/// live (a restart shows the gauges from them); the four others leave for
+/// the archive. Memory is bounded by what the gauges show, not by the
+/// number of series.
+#[tokio::test]
+async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
+    let farm = Farm::with_series_limit(60_000, 3, 2);
+    let a = farm.register().await;
+    let mut ids = Vec::new();
+    for k in 1..=6 {
+        let text = format!(
+            "name = \"s{k}\"\n[[workloads]]\nname = \"cpu-hog\"\nparams = {{ seconds = {k} }}\n"
+        );
+        ids.push(submit_text(&farm, &text).await);
+        assert_eq!(play(&farm, &a, |_, _| f64::from(k)).await, vec![(0, 0)]);
+    }
+    let archived = || {
+        farm.registry
+            .gather()
+            .iter()
+            .find(|f| f.name() == "farm_archived_matrices_total")
+            .map_or(0, |f| f.get_metric()[0].get_counter().get_value() as u64)
+    };
+    let t = Instant::now();
+    while archived() < 4 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "archived {}",
+            archived()
+        );
+        farm.h.try_send(Event::Tick).unwrap();
+        farm.sync().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Ticks enough for a fifth to leave, if one could.
+    for _ in 0..5 {
+        farm.h.try_send(Event::Tick).unwrap();
+        farm.sync().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(archived(), 4);
+    let mut live = Vec::new();
+    for id in &ids {
+        let matrix_id = id.clone();
+        let known = farm
+            .h
+            .call(|reply| Event::Status { matrix_id, reply })
+            .await
+            .is_ok();
+        live.push(known);
+    }
+    assert_eq!(live, [false, false, false, false, true, true]);
+    // An archived matrix's results come from the archive, history and all.
+    let mut archive = crate::archive::Location::Sqlite(farm._dir.path().join("db"))
+        .open()
+        .unwrap();
+    let first = archive.matrix(&ids[0]).unwrap().expect("archived");
+    assert_eq!(first.results.cells.len(), 1);
+    assert_eq!(first.results.cells[0].history[0].points.len(), 1);
 }
