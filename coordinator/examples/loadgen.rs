@@ -58,6 +58,11 @@ struct Args {
     /// points, gauges: `farm_results_refresh_seconds`) is reported.
     #[arg(long, default_value_t = 1)]
     matrices: usize,
+    /// With `--matrices`: each matrix on series of its own (its workload's
+    /// `seconds` differs), so that every one is the latest of its series
+    /// and no history grows.
+    #[arg(long)]
+    new_series: bool,
     /// Before the measured matrix, run one of this many cells (cpu-hog,
     /// one cell per thread count, 5 runs each, compared with the first
     /// cell) to its end; 0 runs none.
@@ -584,6 +589,11 @@ async fn main() -> Result<()> {
             rss_by_matrices.push((i, rss_mib(pid)));
         }
         let t = Instant::now();
+        let toml = if args.new_series {
+            toml.replace("seconds = 0.01", &format!("seconds = {}", 1 + i))
+        } else {
+            toml.clone()
+        };
         submitted = run_matrix(&mut farm, "loadgen.toml", &toml).await?;
         walls.push(t.elapsed().as_secs_f64());
         // The gauges are redone right after the final status is published.
