@@ -174,6 +174,8 @@ impl Probe {
             guest_arches: Vec::new(),
             guest_accelerators: Vec::new(),
             guest_kernels: Vec::new(),
+            // None until the agent builds kernels from trees.
+            kernel_repos: Vec::new(),
         };
         tracing::debug!(?capabilities, root = %self.root.display(), "capabilities discovered");
         Ok(capabilities)

@@ -27,6 +27,12 @@ pub enum Requirement {
     },
     /// A `file:` image booted in a guest: an agent that lists it (its own files).
     GuestImage(String),
+    /// A `git:` kernel, built from a tree and booted in a guest: an agent
+    /// that has the repository (`--kernel-repo`).
+    KernelRepo {
+        kernel: String,
+        repo: String,
+    },
     Workload(String),
     /// A machine-state kind the agent must be able to apply and restore.
     State(StateKind),
@@ -59,6 +65,10 @@ impl fmt::Display for Requirement {
             Requirement::GuestKernel { kernel, arch } => {
                 write!(f, "kernel={kernel} (an agent that boots {arch} guests)")
             }
+            Requirement::KernelRepo { kernel, repo } => write!(
+                f,
+                "kernel={kernel} (an agent with the repository `{repo}` in its --kernel-repo)"
+            ),
             Requirement::Workload(w) => write!(f, "workload={w}"),
             Requirement::State(s) => write!(f, "state={s}"),
             Requirement::Hotplug(cpus) => {
@@ -83,6 +93,7 @@ impl Requirement {
             Requirement::Executor(e) => caps.executors.iter().any(|x| x == e.as_str()),
             Requirement::Kernel(k) => caps.kernel_release == *k,
             Requirement::GuestImage(kernel) => caps.guest_kernels.iter().any(|k| k == kernel),
+            Requirement::KernelRepo { repo, .. } => caps.kernel_repos.iter().any(|r| r == repo),
             Requirement::GuestKernel { arch, .. } => {
                 caps.guest_arches.iter().any(|a| a == arch.uname())
             }
@@ -136,12 +147,27 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
         // An image of the user's: the agents that list it (its arch is
         // checked when it boots).
         Ok(Kernel::File(_)) => out.push(Requirement::GuestImage(cell.kernel.clone())),
+        // Built where the repository is, and booted there in an x86_64 guest.
+        Ok(Kernel::Git(g)) => out.extend([
+            Requirement::GuestKernel {
+                kernel: cell.kernel.clone(),
+                arch: Arch::X86_64,
+            },
+            Requirement::KernelRepo {
+                kernel: cell.kernel.clone(),
+                repo: g.repo().to_owned(),
+            },
+        ]),
         // As a release no agent runs, as before kernels had a type.
         Err(_) => out.push(Requirement::Kernel(cell.kernel.clone())),
     }
     if matches!(
         out.last(),
-        Some(Requirement::GuestKernel { .. } | Requirement::GuestImage(_))
+        Some(
+            Requirement::GuestKernel { .. }
+                | Requirement::GuestImage(_)
+                | Requirement::KernelRepo { .. }
+        )
     ) {
         // The guest brings the workload (the matrix admits only those guests
         // carry) and applies the state inside itself: the host's own tools,

@@ -5,7 +5,10 @@
 //! - `debian:<version>`: Debian's package of that version, booted in a guest
 //!   of the arch its flavour names (`6.1.0-57-cloud-amd64`: x86_64);
 //! - `file:<absolute path>`: an image of an agent's operator, booted in a
-//!   guest by the agents that list it.
+//!   guest by the agents that list it;
+//! - `git:<repo>@<ref>`: built from a commit, tag or branch of a repository
+//!   an agent's operator named `<repo>` (`--kernel-repo`), and booted in a
+//!   guest.
 //!
 //! The flavour → arch table is here and nowhere else: the coordinator
 //! places a `debian:` cell by it and the agent boots the guest by it.
@@ -138,6 +141,62 @@ impl KernelPath {
     }
 }
 
+/// A kernel built from a tree: `git:<repo>@<ref>`. The repository is a
+/// name an agent's operator gave a local clone, never a path or a URL; the
+/// ref is a commit id, a tag or a branch, in a grammar narrower than git's
+/// (`git check-ref-format`), so it is one argument that git can never read
+/// as an option, a range or a revision expression.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GitKernel {
+    repo: String,
+    rev: String,
+}
+
+impl GitKernel {
+    /// The longest repository name.
+    pub const MAX_REPO_LEN: usize = 64;
+    /// The longest ref: git's own limit is the file system's, and refs in
+    /// kernel trees are under 100 characters.
+    pub const MAX_REF_LEN: usize = 200;
+
+    pub fn repo(&self) -> &str {
+        &self.repo
+    }
+
+    pub fn rev(&self) -> &str {
+        &self.rev
+    }
+
+    /// Whether `name` is a repository name: letters, digits and `_ -`,
+    /// starting with a letter or digit. The agent's `--kernel-repo` names
+    /// are checked by the same rule.
+    pub fn valid_repo(name: &str) -> bool {
+        let b = name.as_bytes();
+        !b.is_empty()
+            && b.len() <= GitKernel::MAX_REPO_LEN
+            && b[0].is_ascii_alphanumeric()
+            && b.iter()
+                .all(|&c| c.is_ascii_alphanumeric() || b"_-".contains(&c))
+    }
+
+    /// Whether `rev` is a ref of the grammar: components of letters,
+    /// digits and `. _ - +` joined by single `/`, none starting with `.` or
+    /// `-` nor ending in `.lock` or `.`, and no `..` anywhere.
+    pub fn valid_rev(rev: &str) -> bool {
+        !rev.is_empty()
+            && rev.len() <= GitKernel::MAX_REF_LEN
+            && !rev.contains("..")
+            && rev.split('/').all(|c| {
+                !c.is_empty()
+                    && !c.starts_with(['.', '-'])
+                    && !c.ends_with(".lock")
+                    && !c.ends_with('.')
+                    && c.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b))
+            })
+    }
+}
+
 /// A kernel of the matrix's kernel axis.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kernel {
@@ -145,6 +204,7 @@ pub enum Kernel {
     Release(String),
     Debian(DebianKernel),
     File(KernelPath),
+    Git(GitKernel),
 }
 
 /// Why a kernel name was refused.
@@ -159,6 +219,9 @@ pub enum KernelError {
     FileNotAbsolute { name: String },
     FileChars { name: String },
     Prefix { name: String },
+    GitForm { name: String },
+    GitRepo { name: String },
+    GitRef { name: String },
 }
 
 impl fmt::Display for KernelError {
@@ -199,7 +262,25 @@ impl fmt::Display for KernelError {
             ),
             KernelError::Prefix { name } => write!(
                 f,
-                "`{name}`: a kernel is `running`, a release, `debian:<version>` or `file:<path>`"
+                "`{name}`: a kernel is `running`, a release, `debian:<version>`, `file:<path>` \
+                 or `git:<repo>@<ref>`"
+            ),
+            KernelError::GitForm { name } => write!(
+                f,
+                "`{name}`: a kernel from a tree is `git:<repo>@<ref>` (e.g. git:linux@v6.1)"
+            ),
+            KernelError::GitRepo { name } => write!(
+                f,
+                "`{name}`: a repository is a name of at most {} letters, digits, _ and -, \
+                 starting with a letter or digit (one an agent's --kernel-repo gives)",
+                GitKernel::MAX_REPO_LEN
+            ),
+            KernelError::GitRef { name } => write!(
+                f,
+                "`{name}`: a ref is a commit id, tag or branch of at most {} characters: \
+                 letters, digits and . _ - + in parts joined by single /, no part starting \
+                 with . or - or ending in . or .lock, and no ..",
+                GitKernel::MAX_REF_LEN
             ),
         }
     }
@@ -212,9 +293,22 @@ impl Kernel {
     pub const MAX_LEN: usize = 4096 + "file:".len();
     pub const RUNNING: &'static str = "running";
 
-    /// Whether the kernel boots in a guest (`debian:`, `file:`).
+    /// Whether the kernel boots in a guest (`debian:`, `file:`, `git:`).
     pub fn is_guest(&self) -> bool {
-        matches!(self, Kernel::Debian(_) | Kernel::File(_))
+        matches!(self, Kernel::Debian(_) | Kernel::File(_) | Kernel::Git(_))
+    }
+
+    /// What a history of this kernel's runs is apart from others' by: the
+    /// guest's arch, since an s390x figure never continues an x86_64 trend
+    /// (`git:` kernels are built for x86_64 guests); a `file:` image's is
+    /// its own, since only its agent knows its arch; host kernels' is empty.
+    pub fn history_class(&self) -> &'static str {
+        match self {
+            Kernel::Debian(d) => d.arch.uname(),
+            Kernel::Git(_) => Arch::X86_64.uname(),
+            Kernel::File(_) => "file",
+            Kernel::Running | Kernel::Release(_) => "",
+        }
     }
 
     /// The arch the kernel must run on, where its name says it.
@@ -266,6 +360,20 @@ impl FromStr for Kernel {
                 return Err(KernelError::FileChars { name: quoted() });
             }
             Ok(Kernel::File(KernelPath(p.to_owned())))
+        } else if let Some(g) = name.strip_prefix("git:") {
+            let (repo, rev) = g
+                .split_once('@')
+                .ok_or_else(|| KernelError::GitForm { name: quoted() })?;
+            if !GitKernel::valid_repo(repo) {
+                return Err(KernelError::GitRepo { name: quoted() });
+            }
+            if !GitKernel::valid_rev(rev) {
+                return Err(KernelError::GitRef { name: quoted() });
+            }
+            Ok(Kernel::Git(GitKernel {
+                repo: repo.to_owned(),
+                rev: rev.to_owned(),
+            }))
         } else if name.contains(':') {
             Err(KernelError::Prefix { name: quoted() })
         } else {
@@ -281,6 +389,7 @@ impl fmt::Display for Kernel {
             Kernel::Release(r) => f.write_str(r),
             Kernel::Debian(d) => write!(f, "debian:{}", d.version),
             Kernel::File(p) => write!(f, "file:{}", p.0),
+            Kernel::Git(g) => write!(f, "git:{}@{}", g.repo, g.rev),
         }
     }
 }

@@ -111,8 +111,23 @@ proptest! {
                 Kernel::File(p) => prop_assert!(!p.path().split('/').any(|c| c == "..")),
                 Kernel::Release(r) => prop_assert!(!r.contains(':')),
                 Kernel::Running => prop_assert_eq!(text.as_str(), "running"),
+                // One argument git never reads as an option, range or
+                // expression.
+                Kernel::Git(g) => {
+                    prop_assert!(!g.rev().starts_with('-') && !g.rev().contains(".."));
+                    prop_assert!(g.rev().bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b)));
+                    prop_assert!(g.repo().bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b)));
+                }
             }
         }
+    }
+
+    #[test]
+    fn git_kernels_round_trip(repo in "[a-z0-9][a-z0-9_-]{0,10}", rev in "[a-z0-9][a-z0-9+_-]{0,6}(/[a-z0-9][a-z0-9+_-]{0,6}){0,3}") {
+        let name = format!("git:{repo}@{rev}");
+        let k: Kernel = name.parse().unwrap();
+        prop_assert!(k.is_guest());
+        prop_assert_eq!(k.to_string(), name);
     }
 
     #[test]

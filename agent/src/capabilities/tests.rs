@@ -631,6 +631,7 @@ fn two_node_hybrid_kvm_guest_as_root() {
         guest_arches: vec![],
         guest_accelerators: vec![],
         guest_kernels: vec![],
+        kernel_repos: vec![],
     };
     assert_eq!(got, want);
 }
@@ -692,6 +693,7 @@ fn s390x_kvm_guest_without_numa_nodes() {
         guest_arches: vec![],
         guest_accelerators: vec![],
         guest_kernels: vec![],
+        kernel_repos: vec![],
     };
     assert_eq!(got, want);
 }

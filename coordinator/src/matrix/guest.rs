@@ -127,11 +127,12 @@ pub(super) fn guest_limits(
 
 /// The arch a kernel boots a guest of, `None` for one that runs on the host:
 /// a `debian:` kernel's flavour's, and x86_64 for a `file:` image, whose arch
-/// only its agent knows (and checks again).
+/// only its agent knows (and checks again), and for a `git:` kernel, which
+/// is built for x86_64 guests.
 fn guest_arch(kernel: &Kernel) -> Option<Arch> {
     match kernel {
         Kernel::Debian(d) => Some(d.arch()),
-        Kernel::File(_) => Some(Arch::X86_64),
+        Kernel::File(_) | Kernel::Git(_) => Some(Arch::X86_64),
         Kernel::Running | Kernel::Release(_) => None,
     }
 }

@@ -2010,7 +2010,8 @@ fn bad_verdict_policies() {
 fn kernel_names() {
     let m = ok(
         "kernels = [\"running\", \"6.1.0-47-amd64\", \"debian:6.1.0-57-cloud-amd64\", \
-         \"debian:6.12.107+deb12-cloud-amd64\", \"debian:6.1.0-50-s390x\"]\n\
+         \"debian:6.12.107+deb12-cloud-amd64\", \"debian:6.1.0-50-s390x\", \
+         \"git:tip@sched/urgent\"]\n\
          name = \"m\"\n[[workloads]]\nname = \"stress-ng\"\n",
     );
     let kinds: Vec<String> = m
@@ -2021,6 +2022,7 @@ fn kernel_names() {
             farm_spec::Kernel::Release(_) => "release".to_owned(),
             farm_spec::Kernel::Debian(d) => format!("debian {}", d.arch()),
             farm_spec::Kernel::File(_) => "file".to_owned(),
+            farm_spec::Kernel::Git(g) => format!("git {}", g.repo()),
         })
         .collect();
     assert_eq!(
@@ -2030,7 +2032,8 @@ fn kernel_names() {
             "release",
             "debian x86_64",
             "debian x86_64",
-            "debian s390x"
+            "debian s390x",
+            "git tip"
         ]
     );
     for (kernel, message) in [
@@ -2046,6 +2049,16 @@ fn kernel_names() {
         ("file:/srv/kernels/vmlinuz;test", "letters, digits and /"),
         ("file:/srv/kernels/$(reboot)", "letters, digits and /"),
         ("http://example.com/vmlinuz", "`running`, a release"),
+        ("git:/srv/linux@v6.1", "a repository is a name"),
+        (
+            "git:linux@v6.0..v6.1",
+            "a ref is a commit id, tag or branch",
+        ),
+        (
+            "git:linux@--output=x",
+            "a ref is a commit id, tag or branch",
+        ),
+        ("git:linux", "`git:<repo>@<ref>`"),
     ] {
         check_err(
             &format!("kernels = [\"{kernel}\"]\n{HEAD}"),

@@ -96,11 +96,10 @@ impl Sample {
     /// arch class, since an s390x history never continues an x86_64 one.
     fn history_key(&self) -> HistoryKey<'_> {
         let s = &self.series;
-        let arch = match s.kernel.parse::<farm_spec::Kernel>() {
-            Ok(farm_spec::Kernel::Debian(d)) => d.arch().uname(),
-            Ok(farm_spec::Kernel::File(_)) => "file",
-            _ => "",
-        };
+        let arch = s
+            .kernel
+            .parse::<farm_spec::Kernel>()
+            .map_or("", |k| k.history_class());
         (
             &s.workload,
             &s.metric,

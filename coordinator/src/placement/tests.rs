@@ -187,6 +187,27 @@ fn guest_kernels_go_to_agents_that_boot_guests_of_their_arch() {
              its --kernel-dir)"
         )
     );
+    // A `git:` kernel goes only where its repository is, to be built and
+    // booted in an x86_64 guest there.
+    let tree = requirements(&cell("", 0, 0, "git:tip@sched/urgent", ""));
+    assert!(!satisfies(&tree, &tcg));
+    let builds = Capabilities {
+        kernel_repos: vec!["linux".into(), "tip".into()],
+        ..tcg.clone()
+    };
+    assert!(satisfies(&tree, &builds));
+    let no_guests = Capabilities {
+        kernel_repos: vec!["tip".into()],
+        ..plain.clone()
+    };
+    assert!(!satisfies(&tree, &no_guests));
+    assert_eq!(
+        waiting_reason(&tree, [&tcg]).as_deref(),
+        Some(
+            "no agent with kernel=git:tip@sched/urgent (an agent with the repository `tip` in \
+             its --kernel-repo)"
+        )
+    );
 }
 
 #[test]

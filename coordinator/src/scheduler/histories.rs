@@ -100,12 +100,13 @@ pub(super) fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
     host.name.clear();
     // A guest kernel's arch and machine are part of what a point measures:
     // an s390x figure does not continue an x86_64 trend.
-    let guest_arch = match cell.kernel.parse::<farm_spec::Kernel>() {
-        Ok(farm_spec::Kernel::Debian(d)) => d.arch().uname().as_bytes().to_vec(),
-        // Its arch is the image's: a series of its own, never the host's.
-        Ok(farm_spec::Kernel::File(_)) => b"file".to_vec(),
-        _ => Vec::new(),
-    };
+    // A `file:` image's arch is the image's: a series of its own.
+    let guest_arch = cell
+        .kernel
+        .parse::<farm_spec::Kernel>()
+        .map_or("", |k| k.history_class())
+        .as_bytes()
+        .to_vec();
     let mut key = Vec::new();
     for part in [
         cell.workload.clone().unwrap_or_default().encode_to_vec(),

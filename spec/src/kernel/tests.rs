@@ -8,6 +8,7 @@ fn check(name: &str, expect: Result<&str, &str>) {
                 Kernel::Release(r) => format!("release {r}"),
                 Kernel::Debian(d) => format!("debian {} {}", d.version(), d.arch()),
                 Kernel::File(p) => format!("file {}", p.path()),
+                Kernel::Git(g) => format!("git {} {}", g.repo(), g.rev()),
             };
             assert_eq!(got, what, "{name}");
             assert_eq!(k.to_string(), name, "round trip");
@@ -99,9 +100,9 @@ fn kernels() {
         Err("`file:/srv/k$x`: a kernel image's path is letters, digits and / . _ + - ~"),
     );
     check(
-        "git:linux@v6.1",
+        "svn:linux@1234",
         Err(
-            "`git:linux@v6.1`: a kernel is `running`, a release, `debian:<version>` or `file:<path>`",
+            "`svn:linux@1234`: a kernel is `running`, a release, `debian:<version>`, `file:<path>` or `git:<repo>@<ref>`",
         ),
     );
     check(
@@ -126,4 +127,53 @@ fn arches() {
         "i686".parse::<Arch>().unwrap_err().to_string(),
         "unknown arch `i686` (known: x86_64, s390x, aarch64, ppc64le)"
     );
+}
+
+#[test]
+fn kernels_from_trees() {
+    check("git:linux@v6.1", Ok("git linux v6.1"));
+    check("git:tip@sched/urgent", Ok("git tip sched/urgent"));
+    check("git:linux@1b9508f", Ok("git linux 1b9508f"));
+    check(
+        "git:linux-stable@3fed382b46baac83ba4f8bb2c6d7e6ae5c3e7f5e",
+        Ok("git linux-stable 3fed382b46baac83ba4f8bb2c6d7e6ae5c3e7f5e"),
+    );
+    check("git:my_tree@v6.12-rc1+fix", Ok("git my_tree v6.12-rc1+fix"));
+    let form = "a kernel from a tree is `git:<repo>@<ref>` (e.g. git:linux@v6.1)";
+    check("git:linux", Err(&format!("`git:linux`: {form}")));
+    let repo = "a repository is a name of at most 64 letters, digits, _ and -, starting with a \
+                letter or digit (one an agent's --kernel-repo gives)";
+    for bad in ["", "-x", "/srv/linux", "../linux", "a.b", "x;y"] {
+        let name = format!("git:{bad}@v6.1");
+        check(&name, Err(&format!("`{name}`: {repo}")));
+    }
+    let refs = "a ref is a commit id, tag or branch of at most 200 characters: letters, digits \
+                and . _ - + in parts joined by single /, no part starting with . or - or ending \
+                in . or .lock, and no ..";
+    // Options, ranges, revision expressions, reflogs and path tricks.
+    for bad in [
+        "",
+        "--output=/etc/x",
+        "-n",
+        "v6.0..v6.1",
+        "v6.1^",
+        "v6.1~2",
+        "HEAD@{1}",
+        "v6.1:kernel",
+        "a//b",
+        "/v6.1",
+        "v6.1/",
+        "x/.hidden",
+        "x.lock",
+        "x.",
+        "x$(id)",
+        "x`id`",
+        "@",
+    ] {
+        let name = format!("git:linux@{bad}");
+        check(&name, Err(&format!("`{}`: {refs}", excerpt(&name))));
+    }
+    let long = format!("git:linux@{}", "a".repeat(201));
+    check(&long, Err(&format!("`{}`: {refs}", excerpt(&long))));
+    assert!("git:linux@v6.1".parse::<Kernel>().unwrap().is_guest());
 }
