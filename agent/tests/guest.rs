@@ -75,6 +75,21 @@ echo "farm-guest: init hangs on purpose" > /dev/console
 while :; do sleep 1; done
 "#;
 
+/// An `/init` that halts the guest, as `poweroff -f` does on a kernel that
+/// cannot power off (no working ACPI): "reboot: System halted", and QEMU
+/// would run on.
+const HALT: &str = "#!/bin/sh\necho 'farm-guest: init halts on purpose' > /dev/console\nhalt -f\n";
+
+/// An `/init` that writes a whole report on the channel and never powers off.
+const REPORT_AND_HANG: &str = r#"#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t devtmpfs devtmpfs /dev
+echo "farm-guest: init reports and hangs on purpose" > /dev/console
+stty -F /dev/ttyS1 raw -echo
+printf 'farm-job 2\nrelease r-test\nexit 3\nwall_s 0.50\ndone\n' > /dev/ttyS1
+while :; do sleep 1; done
+"#;
+
 /// An `/init` that exits, so that the kernel panics.
 const EXIT: &str = "#!/bin/sh\necho 'farm-guest: init exits on purpose' > /dev/console\nexit 1\n";
 
@@ -529,9 +544,9 @@ fn the_accelerator_is_kvm_only_where_the_probe_saw_kvm_boot() {
     }
 }
 
-/// A guest whose kernel panics (its init exits) powers off at once
-/// (`panic=-1`, `-no-reboot`); the run fails with the panic in the console
-/// tail it carries, and no QEMU is left.
+/// A guest whose kernel panics (its init exits) ends at once (`panic=-1`
+/// resets it, `-no-reboot` makes that QEMU's exit); the run fails with the
+/// panic's line and the console tail, and no QEMU is left.
 #[test]
 fn a_guest_that_panics_fails_with_its_console() {
     let (_one, cache) = guest_test(GuestArch::X86_64);
@@ -550,11 +565,89 @@ fn a_guest_that_panics_fails_with_its_console() {
     .unwrap_err();
     let msg = err.to_string();
     eprintln!("{:.1?}: {msg}", t.elapsed());
-    assert!(msg.contains("the guest reported nothing"), "{msg}");
     assert!(
-        msg.contains("Kernel panic - not syncing"),
+        matches!(err, job::Error::Guest(qemu::Error::Panicked { .. })),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("the kernel panicked: Kernel panic - not syncing: Attempted to kill init!"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("init exits on purpose"),
         "the console tail is missing: {msg}"
     );
     assert!(t.elapsed() < Duration::from_secs(60));
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+}
+
+/// A guest that halts before its report is complete ends when its console
+/// says so, not at the timeout, and fails saying it halted.
+#[test]
+fn a_guest_that_halts_ends_at_once_and_says_so() {
+    let (_one, cache) = guest_test(GuestArch::X86_64);
+    let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
+    let initrd = image_with_init(&cache, HALT);
+    let dir = tempfile::tempdir().unwrap();
+    let machine = qemu::Machine {
+        timeout: Duration::from_secs(120),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let err = job::run(
+        &machine,
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_err();
+    let elapsed = t.elapsed();
+    let msg = err.to_string();
+    eprintln!("{elapsed:.1?}: {msg}");
+    assert!(
+        matches!(err, job::Error::Guest(qemu::Error::Halted { .. })),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("halted before its report was complete"),
+        "{msg}"
+    );
+    assert!(msg.contains("reboot: System halted"), "{msg}");
+    assert!(msg.contains("init halts on purpose"), "{msg}");
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+}
+
+/// A guest that never powers off ends at its report's last line: the run
+/// is what it reported, long before the timeout.
+#[test]
+fn a_guest_that_never_powers_off_ends_when_its_report_is_complete() {
+    let (_one, cache) = guest_test(GuestArch::X86_64);
+    let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
+    let initrd = image_with_init(&cache, REPORT_AND_HANG);
+    let dir = tempfile::tempdir().unwrap();
+    let machine = qemu::Machine {
+        timeout: Duration::from_secs(120),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let run = job::run(
+        &machine,
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let elapsed = t.elapsed();
+    eprintln!("{elapsed:.1?}");
+    assert_eq!(
+        (run.release.as_str(), run.exit_code, run.wall_s),
+        ("r-test", 3, 0.5)
+    );
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
     assert!(our_qemus().is_empty(), "{:?}", our_qemus());
 }

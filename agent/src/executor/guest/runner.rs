@@ -83,6 +83,7 @@ pub fn run(
                 }
             },
             cancelled,
+            report_complete: &mut || protocol::is_complete(&last_bytes(&channel, 8)),
         },
     )?;
     let console_tail = qemu::console_tail(dir);
@@ -95,6 +96,20 @@ pub fn run(
     r.begin_after = begin_after;
     tracing::info!(?elapsed, exit = r.exit_code, "guest job done");
     Ok(r)
+}
+
+/// The last `n` bytes of a file (fewer if it is shorter; none if it cannot
+/// be read).
+fn last_bytes(path: &Path, n: u64) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut out = Vec::new();
+    if let Ok(mut f) = fs::File::open(path) {
+        let len = f.metadata().map_or(0, |m| m.len());
+        if f.seek(SeekFrom::Start(len.saturating_sub(n))).is_ok() {
+            let _ = f.take(n).read_to_end(&mut out);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -211,10 +211,14 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Probe {
         nodes: 1,
         timeout: PROBE_TIMEOUT,
     };
+    let channel = dir.path().join("channel.log");
     let watch = qemu::Watch {
         on_spawn: &mut |_| {},
         on_tick: &mut |_| {},
         cancelled: &|| false,
+        report_complete: &mut || {
+            fs::read_to_string(&channel).is_ok_and(|t| t.lines().any(|l| l.trim() == "farm-kvm-ok"))
+        },
     };
     match qemu::run_to_poweroff(&machine, vmlinuz, &image.path, dir.path(), watch) {
         Ok((_, channel)) if channel.lines().any(|l| l.trim() == "farm-kvm-ok") => {
@@ -229,6 +233,12 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Probe {
         Err(qemu::Error::Exit { status, stderr, .. }) => Probe::Booted(Verdict::Fails(format!(
             "QEMU with KVM exited with {status}: {stderr}"
         ))),
+        Err(e @ (qemu::Error::Halted { .. } | qemu::Error::Panicked { .. })) => {
+            let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+            Probe::Booted(Verdict::Fails(format!(
+                "the KVM guest did not report: {first}"
+            )))
+        }
         Err(e) => Probe::Setup(e.to_string()),
     }
 }

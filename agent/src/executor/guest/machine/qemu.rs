@@ -7,7 +7,12 @@
 //! kernels) and a virtio-serial port named `farm` on s390x (which has no
 //! second serial port; its modules travel in the initramfs). QEMU is killed
 //! and reaped when it outlives the timeout, when the run is cancelled, and
-//! whenever its guard is dropped, so no process is left behind.
+//! whenever its guard is dropped, so no process is left behind. A guest is
+//! not waited for once its report is complete, nor once its console says it
+//! halted ([`ending`]): a kernel that cannot power off ends as soon as one
+//! that can.
+
+pub mod ending;
 
 use std::fs;
 use std::path::Path;
@@ -58,6 +63,13 @@ pub enum Error {
         MAX_CHANNEL_BYTES >> 20
     )]
     ChannelFull { console_tail: String },
+    #[error(
+        "guest: halted before its report was complete (the kernel could not power off, or \
+         init halted it); killed QEMU. Console tail:\n{console_tail}"
+    )]
+    Halted { console_tail: String },
+    #[error("guest: the kernel panicked: {line}. Console tail:\n{console_tail}")]
+    Panicked { line: String, console_tail: String },
 }
 
 /// A guest machine: `cpus` CPUs and `memory_mib` split evenly over `nodes`
@@ -163,6 +175,10 @@ pub struct Watch<'a> {
     pub on_tick: &'a mut dyn FnMut(Duration),
     /// Asked as often: true kills QEMU and fails with [`Error::Cancelled`].
     pub cancelled: &'a dyn Fn() -> bool,
+    /// Asked as often: true when the report channel holds all the guest
+    /// has to say, after which QEMU is stopped and the boot has succeeded,
+    /// whether or not the guest could power off.
+    pub report_complete: &'a mut dyn FnMut() -> bool,
 }
 
 /// Kills and reaps QEMU when dropped, unless it has already been reaped.
@@ -195,9 +211,11 @@ pub fn console_tail(dir: &Path) -> String {
     tail(&String::from_utf8_lossy(&text), CONSOLE_TAIL_LINES)
 }
 
-/// Runs QEMU until it exits (or kills it at the timeout or when `watch`
-/// says the run was cancelled); returns the time from its start to its exit
-/// and the text of the report channel.
+/// Runs QEMU until it exits, or until `watch` says the report is complete
+/// (or kills it at the timeout, when `watch` says the run was cancelled,
+/// and when the console says the guest halted or, a grace later, powers off
+/// or panicked); returns the time from its start to its end and the text of
+/// the report channel.
 pub fn run_to_poweroff(
     machine: &Machine,
     vmlinuz: &Path,
@@ -232,12 +250,34 @@ pub fn run_to_poweroff(
     tracing::info!(pid = child.id(), arch = %machine.arch, accel = machine.accel.name(), kernel = %vmlinuz.display(), "guest started");
     (watch.on_spawn)(child.id());
     let mut guard = Guard { child: Some(child) };
+    let mut console = ending::Scan::new(&dir.join("console.log"));
+    // The first ending the console showed, and when.
+    let mut seen: Option<(ending::Ending, Instant)> = None;
     let status = loop {
+        if (watch.report_complete)() {
+            guard.kill();
+            tracing::debug!("guest report complete, QEMU stopped");
+            break None;
+        }
+        if seen.is_none() {
+            seen = console.look().map(|e| (e, Instant::now()));
+        }
+        if let Some((end, at)) = &seen
+            && at.elapsed() >= end.grace()
+        {
+            guard.kill();
+            tracing::info!(?end, "guest ended on its console, QEMU stopped");
+            // The report may have become complete since the last look.
+            if (watch.report_complete)() {
+                break None;
+            }
+            return Err(ended_without_report(end, dir));
+        }
         let child = guard.child.as_mut().expect("not reaped yet");
         match child.try_wait() {
             Ok(Some(status)) => {
                 guard.child = None;
-                break status;
+                break Some(status);
             }
             Ok(None) => {}
             Err(source) => {
@@ -273,7 +313,9 @@ pub fn run_to_poweroff(
         std::thread::sleep(Duration::from_millis(50));
     };
     let elapsed = started.elapsed();
-    if !status.success() {
+    if let Some(status) = status
+        && !status.success()
+    {
         let stderr = fs::read_to_string(dir.join("qemu.log")).unwrap_or_default();
         return Err(Error::Exit {
             status: status.to_string(),
@@ -281,8 +323,32 @@ pub fn run_to_poweroff(
             console_tail: console_tail(dir),
         });
     }
+    if status.is_some()
+        && !(watch.report_complete)()
+        && let Some(ending::Ending::Panicked(line)) =
+            seen.map(|(e, _)| e).or_else(|| console.look())
+    {
+        // `panic=-1` reset it, and `-no-reboot` made that QEMU's exit.
+        return Err(Error::Panicked {
+            line,
+            console_tail: console_tail(dir),
+        });
+    }
     let channel = fs::read(dir.join("channel.log")).unwrap_or_default();
     Ok((elapsed, String::from_utf8_lossy(&channel).into_owned()))
+}
+
+/// Why a guest the console saw end, and whose report was not complete,
+/// failed.
+fn ended_without_report(end: &ending::Ending, dir: &Path) -> Error {
+    let console_tail = console_tail(dir);
+    match end {
+        ending::Ending::Panicked(line) => Error::Panicked {
+            line: line.clone(),
+            console_tail,
+        },
+        ending::Ending::Halted | ending::Ending::PoweringOff => Error::Halted { console_tail },
+    }
 }
 
 #[cfg(test)]

@@ -203,6 +203,13 @@ pub struct GuestRun {
 /// Parses the job runner's lines (see [`RUNNER`](super::RUNNER)). Unknown lines and a
 /// missing `release`, `exit`, `wall_s` or `done` are errors naming the line;
 /// the telemetry lines go to [`Observed`], which checks them.
+/// Whether a report that ends in `tail` is complete: its last line is
+/// `done`, which only the runner writes (the workload's lines are prefixed),
+/// and nothing may follow.
+pub fn is_complete(tail: &[u8]) -> bool {
+    tail.ends_with(b"\ndone\n") || tail.ends_with(b"\ndone\r\n")
+}
+
 pub fn parse_run(text: &str) -> Result<GuestRun, ReportError> {
     let mut lines = text
         .lines()

@@ -144,3 +144,16 @@ fn job_arguments_are_validated() {
     .unwrap();
     assert_eq!(job.file(), "/usr/bin/stress-ng\n--taskset\n0,2-3\n10s\n");
 }
+
+#[test]
+fn a_report_is_complete_at_its_done_line_only() {
+    let tail = |t: &str| t.as_bytes()[t.len().saturating_sub(8)..].to_vec();
+    assert!(is_complete(&tail(RECORDED)));
+    assert!(is_complete(&tail("farm-job 2\nexit 0\ndone\n")));
+    // Half a line, a workload's line, and a line after `done` are not the end.
+    assert!(!is_complete(&tail("farm-job 2\nexit 0\ndon")));
+    assert!(!is_complete(&tail("farm-job 2\nexit 0\ndone")));
+    assert!(!is_complete(&tail("farm-job 2\nout done\n")));
+    assert!(!is_complete(&tail("farm-job 2\ndone\nexit 0\n")));
+    assert!(!is_complete(b""));
+}
