@@ -64,6 +64,9 @@ need etcd etcd-server
 # postgres user the package makes (runuser is util-linux's).
 [ -x "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | head -n1)" ] || missing+=(postgresql)
 need runuser util-linux
+# Kernels from trees: refs resolve (and builds run) with git, as an
+# unprivileged user (the tests use nobody).
+need git git
 /usr/bin/python3 -c "import grpc" 2>/dev/null || missing+=(python3-grpcio)
 /usr/bin/python3 -c "import google.protobuf" 2>/dev/null || missing+=(python3-protobuf)
 update=0

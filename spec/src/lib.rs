@@ -34,7 +34,7 @@ pub use cgroup::{CgroupShape, CpuMax, CpuWeight};
 pub use cpuset::CpuSet;
 pub use executor::Executor;
 pub use hotplug::{HotplugMode, HotplugPlan};
-pub use kernel::{Arch, DebianKernel, Kernel, KernelPath};
+pub use kernel::{Arch, DebianKernel, GitKernel, Kernel, KernelPath};
 pub use metric::Direction;
 pub use state::{Autogroup, CgroupSpec, MachineState, StateKind};
 

@@ -30,6 +30,7 @@
 //! hackbench) run on every arch from Debian's packages of the guest's arch.
 //! Competing loads inside guests are refused, as are client/server tools.
 
+pub mod build;
 pub mod image;
 pub mod machine;
 pub mod runner;

@@ -1,0 +1,283 @@
+//! Kernels built from trees: `git:<repo>@<ref>` kernels of a matrix.
+//!
+//! The agent's operator names the repositories the agent may build from
+//! (`--kernel-repo NAME=PATH`, an allow-list like `--kernel-dir`): a matrix
+//! names a repository by that name and never gives a path or a URL. Every
+//! git and make command runs as a dedicated unprivileged user
+//! (`--build-user`), with a cleared environment and no configuration but
+//! the repository's own, so that nothing a matrix names runs as root. A
+//! ref reaches git as one argument after `--end-of-options`, and the
+//! grammar of `farm_spec::GitKernel` leaves it no way to be an option, a
+//! range or a revision expression.
+//!
+//! This file holds the repositories and the build user, and resolves refs
+//! to commits. [`Commit`] is the one type a resolved ref has: the build's
+//! cache key, the result's provenance and bisection's steps all use it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::str::FromStr;
+use std::time::Duration;
+
+use farm_spec::GitKernel;
+
+pub mod command;
+
+/// How long one git command (a ref's resolution, a log) may take.
+const GIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most of a command's stderr an error quotes.
+const STDERR_TAIL: usize = 400;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "--kernel-repo `{0}`: expected NAME=PATH, NAME of at most {max} letters, digits, _ and -, \
+         PATH absolute",
+        max = GitKernel::MAX_REPO_LEN
+    )]
+    RepoArg(String),
+    #[error("--kernel-repo {name}: named twice")]
+    RepoTwice { name: String },
+    #[error("--kernel-repo {name}={}: not a git repository the build user {user} can read: {why}", path.display())]
+    NotARepo {
+        name: String,
+        path: PathBuf,
+        user: String,
+        why: String,
+    },
+    #[error("--build-user {0}: no such user (create one, e.g. `useradd --system farm-build`)")]
+    NoUser(String),
+    #[error("--build-user {0}: is root; builds run unprivileged")]
+    RootUser(String),
+    #[error(
+        "kernel `{kernel}`: this agent has no repository `{repo}` (its --kernel-repo: {known})"
+    )]
+    UnknownRepo {
+        kernel: String,
+        repo: String,
+        known: String,
+    },
+    #[error("kernel `{kernel}`: `{rev}` is no commit, tag or branch of repository `{repo}`")]
+    Unresolved {
+        kernel: String,
+        repo: String,
+        rev: String,
+    },
+    #[error("git {what} in repository `{repo}`: {why}")]
+    Git {
+        what: &'static str,
+        repo: String,
+        why: String,
+    },
+}
+
+/// A repository the operator allowed, by its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl FromStr for Repo {
+    type Err = Error;
+
+    /// `NAME=PATH`, as `--kernel-repo` takes it.
+    fn from_str(arg: &str) -> Result<Repo, Error> {
+        let bad = || Error::RepoArg(farm_spec::excerpt(arg));
+        let (name, path) = arg.split_once('=').ok_or_else(bad)?;
+        let path = Path::new(path);
+        if !GitKernel::valid_repo(name) || !path.is_absolute() {
+            return Err(bad());
+        }
+        Ok(Repo {
+            name: name.to_owned(),
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// A commit id: 40 lowercase hex digits, as git prints a resolved ref.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Commit(String);
+
+impl Commit {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first 12 digits, as kernel engineers quote a commit.
+    pub fn short(&self) -> &str {
+        &self.0[..12]
+    }
+}
+
+impl FromStr for Commit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Commit, String> {
+        let ok = s.len() == 40
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if ok {
+            Ok(Commit(s.to_owned()))
+        } else {
+            Err(format!("`{}` is not a commit id", farm_spec::excerpt(s)))
+        }
+    }
+}
+
+impl fmt::Display for Commit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The unprivileged user builds run as.
+#[derive(Debug, Clone)]
+pub struct BuildUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub home: PathBuf,
+}
+
+impl BuildUser {
+    /// The user `name` of this machine, which must not be root.
+    pub fn lookup(name: &str) -> Result<BuildUser, Error> {
+        let user = nix::unistd::User::from_name(name)
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error::NoUser(farm_spec::excerpt(name)))?;
+        if user.uid.is_root() {
+            return Err(Error::RootUser(name.to_owned()));
+        }
+        Ok(BuildUser {
+            name: name.to_owned(),
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            home: user.dir,
+        })
+    }
+}
+
+/// The repositories and the user that builds from them.
+#[derive(Debug, Clone)]
+pub struct Trees {
+    repos: Vec<Repo>,
+    user: BuildUser,
+}
+
+impl Trees {
+    /// Checks each repository as the build user would read it: a start
+    /// with a repository it cannot read fails, naming it, rather than every
+    /// run of it later.
+    pub fn new(repos: Vec<Repo>, user: BuildUser) -> Result<Trees, Error> {
+        for (i, r) in repos.iter().enumerate() {
+            if repos[..i].iter().any(|o| o.name == r.name) {
+                return Err(Error::RepoTwice {
+                    name: r.name.clone(),
+                });
+            }
+        }
+        let trees = Trees { repos, user };
+        for r in &trees.repos {
+            trees
+                .git(r, &["rev-parse", "--git-dir"])
+                .map_err(|why| Error::NotARepo {
+                    name: r.name.clone(),
+                    path: r.path.clone(),
+                    user: trees.user.name.clone(),
+                    why,
+                })?;
+        }
+        Ok(trees)
+    }
+
+    /// The repositories' names, as the agent's capabilities list them.
+    pub fn names(&self) -> Vec<String> {
+        self.repos.iter().map(|r| r.name.clone()).collect()
+    }
+
+    fn repo(&self, kernel: &GitKernel) -> Result<&Repo, Error> {
+        self.repos
+            .iter()
+            .find(|r| r.name == kernel.repo())
+            .ok_or_else(|| Error::UnknownRepo {
+                kernel: format!("git:{}@{}", kernel.repo(), kernel.rev()),
+                repo: kernel.repo().to_owned(),
+                known: self.names().join(", "),
+            })
+    }
+
+    /// The commit `kernel`'s ref names in its repository now.
+    pub fn resolve(&self, kernel: &GitKernel) -> Result<Commit, Error> {
+        let repo = self.repo(kernel)?;
+        let spec = format!("{}^{{commit}}", kernel.rev());
+        let unresolved = || Error::Unresolved {
+            kernel: format!("git:{}@{}", kernel.repo(), kernel.rev()),
+            repo: repo.name.clone(),
+            rev: kernel.rev().to_owned(),
+        };
+        let out = self
+            .git(
+                repo,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    "--end-of-options",
+                    &spec,
+                ],
+            )
+            .map_err(|_| unresolved())?;
+        out.trim().parse().map_err(|why| Error::Git {
+            what: "rev-parse",
+            repo: repo.name.clone(),
+            why,
+        })
+    }
+
+    /// Runs git in `repo` as the build user and returns its stdout, or its
+    /// stderr's tail when it fails.
+    fn git(&self, repo: &Repo, args: &[&str]) -> Result<String, String> {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new("git");
+        // The repository is the operator's, owned by someone else: git reads
+        // it only when told it is safe, and on the command line, which a
+        // repository's own configuration cannot override.
+        cmd.arg("-c")
+            .arg(format!("safe.directory={}", repo.path.display()))
+            .arg("-C")
+            .arg(&repo.path)
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.user.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null())
+            .uid(self.user.uid)
+            .gid(self.user.gid);
+        let out = command::run(&mut cmd, GIT_TIMEOUT).map_err(|e| format!("git: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let tail: String = err
+                .chars()
+                .rev()
+                .take(STDERR_TAIL)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            Err(format!("{}: {}", out.status, tail.trim()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
