@@ -67,6 +67,14 @@ need runuser util-linux
 # Kernels from trees: refs resolve (and builds run) with git, as an
 # unprivileged user (the tests use nobody).
 need git git
+# Kernels built from Debian's linux-source-6.1 (agent/tests/build.rs).
+need make make
+need flex flex
+need bison bison
+need bc bc
+need ccache ccache
+[ -f /usr/include/libelf.h ] || missing+=(libelf-dev)
+[ -f /usr/src/linux-source-6.1.tar.xz ] || missing+=(linux-source-6.1)
 /usr/bin/python3 -c "import grpc" 2>/dev/null || missing+=(python3-grpcio)
 /usr/bin/python3 -c "import google.protobuf" 2>/dev/null || missing+=(python3-protobuf)
 update=0

@@ -42,6 +42,12 @@ pub fn refresh(caps: &mut Capabilities, workload: &WorkloadCommand) {
         caps.executors.push(a.name().to_owned());
     }
     caps.guest_kernels = kernels::cached(cache);
+    // Built kernels boot in x86_64 guests.
+    if caps.guest_arches.iter().any(|a| a == "x86_64")
+        && let Some(t) = &workload.trees
+    {
+        caps.kernel_repos = t.names();
+    }
     // Only images of an arch it boots, so that no cell comes here to fail.
     let arches = caps.guest_arches.clone();
     caps.guest_kernels.extend(

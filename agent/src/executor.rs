@@ -100,6 +100,9 @@ pub struct WorkloadCommand {
     /// Directories of kernel images this agent boots as `file:<path>`
     /// kernels (nothing outside them is ever read for a matrix).
     pub kernel_dirs: Vec<PathBuf>,
+    /// The repositories `git:<repo>@<ref>` kernels are built from, and the
+    /// user that builds them; `None` builds none.
+    pub trees: Option<guest::build::Trees>,
     /// The most bytes of kernels, tool packages and images the guest cache
     /// keeps; the least recently used go after each guest run.
     pub guest_cache_max_bytes: u64,
@@ -117,6 +120,7 @@ impl WorkloadCommand {
             externals: Vec::new(),
             guest_cache: None,
             kernel_dirs: Vec::new(),
+            trees: None,
             guest_cache_max_bytes: DEFAULT_GUEST_CACHE_MAX_BYTES,
         }
     }

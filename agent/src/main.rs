@@ -61,6 +61,26 @@ struct Args {
         value_delimiter = ':'
     )]
     kernel_dirs: Vec<PathBuf>,
+    /// A git repository that matrices may name as `git:NAME@REF` kernels,
+    /// as NAME=PATH (a local clone; repeatable): the agent builds the ref's
+    /// commit as --build-user, with no network, and boots it in an x86_64
+    /// guest. Builds need make, gcc, flex, bison, bc, libelf-dev and ccache.
+    #[arg(
+        long = "kernel-repo",
+        value_name = "NAME=PATH",
+        env = "FARM_KERNEL_REPOS",
+        value_delimiter = ','
+    )]
+    kernel_repos: Vec<farm_agent::executor::guest::build::Repo>,
+    /// The unprivileged user kernels are built as (it must be able to read
+    /// every --kernel-repo).
+    #[arg(
+        long,
+        env = "FARM_BUILD_USER",
+        value_name = "USER",
+        default_value = "farm-build"
+    )]
+    build_user: String,
     /// The most the guest cache keeps, in GiB (kernels, tool packages,
     /// images); the least recently used entries go after each guest run.
     #[arg(
@@ -154,6 +174,11 @@ fn main() -> anyhow::Result<()> {
             .guest_cache
             .or_else(farm_agent::executor::guest::default_cache);
         workload.kernel_dirs = args.kernel_dirs;
+        if !args.kernel_repos.is_empty() {
+            use farm_agent::executor::guest::build::{BuildUser, Trees};
+            let user = BuildUser::lookup(&args.build_user)?;
+            workload.trees = Some(Trees::new(args.kernel_repos, user)?);
+        }
         workload.guest_cache_max_bytes = args.guest_cache_max_gib.saturating_mul(1 << 30);
     }
     let state_dir = args.state_dir.clone();

@@ -69,6 +69,7 @@ pub async fn run(
         kernel_dirs: std::env::var_os("FARM_KERNEL_DIRS")
             .map(|v| std::env::split_paths(&v).collect())
             .unwrap_or_default(),
+        trees: local_trees()?,
         guest_cache_max_bytes: farm_agent::run::DEFAULT_GUEST_CACHE_MAX_BYTES,
     };
     let agent = farm_agent::Options {
@@ -132,4 +133,25 @@ pub async fn run(
     let _ = stop_coordinator.send(());
     served.await.context("coordinator task")??;
     Ok(outcome(&results))
+}
+
+/// As `farm-agent --kernel-repo` and `--build-user`: the repositories
+/// `git:` kernels are built from (`FARM_KERNEL_REPOS`, NAME=PATH,
+/// comma-separated) and the user that builds them (`FARM_BUILD_USER`,
+/// farm-build by default).
+fn local_trees() -> anyhow::Result<Option<farm_agent::executor::guest::build::Trees>> {
+    use farm_agent::executor::guest::build::{BuildUser, Repo, Trees};
+    let Some(v) = std::env::var_os("FARM_KERNEL_REPOS") else {
+        return Ok(None);
+    };
+    let repos = v
+        .to_string_lossy()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::parse::<Repo>)
+        .collect::<Result<Vec<_>, _>>()
+        .context("FARM_KERNEL_REPOS")?;
+    let user = std::env::var("FARM_BUILD_USER").unwrap_or_else(|_| "farm-build".into());
+    let user = BuildUser::lookup(&user).context("FARM_BUILD_USER")?;
+    Ok(Some(Trees::new(repos, user)?))
 }

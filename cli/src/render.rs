@@ -148,6 +148,8 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
                 "executor": res.executor,
                 "arch": res.arch,
                 "kernel_release": res.kernel_release,
+                "kernel_commit": (!res.kernel_commit.is_empty()).then_some(&res.kernel_commit),
+                "kernel_config_sha256": (!res.kernel_config_sha256.is_empty()).then_some(&res.kernel_config_sha256),
                 "started_unix_ms": res.started_unix_ms,
                 "finished_unix_ms": res.finished_unix_ms,
                 "metrics": res.metrics.iter().map(|m| (m.name.clone(), json!(m.value))).collect::<serde_json::Map<_, _>>(),

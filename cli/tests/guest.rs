@@ -260,3 +260,99 @@ name = "cpu-hog"
     let out = farm.farmctl(&["cancel", &id]);
     assert!(out.status.success(), "{out:?}");
 }
+
+/// A `git:` kernel of a matrix: the agent that has the repository builds
+/// the ref's commit (as `nobody`, the test's build user; from the cache
+/// when agent/tests/build.rs built it first) and runs the workload in its
+/// guest; the result names the commit and the configuration's hash. A
+/// repository no agent has waits, saying why, and a ref the repository
+/// lacks fails its run, naming it.
+#[test]
+fn a_git_kernel_is_built_by_the_agent_with_its_repository_and_runs() {
+    let _g = serial();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let out = std::process::Command::new("bash")
+        .arg(root.join("../scripts/kernel-tree.sh"))
+        .arg(root.join("kernel-tree"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let repo = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let commit = String::from_utf8(
+        std::process::Command::new("git")
+            .args(["-C", &repo, "rev-parse", "v6.1"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_owned();
+    let farm = guest_farm_with(&[
+        ("FARM_KERNEL_REPOS", format!("linux={repo}")),
+        ("FARM_BUILD_USER", "nobody".into()),
+    ]);
+    let file = farm.write(
+        "git.toml",
+        r#"
+name = "git-kernel"
+timeout_s = 120
+kernels = ["git:linux@v6.1", "git:linux@no-such-tag"]
+
+[[workloads]]
+name = "cpu-hog"
+params = { threads = 1, seconds = 1 }
+"#,
+    );
+    let id = farm.submit(&file);
+    // A cold build is minutes on 2 cores; the build test usually did it.
+    wait_for(Duration::from_secs(1500), "the matrix to finish", || {
+        farm.results(&id)["state"] == "done"
+    });
+    let v = farm.results(&id);
+    let by_cell = |c: u64| {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["cell"] == c)
+            .unwrap()
+            .clone()
+    };
+    let r = by_cell(0);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["executor"], "tcg", "{r}");
+    assert_eq!(r["kernel_commit"], commit.as_str(), "{r}");
+    assert_eq!(
+        r["kernel_config_sha256"].as_str().map(str::len),
+        Some(64),
+        "{r}"
+    );
+    assert!(r["metrics"]["hog_ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+    let bad = by_cell(1);
+    assert_eq!(bad["ok"], false, "{bad}");
+    assert!(
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .contains("`no-such-tag` is no commit, tag or branch of repository `linux`"),
+        "{bad}"
+    );
+
+    let file = farm.write(
+        "tip.toml",
+        "name = \"tip\"\nkernels = [\"git:tip@sched/urgent\"]\n[[workloads]]\nname = \"cpu-hog\"\n",
+    );
+    let id = farm.submit(&file);
+    let waiting = farm.results(&id)["waiting"].to_string();
+    assert!(
+        waiting.contains("an agent with the repository `tip` in its --kernel-repo"),
+        "{waiting}"
+    );
+    let out = farm.farmctl(&["cancel", &id]);
+    assert!(out.status.success(), "{out:?}");
+}

@@ -64,6 +64,10 @@ pub(crate) enum Error {
     NoCache,
     #[error("kernel `{0}` boots no guest")]
     NotGuest(String),
+    #[error("kernel `{0}`: this agent builds no kernels from trees (no --kernel-repo)")]
+    NoTrees(String),
+    #[error(transparent)]
+    Build(#[from] build::make::Error),
     #[error(transparent)]
     NoGuest(#[from] machine::arch::NoGuest),
     #[error(transparent)]
@@ -457,8 +461,40 @@ fn kernel_arch(
             Ok((Some(k), GuestArch::try_from(arch)?))
         }
         Kernel::Debian(d) => Ok((None, GuestArch::try_from(d.arch())?)),
+        // Built later, once the run is known to be possible.
+        Kernel::Git(_) => Ok((None, GuestArch::X86_64)),
         other => Err(Error::NotGuest(other.to_string())),
     }
+}
+
+/// A `git:` kernel, built now or found built, as a kernel to boot; the run's
+/// result says its commit and configuration.
+fn built(
+    g: &farm_spec::GitKernel,
+    ctx: &Context<'_>,
+    cache: &Path,
+    result: &mut RunResult,
+) -> Result<kernels::Kernel, Error> {
+    let name = format!("git:{}@{}", g.repo(), g.rev());
+    let trees = ctx
+        .workload
+        .trees
+        .as_ref()
+        .ok_or_else(|| Error::NoTrees(name.clone()))?;
+    let b = trees.build(g, cache)?;
+    tracing::info!(kernel = %name, commit = %b.commit, built = b.built, took = ?b.took, "guest kernel from a tree");
+    result.kernel_commit = b.commit.to_string();
+    result.kernel_config_sha256 = b.config_sha256.clone();
+    Ok(kernels::Kernel {
+        version: b.commit.short().to_owned(),
+        name,
+        package: String::new(),
+        deb_sha256: String::new(),
+        // All built in: the build's configuration has no modules.
+        modules: b.image.with_file_name("no-modules"),
+        vmlinuz: b.image,
+        downloaded: b.built,
+    })
 }
 
 fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepared, Error> {
@@ -477,9 +513,10 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
         machine::of_assignment(a, arch, Accel::Tcg, timeout)?.cpus,
     )?;
     let w = workload(a, ctx, arch, cache)?;
-    let kernel = match file_kernel {
-        Some(k) => k,
-        None => kernels::resolve(&a.kernel, cache)?,
+    let kernel = match (file_kernel, &r.kernel) {
+        (Some(k), _) => k,
+        (None, Kernel::Git(g)) => built(g, ctx, cache, result)?,
+        (None, _) => kernels::resolve(&a.kernel, cache)?,
     };
     used(cache, &kernel.vmlinuz);
     // After the kernel: the KVM probe boots a cached one.

@@ -23,6 +23,7 @@ use std::time::Duration;
 use farm_spec::GitKernel;
 
 pub mod command;
+pub mod make;
 
 /// How long one git command (a ref's resolution, a log) may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -173,7 +174,16 @@ impl Trees {
     /// Checks each repository as the build user would read it: a start
     /// with a repository it cannot read fails, naming it, rather than every
     /// run of it later.
-    pub fn new(repos: Vec<Repo>, user: BuildUser) -> Result<Trees, Error> {
+    pub fn new(mut repos: Vec<Repo>, user: BuildUser) -> Result<Trees, Error> {
+        for r in &mut repos {
+            // As git names it: `safe.directory` matches that path exactly.
+            r.path = std::fs::canonicalize(&r.path).map_err(|e| Error::NotARepo {
+                name: r.name.clone(),
+                path: r.path.clone(),
+                user: user.name.clone(),
+                why: e.to_string(),
+            })?;
+        }
         for (i, r) in repos.iter().enumerate() {
             if repos[..i].iter().any(|o| o.name == r.name) {
                 return Err(Error::RepoTwice {

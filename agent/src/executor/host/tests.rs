@@ -66,6 +66,7 @@ fn command() -> WorkloadCommand {
         ],
         guest_cache: None,
         kernel_dirs: Vec::new(),
+        trees: None,
         guest_cache_max_bytes: crate::run::DEFAULT_GUEST_CACHE_MAX_BYTES,
     }
 }
