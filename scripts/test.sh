@@ -69,6 +69,7 @@ need runuser util-linux
 need git git
 # Kernels built from Debian's linux-source-6.1 (agent/tests/build.rs).
 need make make
+need xz xz-utils
 need flex flex
 need bison bison
 need bc bc

@@ -12,12 +12,28 @@ use std::time::{Duration, Instant};
 
 pub const ETCD: &str = "/usr/bin/etcd";
 
+/// A loopback port free now, never handed out before in this process, and
+/// below the kernel's ephemeral range (32768 and up). A port of bind(0),
+/// closed and given to etcd, could meanwhile be handed to a parallel test's
+/// member or taken by an outgoing connection; one member of the store suite
+/// once failed to start so ("bind: address already in use").
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering::SeqCst};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    // A range per process, so that test binaries run one after another
+    // do not meet ports a previous one left in TIME_WAIT.
+    let base = 20_000 + (std::process::id() % 400) as u16 * 30;
+    let _ = NEXT.compare_exchange(0, base, SeqCst, SeqCst);
+    loop {
+        let port = NEXT.fetch_add(1, SeqCst);
+        assert!(
+            port < 32_768,
+            "no free loopback port below the ephemeral range"
+        );
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 pub struct Member {
