@@ -581,29 +581,39 @@ fn a_guest_that_panics_fails_with_its_console() {
     assert!(our_qemus().is_empty(), "{:?}", our_qemus());
 }
 
-/// A guest that halts before its report is complete ends when its console
-/// says so, not at the timeout, and fails saying it halted.
-#[test]
-fn a_guest_that_halts_ends_at_once_and_says_so() {
+/// Boots the Debian kernel with an image whose `/init` is `init`, with a
+/// timeout (120 s) the run must end well before; returns what the runner
+/// made of it and how long it took.
+fn boot_with_init(init: &str) -> (Result<job::GuestRun, job::Error>, Duration) {
     let (_one, cache) = guest_test(GuestArch::X86_64);
     let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
-    let initrd = image_with_init(&cache, HALT);
+    let initrd = image_with_init(&cache, init);
     let dir = tempfile::tempdir().unwrap();
     let machine = qemu::Machine {
         timeout: Duration::from_secs(120),
         ..Default::default()
     };
     let t = Instant::now();
-    let err = job::run(
+    let r = job::run(
         &machine,
         &kernel.vmlinuz,
         &initrd.path,
         dir.path(),
         &mut |_| {},
         &|| false,
-    )
-    .unwrap_err();
+    );
     let elapsed = t.elapsed();
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
+    (r, elapsed)
+}
+
+/// A guest that halts before its report is complete ends when its console
+/// says so, not at the timeout, and fails saying it halted.
+#[test]
+fn a_guest_that_halts_ends_at_once_and_says_so() {
+    let (r, elapsed) = boot_with_init(HALT);
+    let err = r.unwrap_err();
     let msg = err.to_string();
     eprintln!("{elapsed:.1?}: {msg}");
     assert!(
@@ -616,38 +626,17 @@ fn a_guest_that_halts_ends_at_once_and_says_so() {
     );
     assert!(msg.contains("reboot: System halted"), "{msg}");
     assert!(msg.contains("init halts on purpose"), "{msg}");
-    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
-    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
 }
 
 /// A guest that never powers off ends at its report's last line: the run
 /// is what it reported, long before the timeout.
 #[test]
 fn a_guest_that_never_powers_off_ends_when_its_report_is_complete() {
-    let (_one, cache) = guest_test(GuestArch::X86_64);
-    let kernel = kernels::resolve(KERNEL, &cache).unwrap_or_else(|e| panic!("{e}"));
-    let initrd = image_with_init(&cache, REPORT_AND_HANG);
-    let dir = tempfile::tempdir().unwrap();
-    let machine = qemu::Machine {
-        timeout: Duration::from_secs(120),
-        ..Default::default()
-    };
-    let t = Instant::now();
-    let run = job::run(
-        &machine,
-        &kernel.vmlinuz,
-        &initrd.path,
-        dir.path(),
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let elapsed = t.elapsed();
+    let (r, elapsed) = boot_with_init(REPORT_AND_HANG);
+    let run = r.unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{elapsed:.1?}");
     assert_eq!(
         (run.release.as_str(), run.exit_code, run.wall_s),
         ("r-test", 3, 0.5)
     );
-    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
-    assert!(our_qemus().is_empty(), "{:?}", our_qemus());
 }
