@@ -88,13 +88,18 @@ pub(super) fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::Wea
 /// run, under its series' key.
 fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> ArchivedMatrix {
     let r = &job.record;
+    // By cell once: a 10,000-cell matrix's runs are not scanned per cell.
+    let mut by_cell: std::collections::HashMap<u32, Vec<&RunRecord>> = Default::default();
+    for run in &job.runs {
+        by_cell.entry(run.cell).or_default().push(run);
+    }
     let points = r
         .cells
         .iter()
         .zip(&job.series_keys)
         .filter_map(|(cell, key)| {
-            let runs: Vec<&RunRecord> = job.runs.iter().filter(|x| x.cell == cell.index).collect();
-            let medians = results::medians(&runs);
+            let runs = by_cell.get(&cell.index).map_or(&[][..], Vec::as_slice);
+            let medians = results::medians(runs);
             (!medians.is_empty()).then(|| {
                 let point = results::Point {
                     matrix_id: r.id.clone(),

@@ -1333,4 +1333,19 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
     let first = archive.matrix(&ids[0]).unwrap().expect("archived");
     assert_eq!(first.results.cells.len(), 1);
     assert_eq!(first.results.cells[0].history[0].points.len(), 1);
+    // Its one point is in the series index, under its cell's series.
+    let points = archive
+        .series(&super::histories::series_key(&first.cells[0]), 10)
+        .unwrap();
+    assert_eq!(points.len(), 1);
+    assert_eq!(
+        (points[0].matrix_id.as_str(), points[0].cell),
+        (ids[0].as_str(), 0)
+    );
+    let wall = points[0]
+        .medians
+        .iter()
+        .find(|m| m.name == "wall_s")
+        .unwrap();
+    assert_eq!(wall.value, 1.0);
 }
