@@ -2,10 +2,12 @@
 //!
 //! - [`summary`]: medians and ratios, the figures `farmctl results` prints;
 //! - [`compare`]: a cell against its baseline, one verdict per metric;
-//! - [`changepoint`]: change points in a metric's history.
+//! - [`changepoint`]: change points in a metric's history;
+//! - [`bisect`]: which kernel of an ordered list is the first bad one.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
+pub mod bisect;
 pub mod changepoint;
 pub mod compare;
 pub mod diagnosis;
