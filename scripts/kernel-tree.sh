@@ -11,7 +11,7 @@
 #               block cut from .gitignore (it ignores everything at the top
 #               level)
 #   then seven commits for bisection, one of which slows every context
-#   switch on purpose ("sched/core: Delay finish_task_switch() by 10us",
+#   switch on purpose ("sched/core: Delay finish_task_switch() by 50us",
 #   the fifth); the others touch documentation and comments only
 #   bisect-bad  the last of them (tag)
 # Needs git and xz; the tarball comes with `apt-get install linux-source-6.1`.
@@ -49,15 +49,15 @@ bisection_commits() {
         "$repo/kernel/sched/core.c"
     grep -q '(The farm tests bisection with this function.)' "$repo/kernel/sched/core.c"
     commit_ "sched/core: Mention the farm in finish_task_switch()'s comment"
-    # The culprit: 10us of busy waiting on every context switch, after the
+    # The culprit: 50us of busy waiting on every context switch, after the
     # runqueue lock is released (so it slows switching, not locking).
     sed -i '0,/^#include <linux\/highmem.h>$/s//#include <linux\/delay.h>\n&/' \
         "$repo/kernel/sched/core.c"
-    sed -i '0,/^\tkcov_finish_switch(current);$/s//&\n\tudelay(10);/' \
+    sed -i '0,/^\tkcov_finish_switch(current);$/s//&\n\tudelay(50);/' \
         "$repo/kernel/sched/core.c"
     grep -q '^#include <linux/delay.h>$' "$repo/kernel/sched/core.c"
-    grep -qxF $'\tudelay(10);' "$repo/kernel/sched/core.c"
-    commit_ "sched/core: Delay finish_task_switch() by 10us"
+    grep -qxF $'\tudelay(50);' "$repo/kernel/sched/core.c"
+    commit_ "sched/core: Delay finish_task_switch() by 50us"
     printf '\n%s\n' "One of them slows the scheduler on purpose." \
         >>"$repo/Documentation/scheduler/farm.rst"
     commit_ "Documentation: scheduler: Warn about the farm's slow commit"
@@ -67,7 +67,8 @@ bisection_commits() {
     git_ tag -f bisect-bad >/dev/null
 }
 if [[ -d $repo/.git ]] && git_ rev-parse --verify -q v6.1 >/dev/null; then
-    if ! git_ rev-parse --verify -q bisect-bad >/dev/null; then
+    # Made before the commits were what they are now: make them again.
+    if ! git_ grep -q 'udelay(50);' bisect-bad -- kernel/sched/core.c 2>/dev/null; then
         bisection_commits
         chmod -R a+rX "$dir"
     fi

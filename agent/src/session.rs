@@ -21,6 +21,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 use tracing::{debug, info, warn};
 
+use crate::executor::guest::build::range;
 use crate::executor::host::Killer;
 use crate::run;
 
@@ -271,6 +272,7 @@ impl Session {
                             lock(&self.shared).outbox.remove(&(r.run_id, r.attempt));
                         }
                         Some(coordinator_message::Msg::Cancel(r)) => self.cancel(&r),
+                        Some(coordinator_message::Msg::ListCommits(l)) => self.list_commits(l, &tx),
                         None => {}
                     }
                     // A result produced synchronously (a refused assignment) goes out now.
@@ -288,6 +290,35 @@ impl Session {
                 _ = rescan.tick() => self.send_catalogue(&tx).await?,
             }
         }
+    }
+
+    /// Lists a git range off the session's task (git may take seconds on a
+    /// large repository) and sends the answer, or why not, on `tx`.
+    fn list_commits(&self, l: farm_proto::ListCommits, tx: &mpsc::Sender<AgentMessage>) {
+        let trees = self.workload.trees.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let request_id = l.request_id.clone();
+            let listed = tokio::task::spawn_blocking(move || range::answer(trees.as_ref(), &l))
+                .await
+                .unwrap_or_else(|e| Err(format!("listing failed: {e}")));
+            let answer = match listed {
+                Ok(commits) => farm_proto::Commits {
+                    request_id,
+                    commits,
+                    error: String::new(),
+                },
+                Err(error) => {
+                    warn!("git range refused: {error}");
+                    farm_proto::Commits {
+                        request_id,
+                        commits: Vec::new(),
+                        error,
+                    }
+                }
+            };
+            let _ = send(&tx, agent_message::Msg::Commits(answer)).await;
+        });
     }
 
     /// Sends every outbox result not yet sent on this stream.

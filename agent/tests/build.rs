@@ -77,17 +77,22 @@ fn tree() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-#[test]
-fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
-    let repo = tree();
-    let trees = Trees::new(
+/// The tree as the repository `linux`, built as `nobody`.
+fn trees(repo: &Path) -> Trees {
+    Trees::new(
         vec![Repo {
             name: "linux".into(),
-            path: repo.clone(),
+            path: repo.to_path_buf(),
         }],
         BuildUser::lookup("nobody").unwrap(),
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
+    let repo = tree();
+    let trees = trees(&repo);
     let cache = target().join("guest-cache");
     let kernel = match "git:linux@v6.1".parse::<farm_spec::Kernel>().unwrap() {
         farm_spec::Kernel::Git(g) => g,
@@ -151,4 +156,65 @@ fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
     );
     assert_eq!(run.release, release);
     assert_eq!((run.exit_code, run.wall_s), (0, 0.1));
+}
+
+/// A git range as bisection asks for it: v6.1, then the seven commits of
+/// scripts/kernel-tree.sh oldest first, each with its subject, listed as
+/// `nobody`; the refusals name what is wrong.
+#[test]
+fn a_git_range_lists_first_parent_commits_oldest_first() {
+    use farm_agent::executor::guest::build::range::RangeError;
+    let repo = tree();
+    let trees = trees(&repo);
+    let kernel = |s: &str| match s.parse::<farm_spec::Kernel>().unwrap() {
+        farm_spec::Kernel::Git(g) => g,
+        k => panic!("{k}"),
+    };
+    let listed = trees
+        .first_parent_range(&kernel("git:linux@v6.1"), &kernel("git:linux@bisect-bad"))
+        .unwrap();
+    let expected: Vec<String> = git(
+        &repo,
+        &["log", "--reverse", "--format=%H", "v6.1^!", "bisect-bad"],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect();
+    let ids: Vec<String> = listed.iter().map(|l| l.commit.to_string()).collect();
+    assert_eq!(ids.len(), 8);
+    assert_eq!(ids, expected);
+    assert_eq!(listed[0].subject, "Linux 6.1 (Debian's linux-source-6.1)");
+    assert_eq!(
+        listed[5].subject,
+        "sched/core: Delay finish_task_switch() by 50us"
+    );
+    assert_eq!(
+        listed[7].subject,
+        "Documentation: scheduler: Say what bisection should find"
+    );
+
+    let err = trees
+        .first_parent_range(&kernel("git:linux@bisect-bad"), &kernel("git:linux@v6.1"))
+        .unwrap_err();
+    assert!(matches!(err, RangeError::NotAncestor { .. }), "{err}");
+    assert!(err.to_string().starts_with("`bisect-bad` ("), "{err}");
+    assert!(
+        err.to_string().contains("is not an ancestor of `v6.1`"),
+        "{err}"
+    );
+    let err = trees
+        .first_parent_range(&kernel("git:linux@v6.1"), &kernel("git:linux@v6.1"))
+        .unwrap_err();
+    assert!(matches!(err, RangeError::Empty { .. }), "{err}");
+    let err = trees
+        .first_parent_range(&kernel("git:linux@v6.1"), &kernel("git:linux@no-such-tag"))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `git:linux@no-such-tag`: `no-such-tag` is no commit, tag or branch of repository `linux`"
+    );
+    let err = trees
+        .first_parent_range(&kernel("git:linux@v6.1"), &kernel("git:tip@master"))
+        .unwrap_err();
+    assert!(matches!(err, RangeError::TwoRepos { .. }), "{err}");
 }

@@ -226,6 +226,23 @@ impl Bisector {
         Action::Measure { kernels, runs }
     }
 
+    /// The comparison the next measurement is about, as positions in its
+    /// kernels (baseline, candidate): a step's kernel against good, the
+    /// confirmation's first bad against last good. Reports show it with
+    /// the farm's diagnosis.
+    pub fn focus(&self) -> Option<(usize, usize)> {
+        if self.outcome.is_some() {
+            return None;
+        }
+        let t = self.target();
+        let kernels = self.kernels_of(t);
+        let at = |k: usize| kernels.iter().position(|&x| x == k);
+        match t {
+            Target::Step(mid) => Some((0, at(mid)?)),
+            Target::Confirm(lo, hi) => Some((at(lo)?, at(hi)?)),
+        }
+    }
+
     /// The next measurement: a step (good, mid, bad) or, once no kernel
     /// between the bounds is left to try (they are neighbours, or every
     /// kernel between was set aside), the confirmation of the bounds beside

@@ -13,11 +13,21 @@ use tokio::sync::oneshot;
 
 use crate::{BadInput, client, outcome, print_results, read_matrix, watch};
 
+/// `farmctl run --bisect`: each regressed cell whose kernel and baseline's
+/// kernel are `git:` kernels of one repository is bisected over its git
+/// range once the matrix is done, with these runs per round and per step.
+#[derive(Debug, Clone, Copy)]
+pub struct Bisect {
+    pub runs: u32,
+    pub max_runs: u32,
+}
+
 pub async fn run(
     file: &Path,
     json: bool,
     data_dir: Option<&Path>,
     report: Option<&Path>,
+    bisect: Option<Bisect>,
 ) -> Result<ExitCode> {
     let toml = read_matrix(file)?;
     let file_name = file.display().to_string();
@@ -128,11 +138,39 @@ pub async fn run(
         eprintln!("report: {}", path.display());
     }
 
+    let mut code = outcome(&results);
+    if let Some(opts) = bisect {
+        let regressed: Vec<u32> = results
+            .cells
+            .iter()
+            .filter(|c| c.verdict == farm_proto::Verdict::Regression as i32)
+            .map(|c| c.cell_index)
+            .collect();
+        if regressed.is_empty() {
+            eprintln!("no cell regressed: nothing to bisect");
+        }
+        let matrix_id = results.status.clone().unwrap_or_default().matrix_id;
+        for cell in regressed {
+            eprintln!("bisecting cell {cell} over its git range");
+            let req = farm_proto::StartBisectionRequest {
+                matrix_id: matrix_id.clone(),
+                cell,
+                git_range: true,
+                runs: opts.runs,
+                max_runs: opts.max_runs,
+                ..Default::default()
+            };
+            if !crate::bisect::start(&mut c, req, json).await? {
+                code = ExitCode::from(1);
+            }
+        }
+    }
+
     let _ = stop_agent.send(());
     let _ = agent_task.await;
     let _ = stop_coordinator.send(());
     served.await.context("coordinator task")??;
-    Ok(outcome(&results))
+    Ok(code)
 }
 
 /// As `farm-agent --kernel-repo` and `--build-user`: the repositories

@@ -5,6 +5,7 @@
 //! 2 bad input (a matrix file, an id, a flag).
 
 mod analyze;
+mod bisect;
 mod client;
 mod local;
 mod render;
@@ -83,6 +84,46 @@ enum Command {
     },
     /// Cancel a matrix's remaining runs.
     Cancel { id: String },
+    /// Bisect a regressed cell of a matrix: its baseline's kernel is good,
+    /// its own kernel bad, and the kernels between (in order) are searched
+    /// for the first bad one, each step a matrix of its own. Follows it to
+    /// its outcome; exits 0 when the culprit is confirmed.
+    Bisect {
+        matrix: String,
+        #[arg(long)]
+        cell: u32,
+        /// Kernels between good and bad, in order (comma-separated, as the
+        /// kernels axis writes them).
+        #[arg(long, value_delimiter = ',')]
+        between: Vec<String>,
+        /// A file of kernels between good and bad, one per line, in order
+        /// (e.g. `git rev-list --first-parent --reverse GOOD..BAD~` with
+        /// `git:REPO@` before each).
+        #[arg(long, value_name = "FILE")]
+        between_file: Option<PathBuf>,
+        /// The kernels between are the first-parent commits from good to
+        /// bad, listed by an agent with their repository (both ends
+        /// `git:REPO@REF`; good must be an ancestor of bad).
+        #[arg(long, conflicts_with_all = ["between", "between_file"])]
+        git_range: bool,
+        /// The metric (default: the cell's primary metric).
+        #[arg(long)]
+        metric: Option<String>,
+        /// Runs of each kernel per round (default 10).
+        #[arg(long)]
+        runs: Option<u32>,
+        /// The most runs of each kernel in one step (default 30).
+        #[arg(long)]
+        max_runs: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a bisection (or show it, once ended).
+    Bisection {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one catalogued workload here, in the foreground, as agents do
     /// (`farmctl workload --list`; `farmctl workload lu --param threads=2`).
     #[command(disable_help_flag = true)]
@@ -113,6 +154,17 @@ enum Command {
         /// Also write the HTML report (as `farmctl report`) to this file.
         #[arg(long, value_name = "FILE")]
         report: Option<PathBuf>,
+        /// Then bisect each regressed cell whose kernels are `git:` kernels
+        /// of one repository over its git range (as `farmctl bisect
+        /// --git-range`); exits 0 only when every culprit is confirmed.
+        #[arg(long)]
+        bisect: bool,
+        /// With --bisect: runs of each kernel per round (default 10).
+        #[arg(long, requires = "bisect")]
+        runs: Option<u32>,
+        /// With --bisect: the most runs of each kernel in a step (default 30).
+        #[arg(long, requires = "bisect")]
+        max_runs: Option<u32>,
     },
 }
 
@@ -154,6 +206,8 @@ impl Command {
             Command::Agents => "agents",
             Command::Results { .. } => "results",
             Command::Cancel { .. } => "cancel",
+            Command::Bisect { .. } => "bisect",
+            Command::Bisection { .. } => "bisection",
             Command::Workload { .. } => "workload",
             Command::Report { .. } => "report",
             Command::Analyze { .. } => "analyze",
@@ -302,9 +356,16 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
         json,
         data_dir,
         report,
+        bisect,
+        runs,
+        max_runs,
     } = &cli.command
     {
-        return local::run(file, *json, data_dir.as_deref(), report.as_deref()).await;
+        let bisect = bisect.then(|| local::Bisect {
+            runs: runs.unwrap_or(0),
+            max_runs: max_runs.unwrap_or(0),
+        });
+        return local::run(file, *json, data_dir.as_deref(), report.as_deref(), bisect).await;
     }
     let files = cli.transport.files()?;
     let access = client::access(
@@ -423,6 +484,41 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
             println!(
                 "unscheduled {id}: no new executions; one running goes on (farmctl cancel m-…)"
             );
+        }
+        Command::Bisect {
+            matrix,
+            cell,
+            between,
+            between_file,
+            git_range,
+            metric,
+            runs,
+            max_runs,
+            json,
+        } => {
+            let req = farm_proto::StartBisectionRequest {
+                matrix_id: matrix,
+                cell,
+                between: bisect::between(&between, between_file.as_deref())?,
+                metric: metric.unwrap_or_default(),
+                runs: runs.unwrap_or(0),
+                max_runs: max_runs.unwrap_or(0),
+                git_range,
+            };
+            let confirmed = bisect::start(&mut c, req, json).await?;
+            return Ok(if confirmed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
+        Command::Bisection { id, json } => {
+            let confirmed = bisect::follow(&mut c, &id, json).await?;
+            return Ok(if confirmed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
         }
         Command::Cancel { id } => {
             let r = c

@@ -270,28 +270,8 @@ name = "cpu-hog"
 #[test]
 fn a_git_kernel_is_built_by_the_agent_with_its_repository_and_runs() {
     let _g = serial();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let out = std::process::Command::new("bash")
-        .arg(root.join("../scripts/kernel-tree.sh"))
-        .arg(root.join("kernel-tree"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let repo = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let commit = String::from_utf8(
-        std::process::Command::new("git")
-            .args(["-C", &repo, "rev-parse", "v6.1"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_owned();
+    let repo = common::kernel_tree();
+    let commit = common::git(&repo, &["rev-parse", "v6.1"]);
     let farm = guest_farm_with(&[
         ("FARM_KERNEL_REPOS", format!("linux={repo}")),
         ("FARM_BUILD_USER", "nobody".into()),

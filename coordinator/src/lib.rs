@@ -16,6 +16,7 @@
 
 pub mod archive;
 pub mod auth;
+pub mod bisection;
 pub mod identity;
 #[cfg(feature = "ha")]
 pub mod leader;

@@ -200,6 +200,14 @@ pub enum Event {
     ListSchedules {
         reply: Reply<Vec<ScheduleInfo>>,
     },
+    StartBisection {
+        request: Box<farm_proto::StartBisectionRequest>,
+        reply: Reply<farm_proto::Bisection>,
+    },
+    GetBisection {
+        bisection_id: String,
+        reply: Reply<farm_proto::Bisection>,
+    },
     CancelSchedule {
         schedule_id: String,
         reply: Reply<()>,
@@ -247,6 +255,14 @@ pub enum Error {
     UnknownMatrix(String),
     #[error("no schedule {0}")]
     UnknownSchedule(String),
+    #[error("no bisection {0}")]
+    UnknownBisection(String),
+    /// A bisection request that cannot be bisected (the reason says why).
+    #[error("bisection refused: {0}")]
+    Bisection(String),
+    /// An agent asked on a caller's behalf did not answer in time.
+    #[error("{0}")]
+    Unanswered(String),
     #[error("unknown agent id {0}; call Register first")]
     UnknownAgent(String),
     /// Another caller asked for the id of an agent whose stream is open.
@@ -387,6 +403,9 @@ struct Scheduler {
     /// scan of every matrix, now that every ended matrix computes its own.
     series: HashMap<Vec<u8>, Vec<(u64, u32)>>,
     schedules: BTreeMap<String, ScheduleMem>,
+    bisections: BTreeMap<String, farm_proto::Bisection>,
+    /// Git ranges asked of agents, by request id.
+    listings: HashMap<String, bisections::Listing>,
     /// A schedule was made, cancelled or executed in this batch: the cron
     /// driver hears of it after the commit.
     schedules_changed: bool,
@@ -443,6 +462,8 @@ pub fn spawn_with(
         fleet_changed: false,
         series: HashMap::new(),
         schedules: BTreeMap::new(),
+        bisections: BTreeMap::new(),
+        listings: HashMap::new(),
         schedules_changed: false,
         crons: watch::channel(Vec::new()).0,
         generation: 0,
@@ -543,6 +564,7 @@ impl Scheduler {
         self.forget_absent_agents();
         self.summarise_retries();
         self.archive_ended();
+        self.expire_listings();
         self.ticked = true;
     }
 
@@ -626,6 +648,14 @@ impl Scheduler {
                 let r = self.list_schedules();
                 self.reply(reply, Ok(r));
             }
+            Event::StartBisection { request, reply } => self.start_bisection(*request, reply),
+            Event::GetBisection {
+                bisection_id,
+                reply,
+            } => {
+                let r = self.get_bisection(&bisection_id);
+                self.reply(reply, r);
+            }
             Event::CancelSchedule { schedule_id, reply } => {
                 let r = self.cancel_schedule(&schedule_id);
                 self.reply(reply, r);
@@ -638,6 +668,7 @@ impl Scheduler {
 
 mod agents;
 mod archiving;
+mod bisections;
 mod continuous;
 mod dispatch;
 mod histories;
@@ -651,6 +682,7 @@ mod recovery;
 mod reruns;
 mod summaries;
 pub use archiving::{ARCHIVE_IN_FLIGHT, ARCHIVE_RETRY};
+pub use bisections::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS, MAX_RUNNING_BISECTIONS};
 use continuous::ScheduleMem;
 pub use continuous::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
 pub use summaries::Results;

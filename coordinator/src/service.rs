@@ -79,12 +79,16 @@ impl From<scheduler::Error> for Status {
         // Ids in these messages come from callers, and may be long.
         let message = cut(e.to_string());
         match e {
-            E::UnknownMatrix(_) | E::UnknownSchedule(_) | E::UnknownAgent(_) => {
-                Status::not_found(message)
-            }
+            E::UnknownMatrix(_)
+            | E::UnknownSchedule(_)
+            | E::UnknownAgent(_)
+            | E::UnknownBisection(_) => Status::not_found(message),
+            E::Bisection(_) => Status::invalid_argument(message),
             E::AgentInUse(_) => Status::failed_precondition(message),
             E::NotYourAgent { .. } => Status::permission_denied(message),
-            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown => Status::unavailable(message),
+            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown | E::Unanswered(_) => {
+                Status::unavailable(message)
+            }
             E::TooSlow(_) => Status::resource_exhausted(message),
             E::TooLargeForStore { .. } => Status::invalid_argument(message),
             E::Store(_) => Status::internal(message),
@@ -412,6 +416,42 @@ impl FarmService for Farm {
             .call(|reply| Event::ListSchedules { reply })
             .await?;
         Ok(Response::new(ListSchedulesResponse { schedules }))
+    }
+
+    async fn start_bisection(
+        &self,
+        req: Request<farm_proto::StartBisectionRequest>,
+    ) -> Result<Response<farm_proto::Bisection>, Status> {
+        let request = Box::new(req.into_inner());
+        if request.between.len() > farm_analysis::bisect::MAX_KERNELS {
+            return Err(Status::invalid_argument(format!(
+                "{} kernels between good and bad; a bisection takes at most {} (MAX_KERNELS)",
+                request.between.len(),
+                farm_analysis::bisect::MAX_KERNELS
+            )));
+        }
+        let b = self
+            .router
+            .handle()?
+            .call(|reply| Event::StartBisection { request, reply })
+            .await?;
+        Ok(Response::new(b))
+    }
+
+    async fn get_bisection(
+        &self,
+        req: Request<farm_proto::GetBisectionRequest>,
+    ) -> Result<Response<farm_proto::Bisection>, Status> {
+        let bisection_id = req.into_inner().bisection_id;
+        let b = self
+            .router
+            .handle()?
+            .call(|reply| Event::GetBisection {
+                bisection_id,
+                reply,
+            })
+            .await?;
+        Ok(Response::new(b))
     }
 
     async fn cancel_schedule(

@@ -177,6 +177,8 @@ pub enum Op {
     /// An agent absent past its expiry is forgotten.
     ForgetAgent(String),
     PutSchedule(Box<ScheduleRecord>),
+    /// A bisection, created or advanced (`crate::bisection`).
+    PutBisection(Box<farm_proto::Bisection>),
     /// An ended matrix is in the archive: it leaves live state, with its
     /// `cells` cells and these runs.
     ForgetMatrix {
@@ -193,6 +195,8 @@ pub struct Snapshot {
     pub runs: Vec<RunRecord>,
     pub agents: Vec<AgentRecord>,
     pub schedules: Vec<ScheduleRecord>,
+    /// By creation time.
+    pub bisections: Vec<farm_proto::Bisection>,
 }
 
 /// Where the scheduler's records live.

@@ -32,6 +32,10 @@ const CASES: &[(&str, Case)] = &[
         "an_archived_matrix_leaves_whole_and_alone",
         an_archived_matrix_leaves_whole_and_alone,
     ),
+    (
+        "a_bisection_is_kept_as_last_put_in_creation_order",
+        a_bisection_is_kept_as_last_put_in_creation_order,
+    ),
 ];
 
 #[cfg(feature = "ha")]
@@ -299,4 +303,54 @@ fn a_failing_batch_changes_nothing(open: Open<'_>) {
     ]);
     assert!(err.is_err());
     assert!(s.load().unwrap().runs.is_empty());
+}
+
+/// A bisection is one record, replaced whole each round; a restart gives
+/// back the last of each, oldest bisection first.
+fn a_bisection_is_kept_as_last_put_in_creation_order(open: Open<'_>) {
+    let bisection = |id: &str, created_ms: u64, steps: usize| farm_proto::Bisection {
+        bisection_id: id.into(),
+        matrix_id: "m".into(),
+        cell: 1,
+        kernels: vec!["git:linux@v6.1".into(), "git:linux@bisect-bad".into()],
+        created_ms,
+        steps: (0..steps)
+            .map(|i| farm_proto::BisectionStep {
+                kernel: i as u32,
+                call: "same_as_good".into(),
+                ratio_vs_good: f64::NAN,
+                ..Default::default()
+            })
+            .collect(),
+        pending_matrices: vec![format!("m-round-{steps}")],
+        ..Default::default()
+    };
+    {
+        let mut s = open();
+        s.apply(&[
+            Op::PutBisection(Box::new(bisection("b-late", 20, 0))),
+            Op::PutBisection(Box::new(bisection("b-early", 10, 0))),
+        ])
+        .unwrap();
+        s.apply(&[Op::PutBisection(Box::new(bisection("b-early", 10, 2)))])
+            .unwrap();
+    }
+    let snap = open().load().unwrap();
+    let got: Vec<(&str, usize, &str)> = snap
+        .bisections
+        .iter()
+        .map(|b| {
+            (
+                b.bisection_id.as_str(),
+                b.steps.len(),
+                b.pending_matrices[0].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [("b-early", 2, "m-round-2"), ("b-late", 0, "m-round-0")]
+    );
+    // NaN (a comparison not made) survives the store.
+    assert!(snap.bisections[0].steps[1].ratio_vs_good.is_nan());
 }

@@ -25,6 +25,16 @@ pub const AUTHORIZATION: &str = "authorization";
 /// once and with its size, rather than send what the coordinator refuses.
 pub const MAX_AGENT_MESSAGE_BYTES: usize = 4 << 20;
 
+/// The most commits an agent lists for one git range (`ListCommits`): a
+/// bisection over more is 14 steps and longer; first-parent commits between
+/// two releases are about a thousand. With subjects cut to
+/// [`MAX_COMMIT_SUBJECT_BYTES`] the answer stays within
+/// [`MAX_AGENT_MESSAGE_BYTES`].
+pub const MAX_RANGE_COMMITS: usize = 10_000;
+
+/// The most bytes of a commit's subject an agent sends.
+pub const MAX_COMMIT_SUBJECT_BYTES: usize = 160;
+
 /// Guest machines: the defaults per arch and the limits, which the
 /// coordinator checks at submit and the agent again before it boots one.
 pub mod guest {

@@ -163,6 +163,7 @@ fn the_plan_measures_the_middle_beside_both_ends_then_the_neighbours() {
             runs: 10
         }
     );
+    assert_eq!(b.focus(), Some((0, 1)));
     b.observe(vec![at(1.0), at(1.0), at(2.0)]).unwrap();
     assert_eq!(b.steps[0].call, Call::SameAsGood);
     assert_eq!(b.bounds(), (4, 8));
@@ -177,7 +178,8 @@ fn the_plan_measures_the_middle_beside_both_ends_then_the_neighbours() {
     assert_eq!(b.steps[1].call, Call::SameAsBad);
     b.observe(vec![at(1.0), at(1.0), at(2.0)]).unwrap();
     assert_eq!(b.bounds(), (5, 6));
-    // The neighbours, beside both ends.
+    // The neighbours, beside both ends: the comparison is 6 against 5.
+    assert_eq!(b.focus(), Some((1, 2)));
     assert_eq!(
         b.plan(),
         Action::Measure {

@@ -349,6 +349,39 @@ pub fn guest_cache() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache")
 }
 
+/// scripts/kernel-tree.sh's repository (v6.1 and the bisection's commits),
+/// made once in target/kernel-tree.
+pub fn kernel_tree() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new("bash")
+        .arg(root.join("scripts/kernel-tree.sh"))
+        .arg(root.join("target/kernel-tree"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "scripts/kernel-tree.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// `git -C repo ARGS`'s output, trimmed.
+pub fn git(repo: &str, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
 pub fn wait_for(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
     let t = Instant::now();
     while !f() {

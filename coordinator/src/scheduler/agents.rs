@@ -255,6 +255,7 @@ impl Scheduler {
             }
             agent_message::Msg::Result(res) => self.result(agent_id, res),
             agent_message::Msg::Capabilities(caps) => self.capabilities_changed(agent_id, caps),
+            agent_message::Msg::Commits(c) => self.commits_listed(agent_id, c),
         }
     }
 

@@ -21,6 +21,7 @@ impl Scheduler {
             .is_some_and(|m| !m.rec.cancelled)
         {
             self.summarise_ended(matrix_id);
+            self.bisection_round_done(matrix_id);
         }
     }
 

@@ -57,6 +57,8 @@ pub(super) enum Rejection {
     Takeover,
     /// A `Register` or `Hello` for an agent id bound to another identity.
     IdentityMismatch,
+    /// Commits for a listing never asked of the sender.
+    UnaskedCommits,
 }
 
 impl Rejection {
@@ -68,6 +70,7 @@ impl Rejection {
             Rejection::ClaimNotLeased => "claim_not_leased",
             Rejection::Takeover => "session_takeover",
             Rejection::IdentityMismatch => "identity_mismatch",
+            Rejection::UnaskedCommits => "unasked_commits",
         }
     }
 }

@@ -42,6 +42,9 @@ impl Scheduler {
         for s in snap.schedules {
             self.schedules.insert(s.id.clone(), ScheduleMem::new(s));
         }
+        for b in snap.bisections {
+            self.bisections.insert(b.bisection_id.clone(), b);
+        }
         for m in snap.matrices {
             self.next_seq = self.next_seq.max(m.seq + 1);
             if let Some(s) = m
@@ -130,6 +133,7 @@ impl Scheduler {
             "recovered state from the store"
         );
         self.recover_metrics();
+        self.resume_bisections();
         Ok(())
     }
 

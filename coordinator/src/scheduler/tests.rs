@@ -33,6 +33,9 @@ fn drain(rx: &mut Rx) -> Vec<String> {
             Some(coordinator_message::Msg::Cancel(r)) => {
                 format!("cancel {}@{}", r.run_id, r.attempt)
             }
+            Some(coordinator_message::Msg::ListCommits(l)) => {
+                format!("list {} {}..{}", l.repo, l.good, l.bad)
+            }
             None => "empty".into(),
         });
     }
@@ -195,6 +198,8 @@ impl Farm {
 /// attempt's result while already running the re-queued attempt: it must
 /// stay busy (no run of it refused as "agent busy"), the later attempt is
 /// cancelled, and every run still finishes.
+mod bisections;
+
 #[tokio::test]
 async fn a_late_result_of_an_earlier_attempt_does_not_free_the_busy_agent() {
     let farm = Farm::new(200, 3);

@@ -7,6 +7,7 @@
 //! - `P/r/{matrix}/{run}`: each run, with its result;
 //! - `P/a/{agent}`: each agent, with the certificate name it is bound to;
 //! - `P/s/{schedule}`: each schedule, with its cron cursor;
+//! - `P/b/{bisection}`: each bisection, its `farm.v1.Bisection` record;
 //! - `P/leader`: the leader's key (`crate::leader`), held by its lease;
 //! - `P/wal/{term}-{n}/{piece}`: a batch too large for one transaction,
 //!   while it is being applied.
@@ -400,6 +401,9 @@ impl Etcd {
                     });
                 }
                 Op::PutSchedule(s) => out.push(put(self.key("s", &s.id), records::schedule(s))),
+                Op::PutBisection(b) => {
+                    out.push(put(self.key("b", &b.bisection_id), b.encode_to_vec()))
+                }
                 Op::ForgetMatrix { id, cells, runs } => {
                     stage.forgotten.insert(id.clone());
                     let delete = |key: Vec<u8>| Write { key, value: None };
@@ -527,6 +531,19 @@ impl Backend for Etcd {
                 "r" => snap.runs.push(records::run_of(&v)?),
                 "a" => snap.agents.push(records::agent_of(&v)?),
                 "s" => snap.schedules.push(records::schedule_of(&v)?),
+                "b" => snap
+                    .bisections
+                    .push(
+                        farm_proto::Bisection::decode(v.as_slice()).map_err(|source| {
+                            Error::Decode {
+                                what: format!(
+                                    "bisection {}",
+                                    id.chars().take(64).collect::<String>()
+                                ),
+                                source,
+                            }
+                        })?,
+                    ),
                 "leader" | "wal" => {}
                 _ => return Err(Error::UnknownKey(rel.chars().take(96).collect())),
             }
@@ -551,6 +568,8 @@ impl Backend for Etcd {
         snap.matrices.sort_by_key(|m| m.seq);
         snap.schedules
             .sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        snap.bisections
+            .sort_by(|a, b| (a.created_ms, &a.bisection_id).cmp(&(b.created_ms, &b.bisection_id)));
         self.bindings.clear();
         self.bound.clear();
         for a in &snap.agents {

@@ -64,6 +64,13 @@ CREATE TABLE IF NOT EXISTS schedules (
 -- Which certificate each agent id is bound to (mutual TLS); a table of its
 -- own so that stores made before identities existed open unchanged. An
 -- identity binds one agent id, an agent id one identity.
+-- Each bisection as its farm.v1.Bisection record: the coordinator reads it
+-- whole and writes it whole at every round.
+CREATE TABLE IF NOT EXISTS bisections (
+    id TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL,
+    record BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS agent_identities (
     agent_id TEXT PRIMARY KEY,
     identity TEXT NOT NULL UNIQUE
@@ -140,6 +147,12 @@ impl Backend for Sqlite {
                     tx.execute(
                         "INSERT OR REPLACE INTO schedule_archived (schedule_id, executions) VALUES (?1, ?2)",
                         params![s.id, s.archived_executions as i64],
+                    )?;
+                }
+                Op::PutBisection(b) => {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO bisections (id, created_ms, record) VALUES (?1, ?2, ?3)",
+                        params![b.bisection_id, b.created_ms as i64, b.encode_to_vec()],
                     )?;
                 }
                 Op::ForgetMatrix { id, .. } => {
@@ -256,6 +269,22 @@ impl Backend for Sqlite {
         })?;
         for s in rows {
             snap.schedules.push(s?);
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, record FROM bisections ORDER BY created_ms, id")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
+        for row in rows {
+            let (id, bytes) = row?;
+            let b = farm_proto::Bisection::decode(bytes.as_slice()).map_err(|source| {
+                Error::Decode {
+                    what: format!("bisection {id}"),
+                    source,
+                }
+            })?;
+            snap.bisections.push(b);
         }
         let mut cells = self
             .conn

@@ -24,6 +24,7 @@ use farm_spec::GitKernel;
 
 pub mod command;
 pub mod make;
+pub mod range;
 
 /// How long one git command (a ref's resolution, a log) may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -252,6 +253,16 @@ impl Trees {
     /// Runs git in `repo` as the build user and returns its stdout, or its
     /// stderr's tail when it fails.
     fn git(&self, repo: &Repo, args: &[&str]) -> Result<String, String> {
+        let out = self.git_output(repo, args)?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(failure(&out))
+        }
+    }
+
+    /// [`Trees::git`]'s command, whatever its exit status.
+    fn git_output(&self, repo: &Repo, args: &[&str]) -> Result<command::Output, String> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new("git");
         // The repository is the operator's, owned by someone else: git reads
@@ -271,22 +282,22 @@ impl Trees {
             .stdin(Stdio::null())
             .uid(self.user.uid)
             .gid(self.user.gid);
-        let out = command::run(&mut cmd, GIT_TIMEOUT).map_err(|e| format!("git: {e}"))?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let tail: String = err
-                .chars()
-                .rev()
-                .take(STDERR_TAIL)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            Err(format!("{}: {}", out.status, tail.trim()))
-        }
+        command::run(&mut cmd, GIT_TIMEOUT).map_err(|e| format!("git: {e}"))
     }
+}
+
+/// A failed command's status and its stderr's tail.
+fn failure(out: &command::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let tail: String = err
+        .chars()
+        .rev()
+        .take(STDERR_TAIL)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!("{}: {}", out.status, tail.trim())
 }
 
 #[cfg(test)]

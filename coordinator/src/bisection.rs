@@ -1,0 +1,438 @@
+//! Bisections as the coordinator keeps them: a `farm_proto::Bisection`
+//! record (stored, shown) around `farm_analysis::bisect::Bisector`, and the
+//! step matrices it asks for. Pure: the scheduler submits the matrices and
+//! feeds their values back (`scheduler/bisections.rs`).
+
+use farm_analysis::Direction;
+use farm_analysis::bisect::{self, Action, Bisector, Call, Outcome, Pending, Policy, Step};
+use farm_analysis::compare::{Options, Verdict};
+use farm_proto::{
+    Bisection, BisectionOutcome, BisectionStep, Cell, Direction as WireDirection, Samples,
+    VerdictPolicy,
+};
+use farm_spec::metric::is_primary;
+
+use crate::matrix::{MAX_NAME_BYTES, Matrix};
+use crate::store::{RunRecord, RunState};
+
+/// Runs of each kernel per round, and the most per step, when the request
+/// leaves them out.
+pub const DEFAULT_RUNS: u32 = 10;
+pub const DEFAULT_MAX_RUNS: u32 = 30;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum Error {
+    #[error("kernel {index} of the bisection ({prefix:?}): {reason}")]
+    Kernel {
+        index: usize,
+        prefix: String,
+        reason: String,
+    },
+    #[error("the good and the bad kernel are the same ({0:?}): nothing to bisect")]
+    SameEnds(String),
+    #[error("kernel {0:?} is in the bisection twice")]
+    Repeated(String),
+    #[error("cell {cell} has no baseline, so no good kernel: bisect a cell that is compared")]
+    NoBaseline { cell: u32 },
+    #[error("cell {cell}'s finished runs have no metric {metric:?}")]
+    NoMetric { cell: u32, metric: String },
+    #[error(
+        "cell {cell} did not regress on a primary metric against its baseline; \
+         name the metric to bisect (--metric)"
+    )]
+    NotRegressed { cell: u32 },
+    #[error("{0}")]
+    Bisect(#[from] bisect::Error),
+    #[error("stored bisection {id}: {what}")]
+    Corrupt { id: String, what: String },
+}
+
+/// A new bisection's record: `good` and `bad` are the baseline's and the
+/// cell's kernels, `between` the kernels between them in order.
+pub struct New<'a> {
+    pub id: String,
+    pub matrix_id: String,
+    pub matrix_name: String,
+    pub timeout_s: u32,
+    pub cell: &'a Cell,
+    pub good: &'a str,
+    pub between: &'a [String],
+    pub metric: String,
+    pub direction: Direction,
+    pub runs: u32,
+    pub max_runs: u32,
+    pub created_ms: u64,
+}
+
+/// Checks a request and makes its record; the bisector it holds is valid.
+pub fn create(n: New<'_>) -> Result<Bisection, Error> {
+    let mut kernels: Vec<String> = Vec::with_capacity(n.between.len() + 2);
+    kernels.push(n.good.to_owned());
+    kernels.extend(n.between.iter().cloned());
+    kernels.push(n.cell.kernel.clone());
+    for (index, k) in kernels.iter().enumerate() {
+        if let Err(e) = k.parse::<farm_spec::Kernel>() {
+            return Err(Error::Kernel {
+                index,
+                prefix: k.chars().take(40).collect(),
+                reason: e.to_string(),
+            });
+        }
+    }
+    if kernels[0] == kernels[kernels.len() - 1] {
+        return Err(Error::SameEnds(kernels[0].clone()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(k) = kernels.iter().find(|k| !seen.insert(k.as_str())) {
+        return Err(Error::Repeated(k.chars().take(40).collect()));
+    }
+    let runs = if n.runs == 0 { DEFAULT_RUNS } else { n.runs };
+    let max_runs = if n.max_runs == 0 {
+        DEFAULT_MAX_RUNS.max(runs)
+    } else {
+        n.max_runs
+    };
+    let mut template = n.cell.clone();
+    template.baseline = None;
+    template.new_kernel = false;
+    let wire_direction = match n.direction {
+        Direction::LowerIsBetter => WireDirection::LowerIsBetter,
+        Direction::HigherIsBetter => WireDirection::HigherIsBetter,
+    };
+    let b = Bisection {
+        bisection_id: n.id,
+        matrix_id: n.matrix_id,
+        cell: n.cell.index,
+        kernels,
+        metric: n.metric,
+        direction: wire_direction as i32,
+        runs,
+        max_runs,
+        template: Some(template),
+        created_ms: n.created_ms,
+        matrix_name: n.matrix_name,
+        timeout_s: n.timeout_s,
+        ..Bisection::default()
+    };
+    bisector(&b)?;
+    Ok(b)
+}
+
+fn policy_of(b: &Bisection) -> VerdictPolicy {
+    b.template
+        .as_ref()
+        .and_then(|c| c.verdict.clone())
+        .unwrap_or_default()
+}
+
+/// The bisector a record holds.
+pub fn bisector(b: &Bisection) -> Result<Bisector, Error> {
+    let direction = if b.direction == WireDirection::HigherIsBetter as i32 {
+        Direction::HigherIsBetter
+    } else {
+        Direction::LowerIsBetter
+    };
+    let min_effect = policy_of(b).min_effect;
+    let options = Options {
+        min_effect: if min_effect > 0.0 { min_effect } else { 0.02 },
+        resamples: 0,
+        ..Options::default()
+    };
+    let policy = Policy {
+        runs: b.runs,
+        max_runs: b.max_runs,
+    };
+    let mut x = Bisector::new(b.kernels.len(), policy, direction, options)?;
+    let corrupt = |what: &str| Error::Corrupt {
+        id: b.bisection_id.clone(),
+        what: what.to_owned(),
+    };
+    for s in &b.steps {
+        let call = Call::from_name(&s.call).ok_or_else(|| corrupt("a step's call"))?;
+        if s.kernel as usize >= b.kernels.len() {
+            return Err(corrupt("a step's kernel"));
+        }
+        x.steps.push(Step {
+            kernel: s.kernel as usize,
+            call,
+            runs: s.runs,
+            vs_good: (s.ratio_vs_good, s.p_vs_good),
+            vs_bad: (s.ratio_vs_bad, s.p_vs_bad),
+        });
+    }
+    x.ends = [
+        b.good.as_ref().map_or_else(Vec::new, |s| s.values.clone()),
+        b.bad.as_ref().map_or_else(Vec::new, |s| s.values.clone()),
+    ];
+    if !b.pending_kernels.is_empty() {
+        x.pending = Some(Pending {
+            kernels: b.pending_kernels.iter().map(|&k| k as usize).collect(),
+            values: b.pending_values.iter().map(|s| s.values.clone()).collect(),
+        });
+    }
+    Ok(x)
+}
+
+/// Writes the bisector's state back into the record; `matrices` are the
+/// rounds' matrices of the measurement just observed.
+pub fn record(b: &mut Bisection, x: &Bisector) {
+    let old = b.steps.len();
+    b.steps.truncate(x.steps.len());
+    for s in &x.steps[old.min(x.steps.len())..] {
+        b.steps.push(BisectionStep {
+            kernel: s.kernel as u32,
+            call: s.call.as_str().to_owned(),
+            runs: s.runs,
+            ratio_vs_good: s.vs_good.0,
+            p_vs_good: s.vs_good.1,
+            ratio_vs_bad: s.vs_bad.0,
+            p_vs_bad: s.vs_bad.1,
+            // The rounds that made this step.
+            matrix_ids: std::mem::take(&mut b.pending_matrices),
+        });
+    }
+    b.good = Some(Samples {
+        values: x.ends[0].clone(),
+    });
+    b.bad = Some(Samples {
+        values: x.ends[1].clone(),
+    });
+    match &x.pending {
+        Some(p) => {
+            b.pending_kernels = p.kernels.iter().map(|&k| k as u32).collect();
+            b.pending_values = p
+                .values
+                .iter()
+                .map(|v| Samples { values: v.clone() })
+                .collect();
+        }
+        None => {
+            b.pending_kernels.clear();
+            b.pending_values.clear();
+        }
+    }
+    b.outcome = x.outcome.as_ref().map(outcome);
+    if let Some(o) = &mut b.outcome {
+        // The confirmation's rounds (none when an end failed in a step).
+        o.matrix_ids = std::mem::take(&mut b.pending_matrices);
+    }
+}
+
+fn outcome(o: &Outcome) -> BisectionOutcome {
+    match *o {
+        Outcome::Culprit {
+            last_good,
+            first_bad,
+            confirmation: c,
+        }
+        | Outcome::Unresolved {
+            last_good,
+            first_bad,
+            confirmation: c,
+        } => BisectionOutcome {
+            kind: if matches!(o, Outcome::Culprit { .. }) {
+                "culprit"
+            } else {
+                "unresolved"
+            }
+            .to_owned(),
+            last_good: last_good as u32,
+            first_bad: first_bad as u32,
+            confirmed: c.confirmed,
+            ratio: c.ratio,
+            p_value: c.p_value,
+            p_last_good_vs_good: c.neighbours.0,
+            p_first_bad_vs_bad: c.neighbours.1,
+            ..BisectionOutcome::default()
+        },
+        Outcome::EndsDoNotDiffer { ratio, p_value } => BisectionOutcome {
+            kind: "ends_do_not_differ".to_owned(),
+            ratio,
+            p_value,
+            ..BisectionOutcome::default()
+        },
+        Outcome::Failed { kernel } => BisectionOutcome {
+            kind: "failed".to_owned(),
+            failed_kernel: kernel as u32,
+            ..BisectionOutcome::default()
+        },
+    }
+}
+
+/// The matrix of one round: each of `kernels` (indices into the record's)
+/// `runs` times, as the template cell; none is a baseline, and no cell
+/// takes runs of its own (the bisector decides how many).
+///
+/// `focus` (positions in `kernels`: baseline, candidate) is the comparison
+/// the round is about: that cell is compared with its baseline like any
+/// matrix's, so its results carry the farm's verdict and diagnosis.
+pub fn round_matrix(
+    b: &Bisection,
+    kernels: &[usize],
+    runs: u32,
+    round: usize,
+    focus: Option<(usize, usize)>,
+) -> Matrix {
+    let template = b.template.clone().unwrap_or_default();
+    let cells = kernels
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let kernel = b.kernels[k].clone();
+            let mut c = template.clone();
+            c.index = i as u32;
+            c.name = cell_name(&template.name, &kernel);
+            c.kernel = kernel;
+            c.baseline = focus
+                .filter(|&(_, candidate)| candidate == i)
+                .map(|(baseline, _)| baseline as u32);
+            c.verdict = Some(VerdictPolicy {
+                max_runs: runs,
+                repetitions: runs,
+                ..policy_of(b)
+            });
+            c
+        })
+        .collect();
+    let mut name = format!("{} bisect {} round {round}", b.matrix_name, b.bisection_id);
+    if name.len() > MAX_NAME_BYTES {
+        let mut end = MAX_NAME_BYTES;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    Matrix {
+        name,
+        repetitions: runs,
+        timeout_s: b.timeout_s.max(1),
+        cells,
+        schedule: None,
+    }
+}
+
+/// The template's name with `kernel=` set: the axes' words after the
+/// workload's label, as the matrix names cells.
+fn cell_name(template: &str, kernel: &str) -> String {
+    let mut parts: Vec<String> = template
+        .split(" | ")
+        .filter(|p| !p.starts_with("kernel="))
+        .map(str::to_owned)
+        .collect();
+    parts.insert(1.min(parts.len()), format!("kernel={kernel}"));
+    parts.join(" | ")
+}
+
+/// A round's values of `metric`, per cell, from its finished runs by
+/// repetition (failed runs give none).
+pub fn round_values(runs: &[&RunRecord], cells: usize, metric: &str) -> Vec<Vec<f64>> {
+    let mut out = vec![Vec::new(); cells];
+    let mut finished: Vec<&&RunRecord> = runs
+        .iter()
+        .filter(|r| r.state == RunState::Finished)
+        .collect();
+    finished.sort_by_key(|r| (r.cell, r.repetition));
+    for r in finished {
+        let Some(v) = r
+            .result
+            .as_ref()
+            .and_then(|res| res.metrics.iter().find(|m| m.name == metric))
+        else {
+            continue;
+        };
+        if let Some(cell) = out.get_mut(r.cell as usize) {
+            cell.push(v.value);
+        }
+    }
+    out
+}
+
+/// The metric a bisection of `cell` follows, and its direction: `asked`
+/// if given (it must be in the cell's runs), else the primary metric on
+/// which the cell regressed most against its baseline, by the farm's
+/// comparison at the cell's minimum effect (largest |log ratio| first).
+pub fn choose_metric(
+    cell: u32,
+    runs: &[&RunRecord],
+    baseline: &[&RunRecord],
+    asked: &str,
+    min_effect: f64,
+) -> Result<(String, Direction), Error> {
+    let (ours, theirs) = (metric_values(runs), metric_values(baseline));
+    if !asked.is_empty() {
+        return ours
+            .iter()
+            .find(|(n, _, _)| n == asked)
+            .map(|(n, d, _)| (n.clone(), *d))
+            .ok_or_else(|| Error::NoMetric {
+                cell,
+                metric: asked.chars().take(40).collect(),
+            });
+    }
+    let options = Options {
+        min_effect,
+        resamples: 0,
+        ..Options::default()
+    };
+    let mut best: Option<(f64, String, Direction)> = None;
+    for (name, direction, values) in ours.iter().filter(|(n, _, _)| is_primary(n)) {
+        let Some((_, _, base)) = theirs.iter().find(|(n, _, _)| n == name) else {
+            continue;
+        };
+        let Ok(c) = farm_analysis::compare::compare(base, values, *direction, &options) else {
+            continue;
+        };
+        let size = c.shift.ln().abs();
+        if c.verdict == Verdict::Regression && best.as_ref().is_none_or(|(b, _, _)| size > *b) {
+            best = Some((size, name.clone(), *direction));
+        }
+    }
+    best.map(|(_, n, d)| (n, d))
+        .ok_or(Error::NotRegressed { cell })
+}
+
+/// Each metric's values over finished runs, with its direction, in the
+/// order metrics first appear.
+fn metric_values(runs: &[&RunRecord]) -> Vec<(String, Direction, Vec<f64>)> {
+    let mut out: Vec<(String, Direction, Vec<f64>)> = Vec::new();
+    for r in runs.iter().filter(|r| r.state == RunState::Finished) {
+        for m in r.result.iter().flat_map(|res| &res.metrics) {
+            match out.iter_mut().find(|(n, _, _)| *n == m.name) {
+                Some((_, _, v)) => v.push(m.value),
+                None => {
+                    let d = if m.direction == WireDirection::HigherIsBetter as i32 {
+                        Direction::HigherIsBetter
+                    } else {
+                        Direction::LowerIsBetter
+                    };
+                    out.push((m.name.clone(), d, vec![m.value]));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A round the bisector asks for: each of `kernels` `runs` times, the
+/// cells at `focus` (positions in `kernels`: baseline, candidate) compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Round {
+    pub kernels: Vec<usize>,
+    pub runs: u32,
+    pub focus: Option<(usize, usize)>,
+}
+
+/// What to measure next, or `None` once it has ended.
+pub fn next(x: &Bisector) -> Option<Round> {
+    match x.plan() {
+        Action::Measure { kernels, runs } => Some(Round {
+            kernels,
+            runs,
+            focus: x.focus(),
+        }),
+        Action::Done(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

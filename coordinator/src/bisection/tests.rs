@@ -1,0 +1,247 @@
+use farm_proto::{Metric, RunResult};
+use prost::Message as _;
+
+use super::*;
+
+fn cell() -> Cell {
+    Cell {
+        index: 1,
+        name: "hackbench(groups=2) | kernel=git:linux@bisect-bad".into(),
+        kernel: "git:linux@bisect-bad".into(),
+        baseline: Some(0),
+        verdict: Some(VerdictPolicy {
+            min_effect: 0.05,
+            max_runs: 10,
+            repetitions: 10,
+            ..VerdictPolicy::default()
+        }),
+        ..Cell::default()
+    }
+}
+
+fn new<'a>(c: &'a Cell, good: &'a str, between: &'a [String]) -> New<'a> {
+    New {
+        id: "b-1".into(),
+        matrix_id: "m-1".into(),
+        matrix_name: "seed 002".into(),
+        timeout_s: 600,
+        cell: c,
+        good,
+        between,
+        metric: "time_s".into(),
+        direction: Direction::LowerIsBetter,
+        runs: 0,
+        max_runs: 0,
+        created_ms: 1,
+    }
+}
+
+#[test]
+fn a_record_lists_good_then_between_then_bad_with_the_defaults() {
+    let c = cell();
+    let between = vec!["git:linux@abc123".to_owned()];
+    let b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
+    assert_eq!(
+        b.kernels,
+        ["git:linux@v6.1", "git:linux@abc123", "git:linux@bisect-bad"]
+    );
+    assert_eq!((b.runs, b.max_runs), (DEFAULT_RUNS, DEFAULT_MAX_RUNS));
+    let t = b.template.as_ref().unwrap();
+    assert_eq!(t.baseline, None);
+    // The policy's minimum effect is the bisector's.
+    assert_eq!(bisector(&b).unwrap().options.min_effect, 0.05);
+}
+
+#[test]
+fn bad_requests_name_what_is_wrong() {
+    let c = cell();
+    let e = create(new(&c, "git:linux@bisect-bad", &[])).unwrap_err();
+    assert_eq!(e, Error::SameEnds("git:linux@bisect-bad".into()));
+    let between = vec!["git:linux@v6.1".to_owned()];
+    let e = create(new(&c, "git:linux@v6.1", &between)).unwrap_err();
+    assert_eq!(e, Error::Repeated("git:linux@v6.1".into()));
+    let between = vec!["git:linux@a..b".to_owned()];
+    let e = create(new(&c, "git:linux@v6.1", &between)).unwrap_err();
+    assert!(
+        matches!(&e, Error::Kernel { index: 1, prefix, .. } if prefix == "git:linux@a..b"),
+        "{e}"
+    );
+    let mut n = new(&c, "git:linux@v6.1", &[]);
+    n.runs = 1;
+    assert_eq!(
+        create(n).unwrap_err(),
+        Error::Bisect(bisect::Error::Runs {
+            runs: 1,
+            max_runs: 30
+        })
+    );
+}
+
+#[test]
+fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
+    let c = cell();
+    let between: Vec<String> = (0..3).map(|i| format!("git:linux@c{i}")).collect();
+    let b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
+    let m = round_matrix(&b, &[0, 2, 4], 10, 1, Some((0, 1)));
+    assert_eq!(m.name, "seed 002 bisect b-1 round 1");
+    assert_eq!(m.repetitions, 10);
+    let kernels: Vec<&str> = m.cells.iter().map(|c| c.kernel.as_str()).collect();
+    assert_eq!(
+        kernels,
+        ["git:linux@v6.1", "git:linux@c1", "git:linux@bisect-bad"]
+    );
+    assert_eq!(m.cells[1].name, "hackbench(groups=2) | kernel=git:linux@c1");
+    assert_eq!(m.cells[1].index, 1);
+    // The step's kernel is compared with good; the ends with nothing.
+    let baselines: Vec<Option<u32>> = m.cells.iter().map(|c| c.baseline).collect();
+    assert_eq!(baselines, [None, Some(0), None]);
+    let p = m.cells[0].verdict.as_ref().unwrap();
+    assert_eq!((p.max_runs, p.repetitions, p.min_effect), (10, 10, 0.05));
+}
+
+#[test]
+fn a_stored_record_resumes_the_same_bisector() {
+    let c = cell();
+    let between: Vec<String> = (0..7).map(|i| format!("git:linux@c{i}")).collect();
+    let mut b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
+    let mut x = bisector(&b).unwrap();
+    let at = |v: f64| {
+        (0..10)
+            .map(|i| v + f64::from(i) * 0.01)
+            .collect::<Vec<f64>>()
+    };
+    b.pending_matrices.push("m-r1".into());
+    x.observe(vec![at(1.0), at(1.0), at(2.0)]).unwrap();
+    record(&mut b, &x);
+    assert_eq!(b.steps.len(), 1);
+    assert_eq!(b.steps[0].call, "same_as_good");
+    assert_eq!(b.steps[0].matrix_ids, ["m-r1"]);
+    assert!(b.pending_matrices.is_empty());
+    // Through the wire's encoding, as the store keeps it.
+    let stored = Bisection::decode(b.encode_to_vec().as_slice()).unwrap();
+    assert_eq!(bisector(&stored).unwrap(), x);
+    assert_eq!(
+        next(&x),
+        Some(Round {
+            kernels: vec![0, 6, 8],
+            runs: 10,
+            focus: Some((0, 1))
+        })
+    );
+}
+
+#[test]
+fn round_values_take_finished_runs_of_the_metric_per_cell() {
+    let run = |cell: u32, repetition: u32, state: RunState, v: f64| RunRecord {
+        run_id: format!("m.c{cell}.r{repetition}"),
+        matrix_id: "m".into(),
+        cell,
+        repetition,
+        seq: 0,
+        state,
+        attempt: 1,
+        agent_id: String::new(),
+        result: Some(RunResult {
+            metrics: vec![Metric {
+                name: "time_s".into(),
+                value: v,
+                ..Metric::default()
+            }],
+            ..RunResult::default()
+        }),
+    };
+    let runs = [
+        run(1, 1, RunState::Finished, 2.5),
+        run(0, 0, RunState::Finished, 1.0),
+        run(1, 0, RunState::Failed, 9.0),
+        run(0, 1, RunState::Finished, 1.5),
+    ];
+    let refs: Vec<&RunRecord> = runs.iter().collect();
+    assert_eq!(
+        round_values(&refs, 3, "time_s"),
+        vec![vec![1.0, 1.5], vec![2.5], vec![]]
+    );
+    assert_eq!(round_values(&refs, 3, "wall_s"), vec![Vec::<f64>::new(); 3]);
+}
+
+#[test]
+fn the_metric_is_the_primary_one_that_regressed_most_or_the_one_named() {
+    let run = |cell: u32, rep: u32, tps: f64, wall: f64, p99: f64| RunRecord {
+        run_id: format!("m.c{cell}.r{rep}"),
+        matrix_id: "m".into(),
+        cell,
+        repetition: rep,
+        seq: 0,
+        state: RunState::Finished,
+        attempt: 1,
+        agent_id: String::new(),
+        result: Some(RunResult {
+            metrics: vec![
+                Metric {
+                    name: "wall_s".into(),
+                    value: wall,
+                    direction: WireDirection::LowerIsBetter as i32,
+                    ..Metric::default()
+                },
+                Metric {
+                    name: "tps".into(),
+                    value: tps,
+                    direction: WireDirection::HigherIsBetter as i32,
+                    ..Metric::default()
+                },
+                Metric {
+                    name: "latency_p99_ms".into(),
+                    value: p99,
+                    direction: WireDirection::LowerIsBetter as i32,
+                    ..Metric::default()
+                },
+            ],
+            ..RunResult::default()
+        }),
+    };
+    // wall_s does not move (a run of fixed length); tps falls by half and
+    // the p99 latency grows by a tenth: tps it is.
+    let base: Vec<RunRecord> = (0..8)
+        .map(|i| {
+            run(
+                0,
+                i,
+                1000.0 + f64::from(i),
+                1.0 + f64::from(i) * 1e-3,
+                1.0 + f64::from(i) * 1e-3,
+            )
+        })
+        .collect();
+    let cell: Vec<RunRecord> = (0..8)
+        .map(|i| {
+            run(
+                1,
+                i,
+                500.0 + f64::from(i),
+                1.0 + f64::from(i) * 1e-3,
+                1.1 + f64::from(i) * 1e-3,
+            )
+        })
+        .collect();
+    let (b, c): (Vec<&RunRecord>, Vec<&RunRecord>) = (base.iter().collect(), cell.iter().collect());
+    assert_eq!(
+        choose_metric(1, &c, &b, "", 0.02).unwrap(),
+        ("tps".to_owned(), Direction::HigherIsBetter)
+    );
+    assert_eq!(
+        choose_metric(1, &c, &b, "wall_s", 0.02).unwrap(),
+        ("wall_s".to_owned(), Direction::LowerIsBetter)
+    );
+    assert_eq!(
+        choose_metric(1, &c, &b, "ipc", 0.02).unwrap_err(),
+        Error::NoMetric {
+            cell: 1,
+            metric: "ipc".into()
+        }
+    );
+    // Against itself nothing regressed.
+    assert_eq!(
+        choose_metric(0, &b, &b, "", 0.02).unwrap_err(),
+        Error::NotRegressed { cell: 0 }
+    );
+}

@@ -1,0 +1,417 @@
+//! Bisections on the scheduler thread: a request becomes a record and its
+//! first round's matrix in one batch; each round's matrix, once done, gives
+//! its values to the bisector, which asks for the next round or ends.
+//!
+//! Invariant: a bisection's record names every round matrix it submitted
+//! (`pending_matrices`, then its steps' `matrix_ids`), written in the batch
+//! that submits it, so a restart finds the round it waits for.
+
+use std::time::{Duration, Instant};
+
+use farm_proto::{
+    Bisection, CommitInfo, Commits, CoordinatorMessage, ListCommits, MAX_COMMIT_SUBJECT_BYTES,
+    MAX_RANGE_COMMITS, StartBisectionRequest, coordinator_message,
+};
+use farm_spec::Kernel;
+use prost::Message as _;
+use tracing::{info, warn};
+
+use super::provenance::Rejection;
+use super::{Error, Reply, Scheduler, now_ms, random_id};
+use crate::bisection::{self, New};
+use crate::store::Op;
+
+/// The most bisections the coordinator keeps running at once: each holds
+/// a round matrix in the queue, and its record is rewritten every round.
+pub const MAX_RUNNING_BISECTIONS: usize = 64;
+
+/// How long an agent may take to list a git range: a `git log` of
+/// thousands of commits takes well under a second.
+pub const LISTING_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most git ranges being listed at once.
+pub const MAX_PENDING_LISTINGS: usize = 16;
+
+/// A git range asked of an agent; the request's caller waits for it.
+pub(super) struct Listing {
+    agent_id: String,
+    repo: String,
+    request: StartBisectionRequest,
+    reply: Reply<Bisection>,
+    deadline: Instant,
+}
+
+type Refused = Box<(Error, Reply<Bisection>)>;
+
+impl Scheduler {
+    pub(super) fn start_bisection(&mut self, req: StartBisectionRequest, reply: Reply<Bisection>) {
+        if !req.git_range {
+            let r = self.create_bisection(&req, &req.between, Vec::new());
+            self.reply(reply, r);
+            return;
+        }
+        if let Err(refused) = self.request_range(req, reply) {
+            // `request_range` hands `reply` back only with an error.
+            let (e, reply) = *refused;
+            self.reply(reply, Err(e));
+        }
+    }
+
+    /// Asks an agent with the ends' repository for the commits between.
+    fn request_range(
+        &mut self,
+        req: StartBisectionRequest,
+        reply: Reply<Bisection>,
+    ) -> Result<(), Refused> {
+        let bad = |why: String| Error::Bisection(why);
+        let checked = (|| {
+            if !req.between.is_empty() {
+                return Err(bad(
+                    "a git range lists the kernels between itself; give no others".into(),
+                ));
+            }
+            if self.listings.len() >= MAX_PENDING_LISTINGS {
+                return Err(Error::Busy {
+                    what: "the git ranges being listed",
+                    limit: "MAX_PENDING_LISTINGS",
+                    capacity: MAX_PENDING_LISTINGS,
+                });
+            }
+            let (good, bad_end) = self.ends(&req)?;
+            let git = |k: &str| match k.parse::<Kernel>() {
+                Ok(Kernel::Git(g)) => Ok(g),
+                _ => Err(bad(format!(
+                    "a git range needs git:REPO@REF kernels at both ends; this one is {:?}",
+                    k.chars().take(40).collect::<String>()
+                ))),
+            };
+            let (good, bad_end) = (git(&good)?, git(&bad_end)?);
+            if good.repo() != bad_end.repo() {
+                return Err(bad(format!(
+                    "the ends are in two repositories, `{}` and `{}`",
+                    good.repo(),
+                    bad_end.repo()
+                )));
+            }
+            let repo = good.repo().to_owned();
+            let agent_id = self
+                .agents
+                .iter()
+                .find(|(_, a)| a.session.is_some() && a.capabilities.kernel_repos.contains(&repo))
+                .map(|(id, _)| id.clone())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "no connected agent has repository `{repo}` (--kernel-repo)"
+                    ))
+                })?;
+            Ok((good, bad_end, repo, agent_id))
+        })();
+        let (good, bad_end, repo, agent_id) = match checked {
+            Ok(c) => c,
+            Err(e) => return Err(Box::new((e, reply))),
+        };
+        let request_id = random_id("l");
+        info!(agent = %agent_id, repo = %repo, request = %request_id, "listing a git range");
+        self.outbox.push((
+            agent_id.clone(),
+            CoordinatorMessage {
+                msg: Some(coordinator_message::Msg::ListCommits(ListCommits {
+                    request_id: request_id.clone(),
+                    repo: repo.clone(),
+                    good: good.rev().to_owned(),
+                    bad: bad_end.rev().to_owned(),
+                })),
+            },
+        ));
+        self.listings.insert(
+            request_id,
+            Listing {
+                agent_id,
+                repo,
+                request: req,
+                reply,
+                deadline: Instant::now() + LISTING_TIMEOUT,
+            },
+        );
+        Ok(())
+    }
+
+    /// An agent's answer to a `ListCommits`: taken only from the agent it
+    /// was asked of.
+    pub(super) fn commits_listed(&mut self, agent_id: &str, c: Commits) {
+        let ours = self
+            .listings
+            .get(&c.request_id)
+            .is_some_and(|l| l.agent_id == agent_id);
+        if !ours {
+            self.reject(agent_id, Rejection::UnaskedCommits, &c.request_id);
+            return;
+        }
+        let Some(l) = self.listings.remove(&c.request_id) else {
+            return;
+        };
+        let r = if !c.error.is_empty() {
+            Err(Error::Bisection(format!(
+                "agent {agent_id}: {}",
+                c.error.chars().take(400).collect::<String>()
+            )))
+        } else {
+            self.range_bisection(&l, &c.commits)
+        };
+        self.reply(l.reply, r);
+    }
+
+    fn range_bisection(&mut self, l: &Listing, commits: &[CommitInfo]) -> Result<Bisection, Error> {
+        let bad = |why: String| Error::Bisection(why);
+        if commits.len() < 2 || commits.len() > MAX_RANGE_COMMITS + 1 {
+            return Err(bad(format!(
+                "agent {} listed {} commits for the range",
+                l.agent_id,
+                commits.len()
+            )));
+        }
+        for c in commits {
+            let hex = c.commit.len() == 40
+                && c.commit
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            if !hex || c.subject.len() > MAX_COMMIT_SUBJECT_BYTES {
+                return Err(bad(format!(
+                    "agent {} listed a malformed commit",
+                    l.agent_id
+                )));
+            }
+        }
+        let between: Vec<String> = commits[1..commits.len() - 1]
+            .iter()
+            .map(|c| format!("git:{}@{}", l.repo, c.commit))
+            .collect();
+        let subjects = commits.iter().map(|c| c.subject.clone()).collect();
+        self.create_bisection(&l.request, &between, subjects)
+    }
+
+    /// Listings whose agent did not answer in time fail their request.
+    pub(super) fn expire_listings(&mut self) {
+        let now = Instant::now();
+        let late: Vec<String> = self
+            .listings
+            .iter()
+            .filter(|(_, l)| l.deadline <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in late {
+            if let Some(l) = self.listings.remove(&id) {
+                warn!(agent = %l.agent_id, request = %id, "git range not listed in time");
+                let e = Error::Unanswered(format!(
+                    "agent {} did not list the git range of repository `{}` within {} s",
+                    l.agent_id,
+                    l.repo,
+                    LISTING_TIMEOUT.as_secs()
+                ));
+                self.reply(l.reply, Err(e));
+            }
+        }
+    }
+
+    /// The good and the bad kernel of a request: its cell's baseline's and
+    /// its own.
+    fn ends(&self, req: &StartBisectionRequest) -> Result<(String, String), Error> {
+        let m = self
+            .matrices
+            .get(&req.matrix_id)
+            .ok_or_else(|| Error::UnknownMatrix(req.matrix_id.clone()))?;
+        let cell = m.rec.cells.get(req.cell as usize).ok_or_else(|| {
+            Error::Bisection(format!(
+                "matrix {} has {} cells; there is no cell {}",
+                m.rec.id,
+                m.rec.cells.len(),
+                req.cell
+            ))
+        })?;
+        let base = cell.baseline.ok_or_else(|| {
+            Error::Bisection(bisection::Error::NoBaseline { cell: req.cell }.to_string())
+        })?;
+        Ok((
+            m.rec.cells[base as usize].kernel.clone(),
+            cell.kernel.clone(),
+        ))
+    }
+
+    fn create_bisection(
+        &mut self,
+        req: &StartBisectionRequest,
+        between: &[String],
+        subjects: Vec<String>,
+    ) -> Result<Bisection, Error> {
+        let running = self
+            .bisections
+            .values()
+            .filter(|b| b.outcome.is_none())
+            .count();
+        if running >= MAX_RUNNING_BISECTIONS {
+            return Err(Error::Busy {
+                what: "the coordinator's running bisections",
+                limit: "MAX_RUNNING_BISECTIONS",
+                capacity: MAX_RUNNING_BISECTIONS,
+            });
+        }
+        let (good, _) = self.ends(req)?;
+        let bad = |why: String| Error::Bisection(why);
+        // `ends` found both.
+        let m = &self.matrices[&req.matrix_id];
+        let cell = &m.rec.cells[req.cell as usize];
+        // The metric and its direction, from the cell's and its baseline's
+        // finished runs.
+        let runs_of = |c: usize| -> Vec<&crate::store::RunRecord> {
+            m.by_cell
+                .get(c)
+                .into_iter()
+                .flatten()
+                .filter_map(|id| self.runs.get(id))
+                .map(|r| &r.rec)
+                .collect()
+        };
+        let base = cell.baseline.unwrap_or_default() as usize;
+        let min_effect = cell.verdict.as_ref().map_or(0.02, |v| v.min_effect);
+        let (metric, direction) = bisection::choose_metric(
+            req.cell,
+            &runs_of(req.cell as usize),
+            &runs_of(base),
+            &req.metric,
+            min_effect,
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        let id = random_id("b");
+        let mut b = bisection::create(New {
+            id: id.clone(),
+            matrix_id: m.rec.id.clone(),
+            matrix_name: m.rec.name.clone(),
+            timeout_s: m.rec.timeout_s,
+            cell,
+            good: &good,
+            between,
+            metric,
+            direction,
+            runs: req.runs,
+            max_runs: req.max_runs,
+            created_ms: now_ms(),
+        })
+        .map_err(|e| bad(e.to_string()))?;
+        b.subjects = subjects;
+        // Its record grows by the ends' values and a step per round: a
+        // quarter of the store's limit leaves them room.
+        let limit = self.store.max_value_bytes() / 4;
+        if b.encoded_len() > limit {
+            return Err(Error::TooLargeForStore {
+                what: format!("the bisection of {} kernels", b.kernels.len()),
+                bytes: b.encoded_len(),
+                limit,
+            });
+        }
+        info!(bisection = %id, matrix = %b.matrix_id, cell = b.cell, kernels = b.kernels.len(),
+              metric = %b.metric, "bisection started");
+        self.bisections.insert(id.clone(), b);
+        self.advance_bisection(&id);
+        Ok(self.bisections[&id].clone())
+    }
+
+    pub(super) fn get_bisection(&self, id: &str) -> Result<Bisection, Error> {
+        self.bisections
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::UnknownBisection(id.to_owned()))
+    }
+
+    /// Submits the round the bisector asks for, or records its end; writes
+    /// the record either way.
+    fn advance_bisection(&mut self, id: &str) {
+        let Some(b) = self.bisections.get(id) else {
+            return;
+        };
+        let x = match bisection::bisector(b) {
+            Ok(x) => x,
+            Err(e) => {
+                warn!(bisection = %id, "cannot resume: {e}");
+                return;
+            }
+        };
+        let mut b = b.clone();
+        match bisection::next(&x) {
+            Some(bisection::Round {
+                kernels,
+                runs,
+                focus,
+            }) => {
+                let round = b.steps.len() + b.pending_matrices.len() + 1;
+                let m = bisection::round_matrix(&b, &kernels, runs, round, focus);
+                let file_name = format!("bisection {id}");
+                let r = self.submit_matrix(m, file_name, String::new(), "", None);
+                info!(bisection = %id, matrix = %r.matrix_id, ?kernels, runs, "bisection round");
+                b.pending_matrices.push(r.matrix_id);
+            }
+            None => {
+                if let Some(o) = &b.outcome {
+                    info!(bisection = %id, outcome = %o.kind, last_good = o.last_good,
+                          first_bad = o.first_bad, confirmed = o.confirmed, "bisection ended");
+                }
+            }
+        }
+        self.ops.push(Op::PutBisection(Box::new(b.clone())));
+        self.bisections.insert(id.to_owned(), b);
+    }
+
+    /// A matrix is done: if it is the round a bisection waits for, its
+    /// values go to the bisector, and the next round is submitted.
+    pub(super) fn bisection_round_done(&mut self, matrix_id: &str) {
+        let Some(id) = self
+            .bisections
+            .iter()
+            .find(|(_, b)| {
+                b.outcome.is_none() && b.pending_matrices.last().is_some_and(|m| m == matrix_id)
+            })
+            .map(|(id, _)| id.clone())
+        else {
+            return;
+        };
+        let Some(m) = self.matrices.get(matrix_id) else {
+            return;
+        };
+        let b = &self.bisections[&id];
+        let values = bisection::round_values(&self.ended_runs(m), m.rec.cells.len(), &b.metric);
+        let mut x = match bisection::bisector(b) {
+            Ok(x) => x,
+            Err(e) => {
+                warn!(bisection = %id, "cannot resume: {e}");
+                return;
+            }
+        };
+        if let Err(e) = x.observe(values) {
+            warn!(bisection = %id, matrix = %matrix_id, "round not taken: {e}");
+            return;
+        }
+        let mut b = b.clone();
+        bisection::record(&mut b, &x);
+        self.bisections.insert(id.clone(), b);
+        self.advance_bisection(&id);
+    }
+
+    /// After recovery: a bisection whose round ended while no coordinator
+    /// led takes it now.
+    pub(super) fn resume_bisections(&mut self) {
+        let waiting: Vec<String> = self
+            .bisections
+            .values()
+            .filter(|b| b.outcome.is_none())
+            .filter_map(|b| b.pending_matrices.last().cloned())
+            .collect();
+        for matrix_id in waiting {
+            let done = self
+                .matrices
+                .get(&matrix_id)
+                .is_some_and(|m| !m.rec.cancelled && !self.has_unended_runs(m));
+            if done {
+                self.bisection_round_done(&matrix_id);
+            }
+        }
+    }
+}
