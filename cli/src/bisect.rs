@@ -65,6 +65,7 @@ pub async fn start(c: &mut Client, req: StartBisectionRequest, json: bool) -> Re
 /// culprit was confirmed.
 pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
     let mut shown = 0;
+    let mut round = String::new();
     loop {
         let b = c
             .get_bisection(GetBisectionRequest {
@@ -72,6 +73,21 @@ pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
             })
             .await?
             .into_inner();
+        // Each round is a matrix: say which, so that `farmctl watch` can
+        // follow it and the wait between steps has a name.
+        if let Some(m) = b.pending_matrices.last().filter(|m| **m != round) {
+            let kernels: Vec<String> = b.pending_kernels.iter().map(|&k| k.to_string()).collect();
+            let measuring = if kernels.is_empty() {
+                String::new()
+            } else {
+                format!(" (more runs of kernels {})", kernels.join(", "))
+            };
+            eprintln!(
+                "round {}: matrix {m}{measuring}",
+                b.steps.len() + b.pending_matrices.len()
+            );
+            round = m.clone();
+        }
         if !json {
             for (i, s) in b.steps.iter().enumerate().skip(shown) {
                 println!("{}", step_line(&b, i, s));

@@ -78,6 +78,35 @@ impl Farm {
         }
     }
 
+    /// The same store under a new scheduler, as after a restart: the old
+    /// one's thread ends once its handle is gone.
+    async fn reopen(self) -> Farm {
+        let Farm { h, _dir: dir, .. } = self;
+        drop(h);
+        // Let the old thread finish its last batch and let go of the file.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let store = Sqlite::open(&dir.path().join("db")).unwrap();
+        let metrics = Metrics::new(crate::metrics::DEFAULT_SERIES_LIMIT);
+        let registry = metrics.registry().clone();
+        let (h, _thread) = spawn_with(
+            store,
+            crate::archive::Location::Sqlite(dir.path().join("db")),
+            Config {
+                heartbeat_ms: 1000,
+                lease_ms: 60_000,
+                max_attempts: 3,
+                ..Default::default()
+            },
+            metrics,
+        )
+        .unwrap();
+        Farm {
+            h,
+            registry,
+            _dir: dir,
+        }
+    }
+
     async fn register(&self) -> String {
         self.register_as(None, "").await.unwrap()
     }

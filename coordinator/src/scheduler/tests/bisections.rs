@@ -5,7 +5,7 @@
 use farm_proto::{Commits, StartBisectionRequest, agent_message, coordinator_message};
 
 use super::super::{Error, Event};
-use super::{Farm, caps};
+use super::{Farm, Rx, caps};
 
 #[tokio::test]
 async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_from_it() {
@@ -122,4 +122,152 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
         matches!(&e, Error::Bisection(m) if m == &format!("agent {with}: {why}")),
         "{e}"
     );
+}
+
+/// Three hosts, each running one kernel release: the matrix, then the
+/// bisection's rounds, are served by the agent of each cell's release, with
+/// wall times good (1 s) before 6.1.2 and bad (2 s) from it on.
+struct Hosts {
+    agents: Vec<(String, &'static str)>,
+    rxs: Vec<Rx>,
+}
+
+const RELEASES: [&str; 3] = ["6.1.1", "6.1.2", "6.1.3"];
+
+impl Hosts {
+    async fn connect(farm: &Farm, resume: &[String]) -> Hosts {
+        let mut agents = Vec::new();
+        let mut rxs = Vec::new();
+        for (i, release) in RELEASES.into_iter().enumerate() {
+            let resume_agent_id = resume.get(i).cloned().unwrap_or_default();
+            let id = farm
+                .h
+                .call(|reply| Event::Register {
+                    capabilities: Box::new(farm_proto::Capabilities {
+                        kernel_release: release.into(),
+                        ..caps()
+                    }),
+                    resume_agent_id,
+                    identity: None,
+                    reply,
+                })
+                .await
+                .unwrap();
+            rxs.push(farm.open(&id, 10 + i as u64, None, Vec::new()).await);
+            agents.push((id, release));
+        }
+        Hosts { agents, rxs }
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.agents.iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    /// Answers every assignment so far; how many it answered.
+    async fn serve(&mut self, farm: &Farm) -> usize {
+        farm.sync().await;
+        let mut n = 0;
+        for ((id, release), rx) in self.agents.iter().zip(&mut self.rxs) {
+            while let Ok(Ok(m)) = rx.try_recv() {
+                if let Some(coordinator_message::Msg::Assign(a)) = m.msg {
+                    let r = a.run.unwrap_or_default();
+                    let wall = if *release == "6.1.1" { 1.0 } else { 2.0 };
+                    // A little spread, no ties.
+                    let jitter =
+                        f64::from(r.run_id.bytes().map(u32::from).sum::<u32>() % 97) * 1e-4;
+                    farm.result_of(id, &r.run_id, r.attempt, wall + jitter);
+                    n += 1;
+                }
+            }
+        }
+        farm.sync().await;
+        n
+    }
+}
+
+async fn bisection(farm: &Farm, id: &str) -> farm_proto::Bisection {
+    let bisection_id = id.to_owned();
+    farm.h
+        .call(|reply| Event::GetBisection {
+            bisection_id,
+            reply,
+        })
+        .await
+        .unwrap()
+}
+
+/// Each round is a matrix the farm runs like any other; a coordinator
+/// restarted between rounds finds the round it waits for and carries on to
+/// the culprit, confirmed.
+#[tokio::test]
+async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
+    let farm = Farm::new(60_000, 3);
+    let mut hosts = Hosts::connect(&farm, &[]).await;
+    let text = "name = \"rel\"\nrepetitions = 5\nkernels = [\"6.1.1\", \"6.1.3\"]\n\
+                [[workloads]]\nname = \"cpu-hog\"\n[baseline]\nkernel = \"6.1.1\"\n";
+    let matrix = Box::new(crate::matrix::parse("r.toml", text).unwrap());
+    let id = farm
+        .h
+        .call(|reply| Event::Submit {
+            traceparent: String::new(),
+            matrix,
+            file_name: "r.toml".into(),
+            source: text.into(),
+            reply,
+        })
+        .await
+        .unwrap()
+        .matrix_id;
+    // One run at a time per agent: serve until nothing is left.
+    while hosts.serve(&farm).await > 0 {}
+    assert_eq!(farm.counts(&id).await.finished, 10);
+
+    let request = StartBisectionRequest {
+        matrix_id: id.clone(),
+        cell: 1,
+        between: vec!["6.1.2".into()],
+        runs: 5,
+        max_runs: 5,
+        ..Default::default()
+    };
+    let b = farm
+        .h
+        .call(|reply| Event::StartBisection {
+            request: Box::new(request),
+            reply,
+        })
+        .await
+        .unwrap();
+    assert_eq!(b.kernels, RELEASES);
+    assert_eq!(b.metric, "wall_s");
+    assert_eq!(b.pending_matrices.len(), 1);
+    let round1 = b.pending_matrices[0].clone();
+
+    // The coordinator restarts with the first round queued.
+    let agents = hosts.ids();
+    drop(hosts);
+    let farm = farm.reopen().await;
+    let mut hosts = Hosts::connect(&farm, &agents).await;
+    let b = bisection(&farm, &b.bisection_id).await;
+    assert_eq!(b.pending_matrices, [round1.clone()]);
+    while hosts.serve(&farm).await > 0 {}
+    let b = bisection(&farm, &b.bisection_id).await;
+    // 6.1.2 is bad; then the confirmation of 6.1.1 against 6.1.2.
+    assert_eq!(b.steps.len(), 1);
+    assert_eq!(
+        (b.steps[0].kernel, b.steps[0].call.as_str()),
+        (1, "same_as_bad")
+    );
+    assert_eq!(b.steps[0].matrix_ids, [round1]);
+    let o = b.outcome.expect("ended");
+    assert_eq!(
+        (o.kind.as_str(), o.last_good, o.first_bad, o.confirmed),
+        ("culprit", 0, 1, true)
+    );
+    assert_eq!(o.matrix_ids.len(), 1);
+    // The confirmation compares first bad with last good, as any matrix.
+    let r = super::results_of(&farm, &o.matrix_ids[0]).await;
+    let compared: Vec<(u32, Option<u32>)> =
+        r.cells.iter().map(|c| (c.cell_index, c.baseline)).collect();
+    assert_eq!(compared, [(0, None), (1, Some(0)), (2, None)]);
 }
