@@ -249,7 +249,7 @@ async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
     let farm = farm.reopen().await;
     let mut hosts = Hosts::connect(&farm, &agents).await;
     let b = bisection(&farm, &b.bisection_id).await;
-    assert_eq!(b.pending_matrices, [round1.clone()]);
+    assert_eq!(b.pending_matrices, std::slice::from_ref(&round1));
     while hosts.serve(&farm).await > 0 {}
     let b = bisection(&farm, &b.bisection_id).await;
     // 6.1.2 is bad; then the confirmation of 6.1.1 against 6.1.2.
