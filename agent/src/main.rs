@@ -108,8 +108,9 @@ struct Args {
         default_value_t = 10
     )]
     rescan_s: u64,
-    /// Boot no guests, even when QEMU is installed.
-    #[arg(long)]
+    /// Boot no guests, even when QEMU is installed (so no --kernel-dir,
+    /// --kernel-repo or --guest-cache, which are for guests).
+    #[arg(long, conflicts_with_all = ["kernel_dirs", "kernel_repos", "guest_cache"])]
     no_guests: bool,
     /// Export traces over OTLP/gRPC to this collector (e.g.
     /// http://127.0.0.1:4317); no tracing cost when unset.

@@ -118,7 +118,7 @@ pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
 /// The farm's diagnosis of first bad against last good, from the
 /// confirmation's last round (its one compared cell); empty when there was
 /// none or it has gone to an archive without results.
-async fn diagnosis(c: &mut Client, o: &farm_proto::BisectionOutcome) -> Result<Vec<String>> {
+pub async fn diagnosis(c: &mut Client, o: &farm_proto::BisectionOutcome) -> Result<Vec<String>> {
     let Some(m) = o.matrix_ids.last() else {
         return Ok(Vec::new());
     };

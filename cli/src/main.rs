@@ -72,7 +72,8 @@ enum Command {
     },
     /// Stop a schedule; executions already submitted run on.
     Unschedule { id: String },
-    /// Follow a matrix until it ends.
+    /// Follow a matrix until it ends (or a bisection, `b-…`, as `farmctl
+    /// bisection`).
     Watch { id: String },
     /// List the agents the coordinator knows.
     Agents,
@@ -131,7 +132,8 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Write a matrix's report: one self-contained HTML file with plots.
+    /// Write a matrix's report: one self-contained HTML file with plots (or
+    /// a bisection's, `b-…`: its steps drawn over the kernels).
     Report {
         id: String,
         /// Where to write it (default: `<ID>.html`).
@@ -402,6 +404,14 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
                 println!("{}", r.schedule_id);
             }
         }
+        Command::Watch { id } if id.starts_with("b-") => {
+            let confirmed = bisect::follow(&mut c, &id, false).await?;
+            return Ok(if confirmed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
         Command::Watch { id } => {
             watch::watch(&mut c, &id, Some((&cli.coordinator, &access))).await?;
             let r = c
@@ -446,6 +456,22 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
                 .into_inner();
             print_results(&r, json)?;
             return Ok(outcome(&r));
+        }
+        Command::Report { id, output } if id.starts_with("b-") => {
+            let b = c
+                .get_bisection(farm_proto::GetBisectionRequest {
+                    bisection_id: id.clone(),
+                })
+                .await?
+                .into_inner();
+            let diagnosis = match &b.outcome {
+                Some(o) => bisect::diagnosis(&mut c, o).await?,
+                None => Vec::new(),
+            };
+            let page = report::bisection::render(&b, &bisect::outcome_line(&b), &diagnosis);
+            let path = output.unwrap_or_else(|| PathBuf::from(format!("{id}.html")));
+            std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
         }
         Command::Report { id, output } => {
             let r = c

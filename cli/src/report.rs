@@ -22,6 +22,7 @@
 //! Data the coordinator leaves empty (older results have no verdicts, no
 //! run values, no history) leaves its part of the page out.
 
+pub mod bisection;
 mod cell;
 pub(crate) mod format;
 mod plots;

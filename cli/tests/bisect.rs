@@ -181,4 +181,43 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
         "{text}"
     );
     assert!(lines[3].contains("; confirmed: tps x0."), "{text}");
+
+    // `farmctl watch` follows a bisection as it follows a matrix.
+    let out = farm.farmctl(&["watch", id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), text);
+
+    // Its report draws the three steps by their calls and the culprit's
+    // boundary.
+    let page_path = farm.write("b.html", "");
+    let out = farm.farmctl(&["report", id, "-o", page_path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert_eq!(
+        page.matches(r#"<circle class="step good""#).count(),
+        2,
+        "{page}"
+    );
+    assert_eq!(
+        page.matches(r#"<circle class="step bad""#).count(),
+        1,
+        "{page}"
+    );
+    assert_eq!(
+        page.matches(r#"<line class="culprit""#).count(),
+        1,
+        "{page}"
+    );
+    assert!(
+        page.contains("<td>sched/core: Delay finish_task_switch() by 50us</td>"),
+        "{page}"
+    );
 }

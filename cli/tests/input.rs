@@ -169,3 +169,29 @@ fn rpcs_without_the_right_token_are_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid token"));
 }
+
+/// An agent told to boot no guests and also given guest kernels refuses to
+/// start, naming both flags, rather than ignore the kernels (also when they
+/// come from the environment, as `FARM_KERNEL_REPOS`).
+#[test]
+fn an_agent_without_guests_refuses_guest_kernels() {
+    for (args, env) in [
+        (vec!["--kernel-repo", "linux=/srv/linux"], None),
+        (vec!["--kernel-dir", "/srv/kernels"], None),
+        (vec![], Some(("FARM_KERNEL_REPOS", "linux=/srv/linux"))),
+    ] {
+        let mut cmd = std::process::Command::new(common::sibling_bin("farm-agent"));
+        cmd.args(["--coordinator", "http://127.0.0.1:1", "--no-guests"])
+            .args(&args);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
+        assert!(
+            err.contains("'--no-guests' cannot be used with"),
+            "{args:?} {env:?}: {err}"
+        );
+    }
+}

@@ -572,3 +572,59 @@ fn ticks_are_round_and_inside() {
         assert_eq!(format::short(v), want);
     }
 }
+
+#[test]
+fn a_bisection_page_draws_each_step_by_its_call_and_marks_the_culprit() {
+    use super::bisection;
+    use farm_proto::{Bisection, BisectionOutcome, BisectionStep};
+    let step = |kernel: u32, call: &str, r: f64| BisectionStep {
+        kernel,
+        call: call.into(),
+        runs: 5,
+        ratio_vs_good: r,
+        p_vs_good: 0.5,
+        ratio_vs_bad: r / 4.0,
+        p_vs_bad: 0.0079,
+        ..Default::default()
+    };
+    let b = Bisection {
+        bisection_id: "b-1".into(),
+        matrix_id: "m-1".into(),
+        cell: 1,
+        kernels: (0..8).map(|i| format!("git:linux@c{i}")).collect(),
+        subjects: (0..8).map(|i| format!("commit <{i}>")).collect(),
+        metric: "tps".into(),
+        runs: 5,
+        max_runs: 10,
+        steps: vec![
+            step(3, "same_as_good", 1.08),
+            step(5, "same_as_bad", 0.26),
+            step(4, "same_as_good", f64::NAN),
+        ],
+        outcome: Some(BisectionOutcome {
+            kind: "culprit".into(),
+            last_good: 4,
+            first_bad: 5,
+            confirmed: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let page = bisection::render(
+        &b,
+        "first bad: git:linux@c5",
+        &["context-switches ×0.27".into()],
+    );
+    assert_eq!(page.matches(r#"<circle class="step good""#).count(), 2);
+    assert_eq!(page.matches(r#"<circle class="step bad""#).count(), 1);
+    // Between kernels 4 and 5: x = 64 + 4.5 / 7 × 680.
+    assert!(
+        page.contains(r#"<line class="culprit" x1="501.1" x2="501.1""#),
+        "{page}"
+    );
+    assert_eq!(page.matches("<tr class=").count(), 3);
+    assert!(page.contains("<td>commit &lt;5&gt;</td>"));
+    assert!(page.contains("<li>context-switches ×0.27</li>"));
+    // A ratio not measured is drawn on the good line, never as NaN.
+    assert!(!page.contains("NaN"));
+}
