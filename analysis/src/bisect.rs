@@ -37,6 +37,12 @@ pub const MAX_KERNELS: usize = 100_000;
 /// The most runs of one kernel in one step.
 pub const MAX_STEP_RUNS: u32 = 100;
 
+/// The most decided steps before the search gives up and confirms what it
+/// has: 17 halvings cover `MAX_KERNELS`, so the rest are kernels set aside.
+/// It bounds the record the coordinator keeps (a step and up to
+/// `MAX_STEP_RUNS` values of each end per step).
+pub const MAX_STEPS: usize = 64;
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum Error {
     #[error("a bisection needs between 2 and {MAX_KERNELS} kernels; this one has {0}")]
@@ -249,6 +255,9 @@ impl Bisector {
     /// both ends.
     fn target(&self) -> Target {
         let (lo, hi) = self.bounds();
+        if self.steps.len() >= MAX_STEPS {
+            return Target::Confirm(lo, hi);
+        }
         let aside = |k: usize| self.steps.iter().any(|s| s.kernel == k);
         let middle = lo + (hi - lo) / 2;
         // Nearest the middle, the lower on a tie.

@@ -84,7 +84,7 @@ pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
             };
             eprintln!(
                 "round {}: matrix {m}{measuring}",
-                b.steps.len() + b.pending_matrices.len()
+                farm_coordinator::bisection::rounds(&b)
             );
             round = m.clone();
         }

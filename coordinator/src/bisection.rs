@@ -434,5 +434,10 @@ pub fn next(x: &Bisector) -> Option<Round> {
     }
 }
 
+/// The rounds a bisection has submitted: its steps' and the one under way.
+pub fn rounds(b: &Bisection) -> usize {
+    b.steps.iter().map(|s| s.matrix_ids.len()).sum::<usize>() + b.pending_matrices.len()
+}
+
 #[cfg(test)]
 mod tests;

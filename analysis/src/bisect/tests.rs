@@ -153,6 +153,28 @@ fn a_kernel_that_fails_is_set_aside_and_a_failed_culprit_leaves_a_range() {
 }
 
 #[test]
+fn a_search_that_sets_aside_step_after_step_stops_at_max_steps() {
+    // Nothing between the ends builds: each step sets one kernel aside,
+    // until MAX_STEPS, then the bounds (the ends) are confirmed.
+    let mut t = one(200, 100, 0.10);
+    t.failing = (1..199).collect();
+    let r = bisect(&t, POLICY, 0.02, 5).unwrap();
+    assert_eq!(r.steps, MAX_STEPS);
+    let Outcome::Unresolved {
+        last_good,
+        first_bad,
+        confirmation,
+    } = r.outcome
+    else {
+        panic!("{:?}", r.outcome);
+    };
+    assert_eq!(
+        (last_good, first_bad, confirmation.confirmed),
+        (0, 199, true)
+    );
+}
+
+#[test]
 fn the_plan_measures_the_middle_beside_both_ends_then_the_neighbours() {
     let mut b = Bisector::new(9, POLICY, Direction::LowerIsBetter, Options::default()).unwrap();
     let at = |v: f64| (0..10).map(|i| v + f64::from(i) * 0.01).collect::<Vec<_>>();

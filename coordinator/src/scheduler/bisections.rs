@@ -342,7 +342,7 @@ impl Scheduler {
                 runs,
                 focus,
             }) => {
-                let round = b.steps.len() + b.pending_matrices.len() + 1;
+                let round = bisection::rounds(&b) + 1;
                 let m = bisection::round_matrix(&b, &kernels, runs, round, focus);
                 let file_name = format!("bisection {id}");
                 let r = self.submit_matrix(m, file_name, String::new(), "", None);
