@@ -119,7 +119,9 @@ pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
 /// confirmation's last round (its one compared cell); empty when there was
 /// none or it has gone to an archive without results.
 pub async fn diagnosis(c: &mut Client, o: &farm_proto::BisectionOutcome) -> Result<Vec<String>> {
-    let Some(m) = o.matrix_ids.last() else {
+    // Only a confirmation compares the pair an outcome names.
+    let confirmation = matches!(o.kind.as_str(), "culprit" | "unresolved");
+    let Some(m) = o.matrix_ids.last().filter(|_| confirmation) else {
         return Ok(Vec::new());
     };
     let r = c
