@@ -137,22 +137,7 @@ pub fn render(results: &GetResultsResponse) -> String {
         format!("{} · {}", page.status.name, page.status.matrix_id)
     };
     let mut o = String::with_capacity(64 * 1024);
-    let _ = write!(
-        o,
-        r#"<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>{} — farm report</title>
-<style>{CSS}</style>
-</head>
-<body>
-<main>
-"#,
-        escape(&title)
-    );
+    o += &head(&format!("{title} — farm report"));
     page.header(&mut o);
     page.overview(&mut o);
     for c in &results.cells {
@@ -160,6 +145,27 @@ pub fn render(results: &GetResultsResponse) -> String {
     }
     o += "</main>\n</body>\n</html>\n";
     o
+}
+
+/// A page's beginning up to `<main>`: the one stylesheet inline, and a
+/// policy that lets the page load nothing (no scripts, fonts or images
+/// from anywhere).
+fn head(title: &str) -> String {
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>{}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<main>
+"#,
+        escape(title)
+    )
 }
 
 /// What the page needs at hand while it is written.

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use farm_proto::Bisection;
 
-use super::CSS;
 use super::format::escape;
+use super::head;
 use super::svg::{self, Linear, px};
 
 const WIDTH: f64 = 760.0;
@@ -23,20 +23,10 @@ const BOTTOM: f64 = 40.0;
 /// them.
 pub fn render(b: &Bisection, outcome: &str, diagnosis: &[String]) -> String {
     let mut o = String::with_capacity(16 * 1024);
+    o += &head(&format!("{} — farm bisection", b.bisection_id));
     let _ = write!(
         o,
-        r#"<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>{id} — farm bisection</title>
-<style>{CSS}</style>
-</head>
-<body>
-<main>
-<h1>Bisection {id}</h1>
+        r#"<h1>Bisection {id}</h1>
 <p class="meta">matrix {matrix}, cell {cell}; {n} kernels from {good} to {bad}; metric {metric}; {runs} runs a round, at most {max} a step</p>
 <p class="outcome">{outcome}</p>
 "#,

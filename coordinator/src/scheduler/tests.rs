@@ -55,7 +55,16 @@ impl Farm {
 
     /// With the results gauges limited to `series_limit` samples a family.
     fn with_series_limit(lease_ms: u32, max_attempts: u32, series_limit: usize) -> Farm {
-        let dir = tempfile::tempdir().unwrap();
+        Farm::on(
+            tempfile::tempdir().unwrap(),
+            lease_ms,
+            max_attempts,
+            series_limit,
+        )
+    }
+
+    /// A scheduler on the store in `dir` (new or kept from another).
+    fn on(dir: tempfile::TempDir, lease_ms: u32, max_attempts: u32, series_limit: usize) -> Farm {
         let store = Sqlite::open(&dir.path().join("db")).unwrap();
         let metrics = Metrics::new(series_limit);
         let registry = metrics.registry().clone();
@@ -85,26 +94,7 @@ impl Farm {
         drop(h);
         // Let the old thread finish its last batch and let go of the file.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let store = Sqlite::open(&dir.path().join("db")).unwrap();
-        let metrics = Metrics::new(crate::metrics::DEFAULT_SERIES_LIMIT);
-        let registry = metrics.registry().clone();
-        let (h, _thread) = spawn_with(
-            store,
-            crate::archive::Location::Sqlite(dir.path().join("db")),
-            Config {
-                heartbeat_ms: 1000,
-                lease_ms: 60_000,
-                max_attempts: 3,
-                ..Default::default()
-            },
-            metrics,
-        )
-        .unwrap();
-        Farm {
-            h,
-            registry,
-            _dir: dir,
-        }
+        Farm::on(dir, 60_000, 3, crate::metrics::DEFAULT_SERIES_LIMIT)
     }
 
     async fn register(&self) -> String {
