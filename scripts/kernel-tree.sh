@@ -14,7 +14,7 @@
 #   switch on purpose ("sched/core: Delay finish_task_switch() by 50us",
 #   the fifth); the others touch documentation and comments only
 #   bisect-bad  the last of them (tag)
-# Needs git and xz; the tarball comes with `apt-get install linux-source-6.1`.
+# Needs git, xz and flock (util-linux); the tarball comes with `apt-get install linux-source-6.1`.
 set -Eeuo pipefail
 trap 'echo "kernel-tree.sh: failed at line $LINENO" >&2' ERR
 dir=${1:?usage: kernel-tree.sh DIR}
@@ -26,6 +26,11 @@ git_() {
     GIT_AUTHOR_DATE=2026-12-03T00:00:00Z GIT_COMMITTER_DATE=2026-12-03T00:00:00Z \
         git -c gc.auto=0 -c maintenance.auto=false -C "$repo" "$@"
 }
+# One maker at a time: tests in one binary call this script in parallel,
+# and a second one would extract into the directory the first is filling.
+mkdir -p "$dir"
+exec 9>"$dir/.kernel-tree.lock"
+flock 9
 commit_() {
     git_ add -A
     git_ commit -q -m "$1"
