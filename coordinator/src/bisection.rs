@@ -127,11 +127,7 @@ fn policy_of(b: &Bisection) -> VerdictPolicy {
 
 /// The bisector a record holds.
 pub fn bisector(b: &Bisection) -> Result<Bisector, Error> {
-    let direction = if b.direction == WireDirection::HigherIsBetter as i32 {
-        Direction::HigherIsBetter
-    } else {
-        Direction::LowerIsBetter
-    };
+    let direction = crate::results::direction(b.direction);
     let min_effect = policy_of(b).min_effect;
     let options = Options {
         min_effect: if min_effect > 0.0 { min_effect } else { 0.02 },
@@ -400,11 +396,7 @@ fn metric_values(runs: &[&RunRecord]) -> Vec<(String, Direction, Vec<f64>)> {
             match out.iter_mut().find(|(n, _, _)| *n == m.name) {
                 Some((_, _, v)) => v.push(m.value),
                 None => {
-                    let d = if m.direction == WireDirection::HigherIsBetter as i32 {
-                        Direction::HigherIsBetter
-                    } else {
-                        Direction::LowerIsBetter
-                    };
+                    let d = crate::results::direction(m.direction);
                     out.push((m.name.clone(), d, vec![m.value]));
                 }
             }

@@ -67,7 +67,8 @@ fn by_name(values: &[Values]) -> HashMap<&str, &Values> {
     values.iter().map(|v| (v.name.as_str(), v)).collect()
 }
 
-fn direction(wire: i32) -> Direction {
+/// The wire's direction of a metric (unset reads as lower is better).
+pub(crate) fn direction(wire: i32) -> Direction {
     if wire == WireDirection::HigherIsBetter as i32 {
         Direction::HigherIsBetter
     } else {
