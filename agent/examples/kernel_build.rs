@@ -40,7 +40,11 @@ fn main() -> ExitCode {
             Err(e) => return Err(e.to_string()),
         };
         let b = trees
-            .build(&kernel, &PathBuf::from(cache))
+            .build(
+                &kernel,
+                &farm_spec::KernelBuild::default(),
+                &PathBuf::from(cache),
+            )
             .map_err(|e| e.to_string())?;
         Ok(format!(
             "{} built={} took={:.1}s",

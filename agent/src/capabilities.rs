@@ -176,6 +176,8 @@ impl Probe {
             guest_kernels: Vec::new(),
             // None until the agent builds kernels from trees.
             kernel_repos: Vec::new(),
+            build_configs: Vec::new(),
+            build_patches: Vec::new(),
         };
         tracing::debug!(?capabilities, root = %self.root.display(), "capabilities discovered");
         Ok(capabilities)

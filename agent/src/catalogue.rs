@@ -47,6 +47,9 @@ pub fn refresh(caps: &mut Capabilities, workload: &WorkloadCommand) {
         && let Some(t) = &workload.trees
     {
         caps.kernel_repos = t.names();
+        use crate::executor::guest::build::files::Kind;
+        caps.build_configs = t.file_names(Kind::Config);
+        caps.build_patches = t.file_names(Kind::Patch);
     }
     // Only images of an arch it boots, so that no cell comes here to fail.
     let arches = caps.guest_arches.clone();

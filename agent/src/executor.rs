@@ -49,10 +49,12 @@ pub struct Run<'a> {
     pub kernel: Kernel,
     pub executor: Option<farm_spec::Executor>,
     pub state: Option<MachineState>,
+    /// How a `git:` kernel is built (the default without one).
+    pub build: farm_spec::KernelBuild,
 }
 
 impl<'a> Run<'a> {
-    /// Parses `a`'s kernel, executor and state.
+    /// Parses `a`'s kernel, executor, state and build.
     pub fn of(a: &'a RunAssignment) -> Result<Run<'a>, Refusal> {
         let kernel = a.kernel.parse().map_err(Refusal::BadKernel)?;
         let executor = match a.executor.as_str() {
@@ -72,11 +74,16 @@ impl<'a> Run<'a> {
                 })
             })
             .transpose()?;
+        let build = match &a.build {
+            None => farm_spec::KernelBuild::default(),
+            Some(b) => farm_spec::KernelBuild::try_from(b).map_err(Refusal::BadBuild)?,
+        };
         Ok(Run {
             assignment: a,
             kernel,
             executor,
             state,
+            build,
         })
     }
 }
@@ -149,6 +156,8 @@ pub struct Context<'a> {
 pub enum Refusal {
     #[error("kernel refused: {0}")]
     BadKernel(#[source] KernelError),
+    #[error("build refused: {0}")]
+    BadBuild(farm_spec::build::BuildFieldError),
     #[error("state `{state}`: {source}")]
     BadState { state: String, source: StateError },
     #[error("kernel `{0}` needs a guest, and this agent boots none")]

@@ -72,6 +72,24 @@ struct Args {
         value_delimiter = ','
     )]
     kernel_repos: Vec<farm_agent::executor::guest::build::Repo>,
+    /// A directory of complete kernel configurations that a matrix's
+    /// `[build] config = "NAME"` may name (a file's name, nothing else).
+    #[arg(
+        long,
+        env = "FARM_BUILD_CONFIGS",
+        value_name = "DIR",
+        requires = "kernel_repos"
+    )]
+    build_configs: Option<PathBuf>,
+    /// A directory of patches that a matrix's `[build] patches` may name,
+    /// applied in its order to the tree before the build (`git apply`).
+    #[arg(
+        long,
+        env = "FARM_BUILD_PATCHES",
+        value_name = "DIR",
+        requires = "kernel_repos"
+    )]
+    build_patches: Option<PathBuf>,
     /// The unprivileged user kernels are built as (it must be able to read
     /// every --kernel-repo).
     #[arg(
@@ -110,7 +128,10 @@ struct Args {
     rescan_s: u64,
     /// Boot no guests, even when QEMU is installed (so no --kernel-dir,
     /// --kernel-repo or --guest-cache, which are for guests).
-    #[arg(long, conflicts_with_all = ["kernel_dirs", "kernel_repos", "guest_cache"])]
+    #[arg(
+        long,
+        conflicts_with_all = ["kernel_dirs", "kernel_repos", "guest_cache", "build_configs", "build_patches"]
+    )]
     no_guests: bool,
     /// Export traces over OTLP/gRPC to this collector (e.g.
     /// http://127.0.0.1:4317); no tracing cost when unset.
@@ -178,7 +199,11 @@ fn main() -> anyhow::Result<()> {
         if !args.kernel_repos.is_empty() {
             use farm_agent::executor::guest::build::{BuildUser, Trees};
             let user = BuildUser::lookup(&args.build_user)?;
-            workload.trees = Some(Trees::new(args.kernel_repos, user)?);
+            let files = farm_agent::executor::guest::build::files::Files::new(
+                args.build_configs,
+                args.build_patches,
+            )?;
+            workload.trees = Some(Trees::new(args.kernel_repos, user)?.with_files(files));
         }
         workload.guest_cache_max_bytes = args.guest_cache_max_gib.saturating_mul(1 << 30);
     }

@@ -100,22 +100,33 @@ fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
     };
     let t = Instant::now();
     let built = trees
-        .build(&kernel, &cache)
+        .build(&kernel, &default(), &cache)
         .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("build (built now: {}): {:.1?}", built.built, t.elapsed());
     assert_eq!(built.commit.to_string(), git(&repo, &["rev-parse", "v6.1"]));
     let config = std::fs::read_to_string(built.image.with_file_name("config")).unwrap();
     assert_eq!(
-        make::not_held(make::RUNNER_NEEDS, &config),
+        make::not_held(&default().required(), &config),
         Vec::<String>::new()
     );
     // The same commit again: from the cache, the same image.
-    let again = trees.build(&kernel, &cache).unwrap();
+    let again = trees.build(&kernel, &default(), &cache).unwrap();
     assert!(!again.built);
     assert_eq!(again.image, built.image);
     assert_eq!(again.config_sha256, built.config_sha256);
 
     // It boots with the runner, reports, and powers off (it has ACPI).
+    let run = boot(&built.image);
+    assert_eq!(run.release, release(&repo));
+    assert_eq!((run.exit_code, run.wall_s), (0, 0.1));
+}
+
+fn default() -> farm_spec::KernelBuild {
+    farm_spec::KernelBuild::default()
+}
+
+/// Boots `image` with a runner that reports its `uname -r` and powers off.
+fn boot(image: &Path) -> job::GuestRun {
     let guest_cache = target().join("guest-cache");
     let init = "#!/bin/sh\nexport PATH=/bin:/sbin:/usr/bin:/usr/sbin\n\
                 mount -t proc proc /proc\nmount -t devtmpfs devtmpfs /dev\n\
@@ -131,15 +142,19 @@ fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
-    let run = job::run(
+    job::run(
         &qemu::Machine::default(),
-        &built.image,
+        image,
         &initrd.path,
         dir.path(),
         &mut |_| {},
         &|| false,
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The release the tree's Makefile gives: VERSION.PATCHLEVEL.SUBLEVEL.
+fn release(repo: &Path) -> String {
     let makefile = std::fs::read_to_string(repo.join("Makefile")).unwrap();
     let field = |k: &str| {
         makefile
@@ -148,14 +163,139 @@ fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
             .map(|v| v.trim_start_matches([' ', '=']).trim().to_owned())
             .unwrap()
     };
-    let release = format!(
+    format!(
         "{}.{}.{}",
         field("VERSION"),
         field("PATCHLEVEL"),
         field("SUBLEVEL")
+    )
+}
+
+/// A matrix's `[build]` as the agent gets it: a named base configuration
+/// (the default build's own `.config`), a fragment setting
+/// `CONFIG_LOCALVERSION` and a patch setting the Makefile's `EXTRAVERSION`
+/// change the booted kernel's `uname -r` to exactly what they say. A patch
+/// that does not apply and an option Kconfig drops fail naming them, and
+/// the second try of either fails at once with the kept message.
+#[test]
+fn a_builds_base_fragment_and_patch_make_the_kernel_and_bad_ones_are_named() {
+    use farm_agent::executor::guest::build::files::Files;
+    let repo = tree();
+    let cache = target().join("guest-cache");
+    let kernel = match "git:linux@v6.1".parse::<farm_spec::Kernel>().unwrap() {
+        farm_spec::Kernel::Git(g) => g,
+        other => panic!("{other}"),
+    };
+    let base = trees(&repo)
+        .build(&kernel, &default(), &cache)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Failures kept by an earlier run of this test: each is made afresh.
+    for e in std::fs::read_dir(cache.join("builds")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "failed") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let files = tempfile::tempdir().unwrap();
+    let (configs, patches) = (files.path().join("configs"), files.path().join("patches"));
+    std::fs::create_dir_all(&configs).unwrap();
+    std::fs::create_dir_all(&patches).unwrap();
+    std::fs::copy(
+        base.image.with_file_name("config"),
+        configs.join("farm-tiny.config"),
+    )
+    .unwrap();
+    let makefile = std::fs::read_to_string(repo.join("Makefile")).unwrap();
+    let line = makefile
+        .lines()
+        .position(|l| l.starts_with("EXTRAVERSION ="))
+        .unwrap();
+    assert_eq!(makefile.lines().nth(line), Some("EXTRAVERSION ="));
+    let hunk = |from: &str, to: &str| {
+        let lines: Vec<&str> = makefile.lines().collect();
+        format!(
+            "--- a/Makefile\n+++ b/Makefile\n@@ -{n},3 +{n},3 @@\n {}\n-{from}\n+{to}\n {}\n",
+            lines[line - 1],
+            lines[line + 1],
+            n = line
+        )
+    };
+    std::fs::write(
+        patches.join("extraversion.patch"),
+        hunk("EXTRAVERSION =", "EXTRAVERSION = -patched"),
+    )
+    .unwrap();
+    std::fs::write(
+        patches.join("stale.patch"),
+        hunk("EXTRAVERSION = -rc1", "EXTRAVERSION = -rc2"),
+    )
+    .unwrap();
+    let trees = trees(&repo).with_files(Files::new(Some(configs), Some(patches)).unwrap());
+    use farm_agent::executor::guest::build::files::Kind;
+    assert_eq!(trees.file_names(Kind::Config), ["farm-tiny.config"]);
+    assert_eq!(
+        trees.file_names(Kind::Patch),
+        ["extraversion.patch", "stale.patch"]
     );
-    assert_eq!(run.release, release);
-    assert_eq!((run.exit_code, run.wall_s), (0, 0.1));
+
+    let spec =
+        |f: &[&str], p: &[&str]| farm_spec::KernelBuild::parse("farm-tiny.config", f, p).unwrap();
+    let t = Instant::now();
+    let built = trees
+        .build(
+            &kernel,
+            &spec(&["CONFIG_LOCALVERSION=\"-farm\""], &["extraversion.patch"]),
+            &cache,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("build (built now: {}): {:.1?}", built.built, t.elapsed());
+    assert_eq!(built.commit, base.commit);
+    assert_ne!(built.config_sha256, base.config_sha256);
+    let config = std::fs::read_to_string(built.image.with_file_name("config")).unwrap();
+    assert!(config.lines().any(|l| l == "CONFIG_LOCALVERSION=\"-farm\""));
+    let run = boot(&built.image);
+    assert_eq!(run.release, format!("{}-patched-farm", release(&repo)));
+
+    let commit = base.commit.to_string();
+    let err = trees
+        .build(
+            &kernel,
+            &spec(&[], &["extraversion.patch", "stale.patch"]),
+            &cache,
+        )
+        .unwrap_err()
+        .to_string();
+    let first = format!(
+        "build of git:linux@v6.1 ({commit}): patch `stale.patch` does not apply:\n\
+         error: patch failed: Makefile:{}\nerror: Makefile: patch does not apply",
+        line
+    );
+    assert_eq!(err, first);
+    let t = Instant::now();
+    let again = trees
+        .build(
+            &kernel,
+            &spec(&[], &["extraversion.patch", "stale.patch"]),
+            &cache,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+    assert!(
+        again.starts_with(&format!(
+            "{first}\n(kept from the first try of this build: remove "
+        )),
+        "{again}"
+    );
+
+    let err = trees
+        .build(&kernel, &spec(&["CONFIG_NO_SUCH_OPTION=y"], &[]), &cache)
+        .unwrap_err()
+        .to_string();
+    let first = format!(
+        "build of git:linux@v6.1 ({commit}): the configuration does not hold \
+         CONFIG_NO_SUCH_OPTION=y: the kernel rejected or lacks them"
+    );
+    assert_eq!(err, first);
 }
 
 /// A git range as bisection asks for it: v6.1, then the seven commits of

@@ -214,6 +214,9 @@ pub fn record(b: &mut Bisection, x: &Bisector) {
     }
 }
 
+/// The outcome's kind that names a first bad kernel.
+pub const CULPRIT: &str = "culprit";
+
 fn outcome(o: &Outcome) -> BisectionOutcome {
     match *o {
         Outcome::Culprit {
@@ -227,7 +230,7 @@ fn outcome(o: &Outcome) -> BisectionOutcome {
             confirmation: c,
         } => BisectionOutcome {
             kind: if matches!(o, Outcome::Culprit { .. }) {
-                "culprit"
+                CULPRIT
             } else {
                 "unresolved"
             }
@@ -305,6 +308,38 @@ pub fn round_matrix(
         cells,
         schedule: None,
     }
+}
+
+/// The labels of `b`'s culprit in `farm_regression_culprit`
+/// (`metrics::CULPRIT_LABELS`), once it is confirmed: the regressed cell's
+/// series (the template is that cell), its matrix, the bisection, and the
+/// first bad commit's 12 digits and subject (the kernel's name where no
+/// git range gave subjects).
+pub fn culprit_labels(b: &Bisection) -> Option<Vec<String>> {
+    let o = b.outcome.as_ref()?;
+    if o.kind != CULPRIT || !o.confirmed {
+        return None;
+    }
+    let i = o.first_bad as usize;
+    let kernel = b.kernels.get(i)?;
+    let subject = b.subjects.get(i).filter(|s| !s.is_empty());
+    let culprit = match (kernel.rsplit_once('@'), subject) {
+        (Some((_, commit)), Some(subject)) if commit.len() == 40 => {
+            format!("{} {subject}", &commit[..12])
+        }
+        _ => kernel.clone(),
+    };
+    let cell = b.template.as_ref()?;
+    let s = crate::metrics::series::series(cell, "");
+    Some(vec![
+        s.workload,
+        s.kernel,
+        s.state,
+        s.host,
+        b.matrix_id.clone(),
+        b.bisection_id.clone(),
+        culprit,
+    ])
 }
 
 /// The template's name with `kernel=` set: the axes' words after the

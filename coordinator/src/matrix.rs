@@ -9,11 +9,12 @@
 //! limits are documented in `docs/MATRIX.md`. Here the submodules follow the
 //! file: [`raw`] is its shape as serde reads it, one module checks each axis
 //! or table (`kernels`, `workloads`, `loads`, `states`, `hosts`, `guest`,
-//! `verdict`, `schedule`, `baseline`), `checks` holds the checks they share,
+//! `verdict`, `schedule`, `baseline`, `build`), `checks` holds the checks they share,
 //! `cells` builds the product, and `location` turns a byte span into the
 //! line, column and key of an [`Error`].
 
 mod baseline;
+mod build;
 mod cells;
 mod checks;
 mod guest;
@@ -109,6 +110,9 @@ pub struct Matrix {
 pub struct Schedule {
     pub cron: String,
     pub on_new_kernel: String,
+    /// Bisect each regression an execution finds between two `git:`
+    /// kernels of one repository (the cell's baseline's and its own).
+    pub bisect: bool,
 }
 
 /// One run of one cell.
@@ -241,6 +245,8 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     };
     let policy = verdict_policy(raw.verdict.as_ref(), repetitions)?;
     let guest = guest_shape(raw, &kernels)?;
+    schedule::bisectable(raw, schedule.as_ref(), &kernels)?;
+    let build = build::build(raw, &kernels)?;
     let product = Product {
         kernels: &kernels,
         variants: &variants,
@@ -250,6 +256,7 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     let common = Common {
         loads: &loads,
         guest,
+        build: build.as_ref().map(farm_proto::KernelBuild::from),
         verdict: &policy,
         new_kernel: added,
     };

@@ -118,8 +118,22 @@ pub struct Metrics {
     archive_backlog: prometheus::IntGauge,
     archived: prometheus::IntCounter,
     archive_failures: prometheus::IntCounter,
+    regression_culprit: Replaced,
     results: ResultsGauges,
 }
+
+/// Label names of `farm_regression_culprit`: the regressed cell's series
+/// without its metric (a bisection names one culprit whichever primary
+/// metrics regressed), its matrix, the bisection and the culprit.
+pub const CULPRIT_LABELS: [&str; 7] = [
+    "workload",
+    "kernel",
+    "state",
+    "host",
+    "matrix",
+    "bisection",
+    "culprit",
+];
 
 /// The results gauges: the part of [`Metrics`] that the results worker
 /// writes when a matrix ends. Cheap to clone; every clone is the same
@@ -363,6 +377,16 @@ impl Metrics {
         for family in FAMILIES {
             dropped.with_label_values(&[family]).set(0);
         }
+        let regression_culprit = Replaced::new(
+            &registry,
+            "farm_regression_culprit",
+            "The first bad commit a bisection confirmed for the regression of a cell (its \
+             series labels without the metric, and its matrix), in the `culprit` label: the \
+             commit's first 12 digits and its subject, or the kernel where no git range was \
+             listed; always 1. FarmRegressionDetected takes the label, so the regression's \
+             alert names the culprit once it is known.",
+            &CULPRIT_LABELS,
+        );
         let results = Results {
             series_median,
             series_baseline_median,
@@ -390,6 +414,7 @@ impl Metrics {
             archive_backlog,
             archived,
             archive_failures,
+            regression_culprit,
             results: ResultsGauges {
                 state: Arc::new(Mutex::new(results)),
                 refresh: results_refresh,
@@ -489,6 +514,12 @@ impl Metrics {
     /// The seqs of the ended matrices the results gauges show.
     pub fn shown_matrices(&self) -> BTreeSet<u64> {
         self.results.shown()
+    }
+
+    /// The culprits confirmed bisections found (labels [`CULPRIT_LABELS`]).
+    pub fn set_culprits(&mut self, culprits: &[Vec<String>]) {
+        let points: Vec<series::Point> = culprits.iter().map(|l| (l.clone(), 1.0)).collect();
+        self.regression_culprit.replace(&points);
     }
 }
 

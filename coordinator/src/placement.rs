@@ -33,6 +33,12 @@ pub enum Requirement {
         kernel: String,
         repo: String,
     },
+    /// A `[build]`'s base configuration or patch: an agent whose operator
+    /// keeps that file (`--build-configs`, `--build-patches`).
+    BuildFile {
+        kind: BuildFileKind,
+        name: String,
+    },
     Workload(String),
     /// A machine-state kind the agent must be able to apply and restore.
     State(StateKind),
@@ -69,6 +75,11 @@ impl fmt::Display for Requirement {
                 f,
                 "kernel={kernel} (an agent with the repository `{repo}` in its --kernel-repo)"
             ),
+            Requirement::BuildFile { kind, name } => write!(
+                f,
+                "build {kind} `{name}` (an agent with it in its {})",
+                kind.flag()
+            ),
             Requirement::Workload(w) => write!(f, "workload={w}"),
             Requirement::State(s) => write!(f, "state={s}"),
             Requirement::Hotplug(cpus) => {
@@ -80,6 +91,31 @@ impl fmt::Display for Requirement {
             }
             Requirement::Unreadable { key, value } => write!(f, "{key}={value}"),
         }
+    }
+}
+
+/// Which of an operator's build directories a file is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuildFileKind {
+    Config,
+    Patch,
+}
+
+impl BuildFileKind {
+    fn flag(self) -> &'static str {
+        match self {
+            BuildFileKind::Config => "--build-configs",
+            BuildFileKind::Patch => "--build-patches",
+        }
+    }
+}
+
+impl fmt::Display for BuildFileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BuildFileKind::Config => "configuration",
+            BuildFileKind::Patch => "patch",
+        })
     }
 }
 
@@ -97,6 +133,10 @@ impl Requirement {
             Requirement::GuestKernel { arch, .. } => {
                 caps.guest_arches.iter().any(|a| a == arch.uname())
             }
+            Requirement::BuildFile { kind, name } => match kind {
+                BuildFileKind::Config => caps.build_configs.iter().any(|c| c == name),
+                BuildFileKind::Patch => caps.build_patches.iter().any(|p| p == name),
+            },
             Requirement::Workload(w) => caps.workloads.iter().any(|x| x == w),
             Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s.as_str()),
             Requirement::Hotplug(cpus) => {
@@ -111,6 +151,33 @@ impl Requirement {
             }
             Requirement::Unreadable { .. } => false,
         }
+    }
+}
+
+/// The operator's files a cell's `[build]` names.
+fn build_files(cell: &Cell) -> Vec<Requirement> {
+    let Some(b) = &cell.build else {
+        return Vec::new();
+    };
+    match farm_spec::KernelBuild::try_from(b) {
+        Ok(b) => {
+            let mut out = Vec::new();
+            if let farm_spec::BaseConfig::File(n) = &b.base {
+                out.push(Requirement::BuildFile {
+                    kind: BuildFileKind::Config,
+                    name: n.to_string(),
+                });
+            }
+            out.extend(b.patches.iter().map(|p| Requirement::BuildFile {
+                kind: BuildFileKind::Patch,
+                name: p.to_string(),
+            }));
+            out
+        }
+        Err(e) => vec![Requirement::Unreadable {
+            key: "build",
+            value: e.to_string(),
+        }],
     }
 }
 
@@ -148,16 +215,17 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
         // checked when it boots).
         Ok(Kernel::File(_)) => out.push(Requirement::GuestImage(cell.kernel.clone())),
         // Built where the repository is, and booted there in an x86_64 guest.
-        Ok(Kernel::Git(g)) => out.extend([
-            Requirement::GuestKernel {
+        Ok(Kernel::Git(g)) => {
+            out.push(Requirement::GuestKernel {
                 kernel: cell.kernel.clone(),
                 arch: Arch::X86_64,
-            },
-            Requirement::KernelRepo {
+            });
+            out.extend(build_files(cell));
+            out.push(Requirement::KernelRepo {
                 kernel: cell.kernel.clone(),
                 repo: g.repo().to_owned(),
-            },
-        ]),
+            });
+        }
         // As a release no agent runs, as before kernels had a type.
         Err(_) => out.push(Requirement::Kernel(cell.kernel.clone())),
     }

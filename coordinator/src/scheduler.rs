@@ -648,7 +648,9 @@ impl Scheduler {
                 let r = self.list_schedules();
                 self.reply(reply, Ok(r));
             }
-            Event::StartBisection { request, reply } => self.start_bisection(*request, reply),
+            Event::StartBisection { request, reply } => {
+                self.start_bisection(*request, bisections::Starter::Rpc(reply))
+            }
             Event::GetBisection {
                 bisection_id,
                 reply,

@@ -4,7 +4,7 @@
 
 use farm_spec::state::{StateError, StateStrings};
 
-use crate::{Direction, MachineState};
+use crate::{Direction, KernelBuild, MachineState};
 
 impl TryFrom<&MachineState> for farm_spec::MachineState {
     type Error = StateError;
@@ -33,6 +33,24 @@ impl From<&farm_spec::MachineState> for MachineState {
             cgroup_cpu_weight: s.cpu_weight,
             cgroup_cpu_max: s.cpu_max,
             cgroup_cpuset: s.cpuset,
+        }
+    }
+}
+
+impl TryFrom<&KernelBuild> for farm_spec::KernelBuild {
+    type Error = farm_spec::build::BuildFieldError;
+
+    fn try_from(b: &KernelBuild) -> Result<farm_spec::KernelBuild, Self::Error> {
+        farm_spec::KernelBuild::parse(&b.config, &b.fragments, &b.patches)
+    }
+}
+
+impl From<&farm_spec::KernelBuild> for KernelBuild {
+    fn from(b: &farm_spec::KernelBuild) -> KernelBuild {
+        KernelBuild {
+            config: b.base.to_string(),
+            fragments: b.fragments.iter().map(ToString::to_string).collect(),
+            patches: b.patches.iter().map(ToString::to_string).collect(),
         }
     }
 }

@@ -11,6 +11,7 @@
 //! - [`hotplug`]: [`HotplugPlan`] (`cycle:CPUS`, `offline:CPUS`).
 //! - [`cgroup`]: [`CgroupShape`], [`CpuWeight`], [`CpuMax`].
 //! - [`state`]: [`MachineState`], [`StateKind`], [`Autogroup`].
+//! - [`build`]: [`KernelBuild`], how a `git:` kernel is built (`[build]`).
 //! - [`kernel`]: [`Kernel`] (`running`, a release, `debian:`, `file:`) and [`Arch`].
 //! - [`executor`]: [`Executor`] (`host`, `tcg`, `kvm`).
 //! - [`metric`]: metric names, [`Direction`], which metrics are primary.
@@ -22,6 +23,7 @@
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
+pub mod build;
 pub mod cgroup;
 pub mod cpuset;
 pub mod executor;
@@ -30,6 +32,7 @@ pub mod kernel;
 pub mod metric;
 pub mod state;
 
+pub use build::{BaseConfig, ConfigOption, FileName, KernelBuild};
 pub use cgroup::{CgroupShape, CpuMax, CpuWeight};
 pub use cpuset::CpuSet;
 pub use executor::Executor;

@@ -632,6 +632,8 @@ fn two_node_hybrid_kvm_guest_as_root() {
         guest_accelerators: vec![],
         guest_kernels: vec![],
         kernel_repos: vec![],
+        build_configs: vec![],
+        build_patches: vec![],
     };
     assert_eq!(got, want);
 }
@@ -694,6 +696,8 @@ fn s390x_kvm_guest_without_numa_nodes() {
         guest_accelerators: vec![],
         guest_kernels: vec![],
         kernel_repos: vec![],
+        build_configs: vec![],
+        build_patches: vec![],
     };
     assert_eq!(got, want);
 }

@@ -471,6 +471,7 @@ fn kernel_arch(
 /// result says its commit and configuration.
 fn built(
     g: &farm_spec::GitKernel,
+    build: &farm_spec::KernelBuild,
     ctx: &Context<'_>,
     cache: &Path,
     result: &mut RunResult,
@@ -481,7 +482,7 @@ fn built(
         .trees
         .as_ref()
         .ok_or_else(|| Error::NoTrees(name.clone()))?;
-    let b = trees.build(g, cache)?;
+    let b = trees.build(g, build, cache)?;
     tracing::info!(kernel = %name, commit = %b.commit, built = b.built, took = ?b.took, "guest kernel from a tree");
     result.kernel_commit = b.commit.to_string();
     result.kernel_config_sha256 = b.config_sha256.clone();
@@ -515,7 +516,7 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
     let w = workload(a, ctx, arch, cache)?;
     let kernel = match (file_kernel, &r.kernel) {
         (Some(k), _) => k,
-        (None, Kernel::Git(g)) => built(g, ctx, cache, result)?,
+        (None, Kernel::Git(g)) => built(g, &r.build, ctx, cache, result)?,
         (None, _) => kernels::resolve(&a.kernel, cache)?,
     };
     used(cache, &kernel.vmlinuz);

@@ -86,6 +86,8 @@ pub(super) struct Common<'a> {
     pub loads: &'a [Workload],
     /// The `[guest]` shape, for the cells of guest kernels.
     pub guest: Option<GuestShape>,
+    /// The `[build]`, for the cells of `git:` kernels.
+    pub build: Option<farm_proto::KernelBuild>,
     pub verdict: &'a VerdictPolicy,
     /// A trigger's kernel, whose cells are marked `new_kernel`.
     pub new_kernel: Option<&'a str>,
@@ -120,6 +122,10 @@ pub(super) fn cells(
             common.guest
         } else {
             None
+        };
+        let build = match kernel {
+            Kernel::Git(_) => common.build.clone(),
+            _ => None,
         };
         let kernel = kernel.to_string();
         let new_kernel = common.new_kernel == Some(kernel.as_str());
@@ -168,6 +174,7 @@ pub(super) fn cells(
                         verdict: Some(common.verdict.clone()),
                         guest,
                         new_kernel,
+                        build: build.clone(),
                     };
                     bytes += cell.encoded_len();
                     if bytes > MAX_EXPANDED_MATRIX_BYTES {

@@ -28,6 +28,15 @@ pub(super) struct RawMatrix {
     pub verdict: Option<Spanned<RawVerdict>>,
     pub guest: Option<Spanned<RawGuest>>,
     pub schedule: Option<Spanned<RawSchedule>>,
+    pub build: Option<Spanned<RawBuild>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub(super) struct RawBuild {
+    pub config: Option<Spanned<String>>,
+    pub fragments: Option<Spanned<Vec<Spanned<String>>>>,
+    pub patches: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -35,6 +44,7 @@ pub(super) struct RawMatrix {
 pub(super) struct RawSchedule {
     pub cron: Option<Spanned<String>>,
     pub on_new_kernel: Option<Spanned<String>>,
+    pub bisect: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]

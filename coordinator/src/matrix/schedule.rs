@@ -4,7 +4,7 @@ use toml::Spanned;
 
 use super::checks::non_empty;
 use super::location::Issue;
-use super::raw::RawSchedule;
+use super::raw::{RawMatrix, RawSchedule};
 use super::{Checked, Schedule};
 
 /// The `[schedule]` table: a valid cron, a valid glob, at least one.
@@ -16,6 +16,7 @@ pub(super) fn schedule(raw: Option<&Spanned<RawSchedule>>) -> Checked<Option<Sch
     let mut out = Schedule {
         cron: String::new(),
         on_new_kernel: String::new(),
+        bisect: s.bisect.as_ref().is_some_and(|b| *b.get_ref()),
     };
     if let Some(c) = &s.cron {
         crate::schedule::cron(c.get_ref()).map_err(|e| Issue::new(c.span(), "schedule.cron", e))?;
@@ -35,4 +36,47 @@ pub(super) fn schedule(raw: Option<&Spanned<RawSchedule>>) -> Checked<Option<Sch
         ));
     }
     Ok(Some(out))
+}
+
+/// `bisect = true` needs what an automatic bisection starts from: cells
+/// compared with a baseline (`[baseline]`), and `git:` kernels of one
+/// repository on the kernel axis, so that a regression's two kernels span
+/// a git range an agent can list.
+pub(super) fn bisectable(
+    raw: &RawMatrix,
+    schedule: Option<&Schedule>,
+    kernels: &[farm_spec::Kernel],
+) -> Checked<()> {
+    let Some(flag) = raw
+        .schedule
+        .as_ref()
+        .and_then(|s| s.get_ref().bisect.as_ref())
+        .filter(|_| schedule.is_some_and(|s| s.bisect))
+    else {
+        return Ok(());
+    };
+    let refuse = |why: &str| Err(Issue::new(flag.span(), "schedule.bisect", why));
+    if raw.baseline.is_none() {
+        return refuse(
+            "a bisection runs from a regressed cell's baseline kernel to its own: give a \
+             [baseline] (e.g. kernel = \"git:linux@v6.1\")",
+        );
+    }
+    let mut repos: Vec<&str> = kernels
+        .iter()
+        .filter_map(|k| match k {
+            farm_spec::Kernel::Git(g) => Some(g.repo()),
+            _ => None,
+        })
+        .collect();
+    let gits = repos.len();
+    repos.sort_unstable();
+    repos.dedup();
+    if gits < 2 || repos.len() == gits {
+        return refuse(
+            "an automatic bisection lists the commits between two `git:` kernels of one \
+             repository: the kernel axis has no two",
+        );
+    }
+    Ok(())
 }

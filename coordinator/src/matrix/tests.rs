@@ -1081,7 +1081,7 @@ fn display() {
     assert_eq!(
         err.to_string(),
         "dir/m.toml:2:1: foo: unknown field `foo`, expected one of `name`, `repetitions`, \
-         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`, `guest`, `schedule`"
+         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`, `guest`, `schedule`, `build`"
     );
     let err = parse("m.toml", "name = \"m\n").unwrap_err();
     assert!(
@@ -2237,6 +2237,7 @@ fn schedules() {
         Some(Schedule {
             cron: "0 3 * * *".into(),
             on_new_kernel: "file:/srv/k/*".into(),
+            bisect: false,
         })
     );
     assert_eq!(ok(HEAD).schedule, None);
@@ -2315,4 +2316,121 @@ fn executions_add_the_new_kernel_to_the_axis() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn a_build_reaches_the_cells_of_git_kernels_only() {
+    let m = ok(&format!(
+        "kernels = [\"git:linux@v6.1\", \"debian:6.1.0-57-cloud-amd64\"]\n{HEAD}\
+         [build]\nconfig = \"fleet-6.1.config\"\n\
+         fragments = [\"CONFIG_HZ_1000=y\", \"CONFIG_PREEMPT=n\"]\n\
+         patches = [\"0001-sched-fix.patch\"]\n"
+    ));
+    let b = m.cells[0].build.as_ref().unwrap();
+    assert_eq!(b.config, "fleet-6.1.config");
+    assert_eq!(b.fragments, ["CONFIG_HZ_1000=y", "CONFIG_PREEMPT=n"]);
+    assert_eq!(b.patches, ["0001-sched-fix.patch"]);
+    assert_eq!(m.cells[1].build, None);
+    // The default build is no build on the wire: its series stay as they were.
+    let m = ok(&format!(
+        "kernels = [\"git:linux@v6.1\"]\n{HEAD}[build]\nconfig = \"tinyconfig\"\n"
+    ));
+    assert_eq!(m.cells[0].build, None);
+}
+
+#[test]
+fn bad_builds_are_refused_where_they_are() {
+    let git = "kernels = [\"git:linux@v6.1\"]\n";
+    check_err(
+        &format!("{HEAD}[build]\nfragments = [\"CONFIG_HZ_1000=y\"]\n"),
+        4,
+        1,
+        "build",
+        "no kernel of the matrix is built from a tree (`git:<repo>@<ref>`)",
+    );
+    check_err(
+        &format!("{git}{HEAD}[build]\nconfig = \"../../etc/shadow\"\n"),
+        6,
+        10,
+        "build.config",
+        "`../../etc/shadow`: a base configuration is `tinyconfig`, `defconfig` or the name of a \
+         file in an agent's --build-configs directory",
+    );
+    check_err(
+        &format!("{git}{HEAD}[build]\nfragments = [\"CONFIG_HZ=100\", \"hz=1000\"]\n"),
+        6,
+        31,
+        "build.fragments[1]",
+        "`hz=1000`: an option's name is CONFIG_ and capitals, digits and _",
+    );
+    check_err(
+        &format!("{git}{HEAD}[build]\nfragments = [\"CONFIG_SMP=n\"]\n"),
+        6,
+        14,
+        "build.fragments[0]",
+        "`CONFIG_SMP=n`: the guest runner needs CONFIG_SMP=y",
+    );
+    check_err(
+        &format!("{git}{HEAD}[build]\nfragments = [\"CONFIG_HZ=100\", \"CONFIG_HZ=250\"]\n"),
+        6,
+        31,
+        "build.fragments[1]",
+        "CONFIG_HZ is set twice (also fragments[0])",
+    );
+    check_err(
+        &format!("{git}{HEAD}[build]\npatches = [\"a.patch\", \"/tmp/x.patch\"]\n"),
+        6,
+        23,
+        "build.patches[1]",
+        "`/tmp/x.patch`: a file name is letters, digits and . _ + -",
+    );
+    let many: Vec<String> = (0..33).map(|i| format!("\"{i}.patch\"")).collect();
+    check_err(
+        &format!("{git}{HEAD}[build]\npatches = [{}]\n", many.join(", ")),
+        6,
+        11,
+        "build.patches",
+        "at most 32 patches",
+    );
+    check_err(
+        &format!("{git}{HEAD}[build]\nconfig = \"defconfig\"\nmake = \"rm -rf /\"\n"),
+        7,
+        1,
+        "build.make",
+        "unknown field `make`",
+    );
+}
+
+#[test]
+fn a_schedule_bisects_only_what_it_can() {
+    let git = "kernels = [\"git:linux@v6.1\", \"git:linux@sched/core\"]\n";
+    let m = ok(&format!(
+        "{git}{HEAD}[baseline]\nkernel = \"git:linux@v6.1\"\n\
+         [schedule]\ncron = \"0 3 * * *\"\nbisect = true\n"
+    ));
+    assert!(m.schedule.unwrap().bisect);
+    check_err(
+        &format!("{git}{HEAD}[schedule]\ncron = \"0 3 * * *\"\nbisect = true\n"),
+        7,
+        10,
+        "schedule.bisect",
+        "a bisection runs from a regressed cell's baseline kernel to its own: give a [baseline]",
+    );
+    check_err(
+        &format!(
+            "kernels = [\"git:linux@v6.1\", \"git:tip@sched/core\"]\n{HEAD}\
+             [baseline]\nkernel = \"git:linux@v6.1\"\n[schedule]\ncron = \"0 3 * * *\"\n\
+             bisect = true\n"
+        ),
+        9,
+        10,
+        "schedule.bisect",
+        "an automatic bisection lists the commits between two `git:` kernels of one \
+         repository: the kernel axis has no two",
+    );
+    // `bisect = false` asks for nothing.
+    let m = ok(&format!(
+        "{HEAD}[schedule]\ncron = \"0 3 * * *\"\nbisect = false\n"
+    ));
+    assert!(!m.schedule.unwrap().bisect);
 }

@@ -208,6 +208,29 @@ fn guest_kernels_go_to_agents_that_boot_guests_of_their_arch() {
              its --kernel-repo)"
         )
     );
+    // A `[build]` that names the operator's files goes only where they are.
+    let mut patched = cell("", 0, 0, "git:tip@sched/urgent", "");
+    patched.build = Some(farm_proto::KernelBuild {
+        config: "fleet.config".into(),
+        fragments: vec!["CONFIG_HZ_1000=y".into()],
+        patches: vec!["fix.patch".into()],
+    });
+    let patched = requirements(&patched);
+    assert!(!satisfies(&patched, &builds));
+    let with_files = Capabilities {
+        build_configs: vec!["fleet.config".into()],
+        build_patches: vec!["fix.patch".into(), "other.patch".into()],
+        ..builds.clone()
+    };
+    assert!(satisfies(&patched, &with_files));
+    let no_patch = Capabilities {
+        build_patches: vec!["other.patch".into()],
+        ..with_files.clone()
+    };
+    assert_eq!(
+        waiting_reason(&patched, [&no_patch]).as_deref(),
+        Some("no agent with build patch `fix.patch` (an agent with it in its --build-patches)")
+    );
 }
 
 #[test]

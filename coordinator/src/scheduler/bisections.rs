@@ -9,8 +9,9 @@
 use std::time::{Duration, Instant};
 
 use farm_proto::{
-    Bisection, CommitInfo, Commits, CoordinatorMessage, ListCommits, MAX_COMMIT_SUBJECT_BYTES,
-    MAX_RANGE_COMMITS, StartBisectionRequest, coordinator_message,
+    Bisection, CommitInfo, Commits, CoordinatorMessage, GetResultsResponse, ListCommits,
+    MAX_COMMIT_SUBJECT_BYTES, MAX_RANGE_COMMITS, StartBisectionRequest, Verdict,
+    coordinator_message,
 };
 use farm_spec::Kernel;
 use prost::Message as _;
@@ -29,6 +30,12 @@ pub const MAX_RUNNING_BISECTIONS: usize = 64;
 /// thousands of commits takes well under a second.
 pub const LISTING_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The most culprits `farm_regression_culprit` shows: the newest ones.
+pub const MAX_CULPRITS_SHOWN: usize = 1000;
+
+/// The most bisections one execution of a `[schedule] bisect` starts.
+pub const MAX_BISECTIONS_PER_EXECUTION: usize = 4;
+
 /// The most git ranges being listed at once.
 pub const MAX_PENDING_LISTINGS: usize = 16;
 
@@ -37,32 +44,107 @@ pub(super) struct Listing {
     agent_id: String,
     repo: String,
     request: StartBisectionRequest,
-    reply: Reply<Bisection>,
+    reply: Starter,
     deadline: Instant,
 }
 
-type Refused = Box<(Error, Reply<Bisection>)>;
+/// Who waits for a bisection to start: a `StartBisection` call, or a
+/// schedule's execution that found a regression (`[schedule] bisect`),
+/// whose outcome goes to the log.
+pub(super) enum Starter {
+    Rpc(Reply<Bisection>),
+    Schedule { matrix_id: String, cell: u32 },
+}
+
+type Refused = Box<(Error, Starter)>;
 
 impl Scheduler {
-    pub(super) fn start_bisection(&mut self, req: StartBisectionRequest, reply: Reply<Bisection>) {
+    pub(super) fn start_bisection(&mut self, req: StartBisectionRequest, reply: Starter) {
         if !req.git_range {
             let r = self.create_bisection(&req, &req.between, Vec::new());
-            self.reply(reply, r);
+            self.started(reply, r);
             return;
         }
         if let Err(refused) = self.request_range(req, reply) {
             // `request_range` hands `reply` back only with an error.
             let (e, reply) = *refused;
-            self.reply(reply, Err(e));
+            self.started(reply, Err(e));
+        }
+    }
+
+    /// `[schedule] bisect`: the regressions an ended execution found
+    /// between two `git:` kernels of one repository, each pair of kernels
+    /// bisected once (its cells most likely share the culprit, and every
+    /// bisection is many builds), at most [`MAX_BISECTIONS_PER_EXECUTION`].
+    /// A pair already bisected from this matrix is not again: after a
+    /// restart its summary comes back.
+    pub(super) fn bisect_regressions(&mut self, matrix_id: &str, summary: &GetResultsResponse) {
+        let Some(m) = self.matrices.get(matrix_id) else {
+            return;
+        };
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        let mut cells = Vec::new();
+        for c in &summary.cells {
+            if Verdict::try_from(c.verdict) != Ok(Verdict::Regression) {
+                continue;
+            }
+            let Some(cell) = m.rec.cells.get(c.cell_index as usize) else {
+                continue;
+            };
+            let Some(base) = cell.baseline.and_then(|b| m.rec.cells.get(b as usize)) else {
+                continue;
+            };
+            let one_repo = match (base.kernel.parse(), cell.kernel.parse()) {
+                (Ok(Kernel::Git(g)), Ok(Kernel::Git(b))) => g.repo() == b.repo() && g != b,
+                _ => false,
+            };
+            let pair = (base.kernel.as_str(), cell.kernel.as_str());
+            let done = self.bisections.values().any(|b| {
+                b.matrix_id == matrix_id
+                    && b.kernels.first().map(String::as_str) == Some(pair.0)
+                    && b.kernels.last().map(String::as_str) == Some(pair.1)
+            });
+            if !one_repo || done || pairs.contains(&pair) {
+                continue;
+            }
+            if pairs.len() == MAX_BISECTIONS_PER_EXECUTION {
+                warn!(matrix = %matrix_id, "more regressed pairs of kernels than \
+                      MAX_BISECTIONS_PER_EXECUTION: the rest are not bisected");
+                break;
+            }
+            pairs.push(pair);
+            cells.push(c.cell_index);
+        }
+        for cell in cells {
+            let req = StartBisectionRequest {
+                matrix_id: matrix_id.to_owned(),
+                cell,
+                git_range: true,
+                ..Default::default()
+            };
+            let to = Starter::Schedule {
+                matrix_id: matrix_id.to_owned(),
+                cell,
+            };
+            self.start_bisection(req, to);
+        }
+    }
+
+    /// Tells whoever waits how the start went.
+    fn started(&mut self, to: Starter, r: Result<Bisection, Error>) {
+        match to {
+            Starter::Rpc(reply) => self.reply(reply, r),
+            Starter::Schedule { matrix_id, cell } => match r {
+                Ok(b) => info!(matrix = %matrix_id, cell, bisection = %b.bisection_id,
+                               "a schedule's regression is being bisected"),
+                Err(e) => warn!(matrix = %matrix_id, cell,
+                                "a schedule's regression cannot be bisected: {e}"),
+            },
         }
     }
 
     /// Asks an agent with the ends' repository for the commits between.
-    fn request_range(
-        &mut self,
-        req: StartBisectionRequest,
-        reply: Reply<Bisection>,
-    ) -> Result<(), Refused> {
+    fn request_range(&mut self, req: StartBisectionRequest, reply: Starter) -> Result<(), Refused> {
         let bad = |why: String| Error::Bisection(why);
         let checked = (|| {
             if !req.between.is_empty() {
@@ -158,7 +240,7 @@ impl Scheduler {
         } else {
             self.range_bisection(&l, &c.commits)
         };
-        self.reply(l.reply, r);
+        self.started(l.reply, r);
     }
 
     fn range_bisection(&mut self, l: &Listing, commits: &[CommitInfo]) -> Result<Bisection, Error> {
@@ -208,7 +290,7 @@ impl Scheduler {
                     l.repo,
                     LISTING_TIMEOUT.as_secs()
                 ));
-                self.reply(l.reply, Err(e));
+                self.started(l.reply, Err(e));
             }
         }
     }
@@ -356,8 +438,26 @@ impl Scheduler {
                 }
             }
         }
+        let ended = b.outcome.is_some();
         self.ops.push(Op::PutBisection(Box::new(b.clone())));
         self.bisections.insert(id.to_owned(), b);
+        if ended {
+            self.export_culprits();
+        }
+    }
+
+    /// `farm_regression_culprit`: the confirmed culprits of the newest
+    /// [`MAX_CULPRITS_SHOWN`] bisections that found one.
+    pub(super) fn export_culprits(&mut self) {
+        let mut found: Vec<(u64, Vec<String>)> = self
+            .bisections
+            .values()
+            .filter_map(|b| bisection::culprit_labels(b).map(|l| (b.created_ms, l)))
+            .collect();
+        found.sort_by(|a, b| b.cmp(a));
+        found.truncate(MAX_CULPRITS_SHOWN);
+        let labels: Vec<Vec<String>> = found.into_iter().map(|(_, l)| l).collect();
+        self.metrics.set_culprits(&labels);
     }
 
     /// A matrix is done: if it is the round a bisection waits for, its
@@ -413,5 +513,6 @@ impl Scheduler {
                 self.bisection_round_done(&matrix_id);
             }
         }
+        self.export_culprits();
     }
 }

@@ -38,6 +38,8 @@ pub(super) struct ScheduleMem {
     /// What the executions that ended since the coordinator started found
     /// (from the summaries the results worker made when each ended).
     pub(super) verdicts: HashMap<String, Verdicts>,
+    /// `[schedule] bisect`, read from the file when the record is loaded.
+    pub(super) bisect: bool,
 }
 
 /// An ended execution's verdicts, for `farmctl schedules`.
@@ -97,12 +99,19 @@ impl ScheduleMem {
             .map_err(|e| warn!(schedule = %rec.id, "on_new_kernel {e}; it will not run"))
             .ok()
             .flatten();
+        // Not a column of its own: the file says it, and was valid when
+        // the schedule was made.
+        let bisect = matrix::parse(&rec.file_name, &rec.source)
+            .ok()
+            .and_then(|m| m.schedule)
+            .is_some_and(|s| s.bisect);
         ScheduleMem {
             rec,
             cron,
             glob,
             executions: Vec::new(),
             verdicts: HashMap::new(),
+            bisect,
         }
     }
 }
@@ -120,6 +129,7 @@ impl Scheduler {
         let spec = matrix.schedule.clone().unwrap_or(matrix::Schedule {
             cron: String::new(),
             on_new_kernel: String::new(),
+            bisect: false,
         });
         let now = now_ms();
         let mut rec = ScheduleRecord {

@@ -108,6 +108,7 @@ impl Scheduler {
                 timeout_s: m.rec.timeout_s,
                 loads: cell.loads.clone(),
                 guest: cell.guest,
+                build: cell.build.clone(),
                 traceparent: trace::traceparent(&run.span),
             })),
         };

@@ -125,5 +125,12 @@ pub(super) fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
         key.extend((part.len() as u32).to_le_bytes());
         key.extend(part);
     }
+    // Another configuration or patch is another kernel. Added only when
+    // set, so that the series of matrices without a [build] keep their keys.
+    if let Some(b) = &cell.build {
+        let part = b.encode_to_vec();
+        key.extend((part.len() as u32).to_le_bytes());
+        key.extend(part);
+    }
     key
 }

@@ -521,11 +521,16 @@ impl Scheduler {
             return;
         };
         m.gauged = true;
+        let mut bisect = false;
         if let Some(e) = &m.rec.execution {
             let verdicts = super::continuous::verdicts(&m.rec.cells, &summary.cells);
             if let Some(s) = self.schedules.get_mut(&e.schedule_id) {
                 s.verdicts.insert(matrix_id.to_owned(), verdicts);
+                bisect = s.bisect;
             }
+        }
+        if bisect {
+            self.bisect_regressions(matrix_id, summary);
         }
     }
 

@@ -23,6 +23,7 @@ use std::time::Duration;
 use farm_spec::GitKernel;
 
 pub mod command;
+pub mod files;
 pub mod make;
 pub mod range;
 
@@ -169,6 +170,8 @@ impl BuildUser {
 pub struct Trees {
     repos: Vec<Repo>,
     user: BuildUser,
+    /// The operator's base configurations and patches.
+    files: files::Files,
 }
 
 impl Trees {
@@ -192,7 +195,11 @@ impl Trees {
                 });
             }
         }
-        let trees = Trees { repos, user };
+        let trees = Trees {
+            repos,
+            user,
+            files: files::Files::default(),
+        };
         for r in &trees.repos {
             trees
                 .git(r, &["rev-parse", "--git-dir"])
@@ -204,6 +211,17 @@ impl Trees {
                 })?;
         }
         Ok(trees)
+    }
+
+    /// With the operator's base configurations and patches.
+    pub fn with_files(self, files: files::Files) -> Trees {
+        Trees { files, ..self }
+    }
+
+    /// The names of the operator's files of `kind`, as the capabilities
+    /// list them.
+    pub fn file_names(&self, kind: files::Kind) -> Vec<String> {
+        self.files.names(kind)
     }
 
     /// The repositories' names, as the agent's capabilities list them.

@@ -1,22 +1,30 @@
 //! Building a guest kernel from a commit: a throwaway tree from `git
-//! archive`, `tinyconfig` with what the runner needs merged in, and `make
-//! bzImage` with ccache, as the build user, with no network.
+//! archive`, the `[build]`'s patches applied (`git apply`), its base
+//! configuration (`tinyconfig` unless it says otherwise) with its fragment
+//! and what the runner needs merged in, and `make bzImage` with ccache, as
+//! the build user, with no network.
 //!
 //! Built images are kept in `<cache>/builds/<key>/` where the key hashes
-//! everything the image depends on: the commit, the configuration's text,
-//! the arch and the compiler's version. Runs that want the same build wait
-//! for one (`flock` on `<key>.lock`), and then find it done.
+//! everything the image depends on: the commit, the base configuration's
+//! text, the fragment, the patches' contents, the arch and the compiler's
+//! version. Runs that want the same build wait for one (`flock` on
+//! `<key>.lock`), and then find it done. A build that fails for what it was
+//! given (a patch that does not apply, an option Kconfig drops, a compiler
+//! error) fails the same way every time: its failure is kept beside it
+//! (`<key>.failed`), so the other runs of the cell fail at once with the
+//! same message rather than building again. A work directory left by a
+//! killed agent is removed by the next build of its key, under its lock.
 
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::files::{self, Kind};
 use super::{BuildUser, Commit, Trees, command};
-use farm_spec::GitKernel;
+use farm_spec::{BaseConfig, GitKernel, KernelBuild};
 
 /// The longest a build may take: a cold build of the farm's small guest
 /// kernel is about 6 minutes on 2 cores; a distribution-sized one is far
@@ -26,54 +34,15 @@ pub const BUILD_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Lines of the build's output a failure quotes.
 const FAILURE_LINES: usize = 30;
 
-/// What the guest runner needs of a kernel, merged into every build's
-/// configuration and checked in the result: a serial console and a second
-/// serial port for the report, an initramfs, /proc, /sys and devtmpfs,
-/// NUMA with ACPI's SRAT (QEMU's nodes), CPU hotplug, the scheduler's debug
-/// and statistics files, cgroups with the CPU controller and cpusets,
-/// autogroup, perf events, sockets (workloads use them), and PCI with ACPI
-/// so that the guest can power off (without it `poweroff -f` only halts,
-/// see `qemu::ending`).
-pub const RUNNER_NEEDS: &[(&str, &str)] = &[
-    ("CONFIG_64BIT", "y"),
-    ("CONFIG_SMP", "y"),
-    ("CONFIG_NUMA", "y"),
-    ("CONFIG_ACPI", "y"),
-    ("CONFIG_ACPI_NUMA", "y"),
-    ("CONFIG_PCI", "y"),
-    ("CONFIG_HOTPLUG_CPU", "y"),
-    ("CONFIG_TTY", "y"),
-    ("CONFIG_SERIAL_8250", "y"),
-    ("CONFIG_SERIAL_8250_CONSOLE", "y"),
-    ("CONFIG_PRINTK", "y"),
-    ("CONFIG_BLK_DEV_INITRD", "y"),
-    ("CONFIG_RD_GZIP", "y"),
-    ("CONFIG_BINFMT_ELF", "y"),
-    ("CONFIG_BINFMT_SCRIPT", "y"),
-    ("CONFIG_PROC_FS", "y"),
-    ("CONFIG_SYSFS", "y"),
-    ("CONFIG_DEVTMPFS", "y"),
-    ("CONFIG_DEBUG_FS", "y"),
-    ("CONFIG_SCHED_DEBUG", "y"),
-    ("CONFIG_SCHEDSTATS", "y"),
-    ("CONFIG_CGROUPS", "y"),
-    ("CONFIG_CGROUP_SCHED", "y"),
-    ("CONFIG_FAIR_GROUP_SCHED", "y"),
-    ("CONFIG_CPUSETS", "y"),
-    ("CONFIG_SCHED_AUTOGROUP", "y"),
-    ("CONFIG_PERF_EVENTS", "y"),
-    ("CONFIG_FUTEX", "y"),
-    ("CONFIG_EPOLL", "y"),
-    ("CONFIG_SHMEM", "y"),
-    ("CONFIG_NET", "y"),
-    ("CONFIG_UNIX", "y"),
-    ("CONFIG_INET", "y"),
-];
-
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
     Tree(#[from] super::Error),
+    #[error("build of {kernel}: {source}")]
+    File {
+        kernel: String,
+        source: files::Error,
+    },
     #[error("build of {kernel} ({commit}): {step}: {source}")]
     Io {
         kernel: String,
@@ -88,6 +57,19 @@ pub enum Error {
         step: &'static str,
         tail: String,
     },
+    #[error("build of {kernel} ({commit}): {step} did not end within {BUILD_TIMEOUT:?}")]
+    TimedOut {
+        kernel: String,
+        commit: String,
+        step: &'static str,
+    },
+    #[error("build of {kernel} ({commit}): patch `{patch}` does not apply:\n{tail}")]
+    Patch {
+        kernel: String,
+        commit: String,
+        patch: String,
+        tail: String,
+    },
     #[error(
         "build of {kernel} ({commit}): the configuration does not hold {missing}: the kernel \
          rejected or lacks them"
@@ -97,6 +79,20 @@ pub enum Error {
         commit: String,
         missing: String,
     },
+    /// A failure of this very build before, as it was then.
+    #[error("{message}\n(kept from the first try of this build: remove {} to try again)", kept.display())]
+    Kept { message: String, kept: PathBuf },
+}
+
+impl Error {
+    /// Whether the build fails this way whatever the moment: for what it
+    /// was given, not for the machine's state (I/O, a timeout).
+    fn lasting(&self) -> bool {
+        matches!(
+            self,
+            Error::Failed { .. } | Error::Patch { .. } | Error::Rejected { .. }
+        )
+    }
 }
 
 /// A built kernel.
@@ -112,27 +108,12 @@ pub struct Built {
     pub took: Duration,
 }
 
-/// The configuration fragment every build merges: [`RUNNER_NEEDS`].
-pub fn fragment() -> String {
-    RUNNER_NEEDS
+/// The options of `required` that `config` (a `.config`) does not hold.
+pub fn not_held(required: &[farm_spec::ConfigOption], config: &str) -> Vec<String> {
+    required
         .iter()
-        .map(|(k, v)| format!("{k}={v}\n"))
-        .collect()
-}
-
-/// The options of `fragment` that `config` (a `.config`) does not hold.
-pub fn not_held(fragment: &[(&str, &str)], config: &str) -> Vec<String> {
-    fragment
-        .iter()
-        .filter(|(k, v)| {
-            let set = format!("{k}={v}");
-            if *v == "n" {
-                config.lines().any(|l| l.starts_with(&format!("{k}=")))
-            } else {
-                !config.lines().any(|l| l == set)
-            }
-        })
-        .map(|(k, v)| format!("{k}={v}"))
+        .filter(|o| !o.held_by(config))
+        .map(ToString::to_string)
         .collect()
 }
 
@@ -145,12 +126,75 @@ fn sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// A `[build]` with its operator's files read.
+struct Inputs {
+    /// A named base configuration's text.
+    base: Option<Vec<u8>>,
+    /// Each patch's name and text, in order.
+    patches: Vec<(String, Vec<u8>)>,
+}
+
+/// One build: what to build, from where.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    repo: &'a super::Repo,
+    /// `git:<repo>@<ref>`, as errors name it.
+    name: &'a str,
+    commit: &'a Commit,
+    spec: &'a KernelBuild,
+    inputs: &'a Inputs,
+}
+
+/// What a build's key hashes. The default build's text is what it was
+/// before `[build]` existed, so its kept builds stay valid.
+fn key_text(commit: &Commit, spec: &KernelBuild, inputs: &Inputs, toolchain: &str) -> String {
+    let base = match (&spec.base, &inputs.base) {
+        (BaseConfig::File(n), Some(text)) => format!("file {n} {}", sha256(text)),
+        (b, _) => b.to_string(),
+    };
+    let mut text = format!(
+        "farm kernel build 1\ncommit {commit}\narch x86_64\nbase {base}\n\
+         toolchain {toolchain}\n{}",
+        spec.merged_fragment()
+    );
+    for (name, body) in &inputs.patches {
+        text.push_str(&format!("patch {name} {}\n", sha256(body)));
+    }
+    text
+}
+
 impl Trees {
-    /// The image of `kernel`, from the cache or built now.
-    pub fn build(&self, kernel: &GitKernel, cache: &Path) -> Result<Built, Error> {
+    /// The image of `kernel` built as `spec` says, from the cache or built
+    /// now.
+    pub fn build(
+        &self,
+        kernel: &GitKernel,
+        spec: &KernelBuild,
+        cache: &Path,
+    ) -> Result<Built, Error> {
         let t = Instant::now();
         let commit = self.resolve(kernel)?;
         let name = format!("git:{}@{}", kernel.repo(), kernel.rev());
+        let file = |source| Error::File {
+            kernel: name.clone(),
+            source,
+        };
+        let inputs = Inputs {
+            base: match &spec.base {
+                BaseConfig::File(n) => Some(self.files.read(Kind::Config, n).map_err(file)?),
+                _ => None,
+            },
+            patches: spec
+                .patches
+                .iter()
+                .map(|p| {
+                    Ok((
+                        p.to_string(),
+                        self.files.read(Kind::Patch, p).map_err(file)?,
+                    ))
+                })
+                .collect::<Result<_, Error>>()?,
+        };
         let io = |step: &'static str| {
             let (kernel, commit) = (name.clone(), commit.to_string());
             move |source| Error::Io {
@@ -160,15 +204,7 @@ impl Trees {
                 source,
             }
         };
-        let fragment = fragment();
-        let toolchain = compiler_version();
-        let key = sha256(
-            format!(
-                "farm kernel build 1\ncommit {commit}\narch x86_64\nbase tinyconfig\n\
-                 toolchain {toolchain}\n{fragment}"
-            )
-            .as_bytes(),
-        );
+        let key = sha256(key_text(&commit, spec, &inputs, &compiler_version()).as_bytes());
         let builds = cache.join("builds");
         fs::create_dir_all(&builds).map_err(io("create the builds directory"))?;
         let done = builds.join(&key);
@@ -182,14 +218,79 @@ impl Trees {
                 ..b
             });
         }
-        tracing::info!(kernel = %name, %commit, "building a kernel");
+        let failed = builds.join(format!("{key}.failed"));
+        if let Ok(message) = fs::read_to_string(&failed) {
+            return Err(Error::Kept {
+                message,
+                kept: failed,
+            });
+        }
+        remove_stale_work(&builds, &key);
+        tracing::info!(kernel = %name, %commit, build = %spec, "building a kernel");
         let work = tempfile::Builder::new()
-            .prefix("work-")
+            .prefix(&format!("work-{key}-"))
             .tempdir_in(&builds)
             .map_err(io("create a work directory"))?;
+        let repo = self.repo(kernel)?;
+        let job = Job {
+            repo,
+            name: &name,
+            commit: &commit,
+            spec,
+            inputs: &inputs,
+        };
+        let b = self.build_in(&job, work.path(), cache);
+        let b = match b {
+            Ok(b) => b,
+            Err(e) => {
+                if e.lasting() {
+                    // Whole, then renamed, as a build is.
+                    let staged = work.path().join("failed");
+                    if fs::write(&staged, e.to_string())
+                        .and_then(|()| fs::rename(&staged, &failed))
+                        .is_err()
+                    {
+                        tracing::warn!(kernel = %name, "could not keep a build's failure");
+                    }
+                }
+                return Err(e);
+            }
+        };
+        // Whole, then renamed: a reader never finds half a build.
+        fs::rename(&b, &done).map_err(io("keep the build"))?;
+        let b = found(&done, &commit).ok_or_else(|| {
+            io("keep the build")(std::io::Error::other("the kept build cannot be read"))
+        })?;
+        tracing::info!(kernel = %name, %commit, took = ?t.elapsed(), "kernel built");
+        Ok(Built {
+            built: true,
+            took: t.elapsed(),
+            ..b
+        })
+    }
+
+    /// Builds in `work` and gives the directory holding the image, its
+    /// `.config` and its commit, ready to be renamed into the cache.
+    fn build_in(&self, job: &Job<'_>, work: &Path, cache: &Path) -> Result<PathBuf, Error> {
+        let Job {
+            repo,
+            name,
+            commit,
+            spec,
+            inputs,
+        } = *job;
+        let io = |step: &'static str| {
+            let (kernel, commit) = (name.to_owned(), commit.to_string());
+            move |source| Error::Io {
+                kernel,
+                commit,
+                step,
+                source,
+            }
+        };
         let ccache = cache.join("ccache");
         fs::create_dir_all(&ccache).map_err(io("create the ccache directory"))?;
-        for d in [work.path(), &ccache] {
+        for d in [work, &ccache] {
             nix::unistd::chown(
                 d,
                 Some(nix::unistd::Uid::from_raw(self.user.uid)),
@@ -197,16 +298,15 @@ impl Trees {
             )
             .map_err(|e| io("chown to the build user")(e.into()))?;
         }
-        let src = work.path().join("src");
-        let out = work.path().join("out");
-        let repo = self.repo(kernel)?;
+        let src = work.join("src");
+        let out = work.join("out");
         let fail = |step: &'static str, tail: String| Error::Failed {
-            kernel: name.clone(),
+            kernel: name.to_owned(),
             commit: commit.to_string(),
             step,
             tail,
         };
-        let tar = work.path().join("src.tar");
+        let tar = work.join("src.tar");
         self.git(
             repo,
             &[
@@ -218,38 +318,80 @@ impl Trees {
             ],
         )
         .map_err(|e| fail("git archive", e))?;
-        let step = |what: &'static str, program: &str, args: &[&str], cwd: &Path| {
+        // A command as the build user: its output's last lines when it fails.
+        let run = |what: &'static str, program: &str, args: &[&str], cwd: &Path| {
             let mut cmd = as_builder(&self.user, program, &ccache);
-            cmd.args(args).current_dir(cwd);
-            let r = command::run(&mut cmd, BUILD_TIMEOUT).map_err(|e| fail(what, e.to_string()))?;
-            if r.status.success() {
-                Ok(())
-            } else {
-                let text = format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&r.stdout),
-                    String::from_utf8_lossy(&r.stderr)
-                );
-                Err(fail(what, last_lines(&text, FAILURE_LINES)))
+            // `git apply` outside a repository patches the directory it runs
+            // in; it never looks for one above the work directory.
+            cmd.args(args)
+                .current_dir(cwd)
+                .env("GIT_CEILING_DIRECTORIES", work);
+            match command::run(&mut cmd, BUILD_TIMEOUT) {
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(Error::TimedOut {
+                    kernel: name.to_owned(),
+                    commit: commit.to_string(),
+                    step: what,
+                }),
+                Err(e) => Err(fail(what, e.to_string())),
+                Ok(r) if r.status.success() => Ok(()),
+                Ok(r) => Err(last_lines(
+                    &format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&r.stdout),
+                        String::from_utf8_lossy(&r.stderr)
+                    ),
+                    FAILURE_LINES,
+                ))
+                .map_err(|tail| fail(what, tail)),
             }
         };
-        step("mkdir", "/bin/mkdir", &["src", "out"], work.path())?;
-        step(
-            "tar",
-            "/bin/tar",
-            &["-xf", "src.tar", "-C", "src"],
-            work.path(),
-        )?;
+        run("mkdir", "/bin/mkdir", &["src", "out", "inputs"], work)?;
+        run("tar", "/bin/tar", &["-xf", "src.tar", "-C", "src"], work)?;
         let _ = fs::remove_file(&tar);
+        // The inputs, copied for the build user to read.
+        let input = |file: &str, body: &[u8]| -> Result<String, Error> {
+            let path = work.join("inputs").join(file);
+            fs::write(&path, body)
+                .and_then(|()| fs::set_permissions(&path, fs::Permissions::from_mode(0o644)))
+                .map_err(io("write the build's inputs"))?;
+            Ok(format!("../inputs/{file}"))
+        };
+        for (i, (patch, body)) in inputs.patches.iter().enumerate() {
+            let path = input(&format!("{i:03}-{patch}"), body)?;
+            run(
+                "git apply",
+                "/usr/bin/git",
+                &["apply", "-p1", "--whitespace=nowarn", &path],
+                &src,
+            )
+            .map_err(|e| match e {
+                Error::Failed { tail, .. } => Error::Patch {
+                    kernel: name.to_owned(),
+                    commit: commit.to_string(),
+                    patch: patch.clone(),
+                    tail,
+                },
+                e => e,
+            })?;
+        }
         let o = "O=../out";
-        step("make tinyconfig", "/usr/bin/make", &[o, "tinyconfig"], &src)?;
-        let frag = work.path().join("farm.config");
-        fs::File::create(&frag)
-            .and_then(|mut f| f.write_all(fragment.as_bytes()))
-            .map_err(io("write the fragment"))?;
-        fs::set_permissions(&frag, fs::Permissions::from_mode(0o644))
-            .map_err(io("write the fragment"))?;
-        step(
+        match (&spec.base, &inputs.base) {
+            (BaseConfig::File(_), Some(text)) => {
+                let path = input("base.config", text)?;
+                run(
+                    "copy the base configuration",
+                    "/bin/cp",
+                    &[&path, "../out/.config"],
+                    &src,
+                )?;
+            }
+            (BaseConfig::Defconfig, _) => {
+                run("make defconfig", "/usr/bin/make", &[o, "defconfig"], &src)?
+            }
+            _ => run("make tinyconfig", "/usr/bin/make", &[o, "tinyconfig"], &src)?,
+        }
+        let frag = input("farm.config", spec.merged_fragment().as_bytes())?;
+        run(
             "merge the fragment",
             "/bin/sh",
             &[
@@ -258,21 +400,21 @@ impl Trees {
                 "-O",
                 "../out",
                 "../out/.config",
-                "../farm.config",
+                &frag,
             ],
             &src,
         )?;
-        step(
+        run(
             "make olddefconfig",
             "/usr/bin/make",
             &[o, "olddefconfig"],
             &src,
         )?;
         let config = fs::read_to_string(out.join(".config")).map_err(io("read .config"))?;
-        let missing = not_held(RUNNER_NEEDS, &config);
+        let missing = not_held(&spec.required(), &config);
         if !missing.is_empty() {
             return Err(Error::Rejected {
-                kernel: name,
+                kernel: name.to_owned(),
                 commit: commit.to_string(),
                 missing: missing.join(", "),
             });
@@ -281,29 +423,31 @@ impl Trees {
             "-j{}",
             std::thread::available_parallelism().map_or(1, |n| n.get())
         );
-        step(
+        run(
             "make bzImage",
             "/usr/bin/make",
             &[o, &jobs, "CC=ccache gcc", "bzImage"],
             &src,
         )?;
-        // Whole, then renamed: a reader never finds half a build.
-        let staged = work.path().join("done");
+        let staged = work.join("done");
         fs::create_dir(&staged).map_err(io("keep the image"))?;
         fs::copy(out.join("arch/x86/boot/bzImage"), staged.join("bzImage"))
             .map_err(io("keep the image"))?;
         fs::write(staged.join("config"), &config).map_err(io("keep the config"))?;
         fs::write(staged.join("commit"), format!("{commit}\n")).map_err(io("keep the commit"))?;
-        fs::rename(&staged, &done).map_err(io("keep the build"))?;
-        let b = found(&done, &commit).ok_or_else(|| {
-            io("keep the build")(std::io::Error::other("the kept build cannot be read"))
-        })?;
-        tracing::info!(kernel = %name, %commit, took = ?t.elapsed(), "kernel built");
-        Ok(Built {
-            built: true,
-            took: t.elapsed(),
-            ..b
-        })
+        Ok(staged)
+    }
+}
+
+/// Removes the work directories of `key` that a killed agent left (the
+/// caller holds the key's lock, so no build of it is under way).
+fn remove_stale_work(builds: &Path, key: &str) {
+    let prefix = format!("work-{key}-");
+    for e in fs::read_dir(builds).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            tracing::info!(dir = %e.path().display(), "removing a killed build's work directory");
+            let _ = fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -375,19 +519,86 @@ fn last_lines(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use farm_spec::build::RUNNER_NEEDS;
+
+    fn inputs() -> Inputs {
+        Inputs {
+            base: None,
+            patches: Vec::new(),
+        }
+    }
 
     #[test]
-    fn a_configuration_holds_a_fragment_only_as_set() {
-        let config = "CONFIG_SMP=y\nCONFIG_NUMA=m\n# CONFIG_PCI is not set\nCONFIG_HZ=250\n";
-        let frag = [
-            ("CONFIG_SMP", "y"),
-            ("CONFIG_NUMA", "y"),
-            ("CONFIG_PCI", "n"),
-            ("CONFIG_HZ", "250"),
-            ("CONFIG_ACPI", "y"),
+    fn the_default_build_keeps_its_key_and_any_input_changes_it() {
+        let commit: Commit = "0123456789abcdef0123456789abcdef01234567".parse().unwrap();
+        let default = key_text(&commit, &KernelBuild::default(), &inputs(), "gcc 12");
+        // As before `[build]` existed: kept builds stay valid.
+        let runner: String = RUNNER_NEEDS
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        assert_eq!(
+            default,
+            format!(
+                "farm kernel build 1\ncommit {commit}\narch x86_64\nbase tinyconfig\n\
+                 toolchain gcc 12\n{runner}"
+            )
+        );
+        let spec = |c: &str, f: &[&str], p: &[&str]| KernelBuild::parse(c, f, p).unwrap();
+        let with_patch = |body: &[u8]| Inputs {
+            base: None,
+            patches: vec![("fix.patch".into(), body.to_vec())],
+        };
+        let keys = [
+            default.clone(),
+            key_text(&commit, &KernelBuild::default(), &inputs(), "gcc 13"),
+            key_text(&commit, &spec("defconfig", &[], &[]), &inputs(), "gcc 12"),
+            key_text(
+                &commit,
+                &spec("", &["CONFIG_HZ_1000=y"], &[]),
+                &inputs(),
+                "gcc 12",
+            ),
+            key_text(
+                &commit,
+                &spec("", &[], &["fix.patch"]),
+                &with_patch(b"a"),
+                "gcc 12",
+            ),
+            key_text(
+                &commit,
+                &spec("", &[], &["fix.patch"]),
+                &with_patch(b"b"),
+                "gcc 12",
+            ),
+            key_text(
+                &commit,
+                &spec("fleet.config", &[], &[]),
+                &Inputs {
+                    base: Some(b"CONFIG_SMP=y\n".to_vec()),
+                    patches: Vec::new(),
+                },
+                "gcc 12",
+            ),
         ];
-        assert_eq!(not_held(&frag, config), ["CONFIG_NUMA=y", "CONFIG_ACPI=y"]);
-        assert_eq!(not_held(&[("CONFIG_SMP", "n")], config), ["CONFIG_SMP=n"]);
-        assert!(fragment().starts_with("CONFIG_64BIT=y\nCONFIG_SMP=y\n"));
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn a_configuration_holds_what_a_build_requires_only_as_set() {
+        let config = "CONFIG_SMP=y\nCONFIG_NUMA=m\n# CONFIG_PCI is not set\nCONFIG_HZ=250\n";
+        let b =
+            KernelBuild::parse("", &["CONFIG_HZ=250", "CONFIG_PREEMPT=n"], &[] as &[&str]).unwrap();
+        let missing = not_held(&b.required(), config);
+        // The matrix's options hold; of the runner's needs, SMP alone does.
+        assert_eq!(missing.len(), RUNNER_NEEDS.len() - 1);
+        assert_eq!(
+            missing[..3],
+            ["CONFIG_64BIT=y", "CONFIG_NUMA=y", "CONFIG_ACPI=y"]
+        );
     }
 }
