@@ -310,6 +310,19 @@ pub fn round_matrix(
     }
 }
 
+/// What `farmctl schedules` says of a bisection: `running`, the confirmed
+/// culprit (`culprit 85068c1ab3f2 sched/core: …`), or how it ended.
+pub fn brief(b: &Bisection) -> String {
+    match &b.outcome {
+        None => "running".into(),
+        Some(o) => match culprit_labels(b) {
+            Some(l) => format!("culprit {}", l[6]),
+            None if o.kind == CULPRIT => "culprit (unconfirmed)".into(),
+            None => o.kind.clone(),
+        },
+    }
+}
+
 /// The labels of `b`'s culprit in `farm_regression_culprit`
 /// (`metrics::CULPRIT_LABELS`), once it is confirmed: the regressed cell's
 /// series (the template is that cell), its matrix, the bisection, and the

@@ -23,7 +23,11 @@ fn when(s: &ScheduleInfo) -> String {
     if !s.on_new_kernel.is_empty() {
         parts.push(format!("new kernel {}", s.on_new_kernel));
     }
-    parts.join(" + ")
+    let mut out = parts.join(" + ");
+    if s.bisect {
+        out.push_str(", bisecting regressions");
+    }
+    out
 }
 
 /// The latest execution's verdicts: against baselines, then the histories.
@@ -43,6 +47,9 @@ fn verdicts(e: &ExecutionSummary) -> String {
     } else {
         out.push_str("; histories worse: ");
         out.push_str(&e.change_regressions.join("; "));
+    }
+    for b in &e.bisections {
+        out.push_str(&format!("; bisection {}: {}", b.bisection_id, b.status));
     }
     out
 }
@@ -96,6 +103,7 @@ pub fn schedules_json(schedules: &[ScheduleInfo]) -> Value {
                     "created_unix_ms": s.created_unix_ms,
                     "next_unix_ms": s.next_unix_ms,
                     "executions": s.executions,
+                    "bisect": s.bisect,
                     "last": s.last.as_ref().map(|e| json!({
                         "matrix_id": e.matrix_id,
                         "at_unix_ms": e.at_unix_ms,
@@ -104,6 +112,10 @@ pub fn schedules_json(schedules: &[ScheduleInfo]) -> Value {
                         "regressions": e.regressions,
                         "improvements": e.improvements,
                         "change_regressions": e.change_regressions,
+                        "bisections": e.bisections.iter().map(|b| json!({
+                            "bisection_id": b.bisection_id,
+                            "status": b.status,
+                        })).collect::<Vec<_>>(),
                     })),
                 })
             })

@@ -347,6 +347,7 @@ impl Scheduler {
                     .and_then(|c| schedule::next_after(c, s.rec.last_cron_ms.max(now_ms())))
                     .unwrap_or(0),
                 executions: (s.executions.len() as u64 + s.rec.archived_executions) as u32,
+                bisect: s.bisect,
                 last: s
                     .executions
                     .last()
@@ -386,6 +387,19 @@ impl Scheduler {
         summary.regressions = v.regressions;
         summary.improvements = v.improvements;
         summary.change_regressions = v.change_regressions;
+        let mut started: Vec<&farm_proto::Bisection> = self
+            .bisections
+            .values()
+            .filter(|b| b.matrix_id == m.rec.id)
+            .collect();
+        started.sort_by_key(|b| (b.created_ms, b.bisection_id.clone()));
+        summary.bisections = started
+            .into_iter()
+            .map(|b| farm_proto::BisectionBrief {
+                bisection_id: b.bisection_id.clone(),
+                status: crate::bisection::brief(b),
+            })
+            .collect();
         summary
     }
 }

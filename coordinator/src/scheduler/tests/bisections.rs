@@ -271,3 +271,194 @@ async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
         r.cells.iter().map(|c| (c.cell_index, c.baseline)).collect();
     assert_eq!(compared, [(0, None), (1, Some(0)), (2, None)]);
 }
+
+/// `[schedule] bisect = true`: an execution that finds a regression between
+/// two git kernels of one repository starts a git-range bisection of its
+/// own; it runs to the culprit, `farmctl schedules` shows it, and
+/// `farm_regression_culprit` names the commit for the regression's alert.
+#[tokio::test]
+async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
+    let farm = Farm::new(60_000, 3);
+    let agent = farm
+        .h
+        .call(|reply| Event::Register {
+            capabilities: Box::new(farm_proto::Capabilities {
+                kernel_repos: vec!["linux".into()],
+                guest_arches: vec!["x86_64".into()],
+                executors: vec!["tcg".into()],
+                ..caps()
+            }),
+            resume_agent_id: String::new(),
+            identity: None,
+            reply,
+        })
+        .await
+        .unwrap();
+    let mut rx = farm.open(&agent, 1, None, Vec::new()).await;
+    let text = "name = \"nightly\"\nrepetitions = 5\n\
+                kernels = [\"git:linux@v6.1\", \"git:linux@sched-core\"]\n\
+                [[workloads]]\nname = \"stress-ng\"\n[baseline]\nkernel = \"git:linux@v6.1\"\n\
+                [schedule]\ncron = \"0 3 * * *\"\nbisect = true\n";
+    let matrix = Box::new(crate::matrix::parse("n.toml", text).unwrap());
+    let schedule_id = farm
+        .h
+        .call(|reply| Event::Submit {
+            traceparent: String::new(),
+            matrix,
+            file_name: "n.toml".into(),
+            source: text.into(),
+            reply,
+        })
+        .await
+        .unwrap()
+        .schedule_id;
+    farm.h
+        .send(Event::CronDue {
+            schedule_id: schedule_id.clone(),
+            at_ms: super::super::now_ms() + 1,
+        })
+        .await
+        .unwrap();
+    // Commits of the range, good first; the third is the culprit.
+    let commits: Vec<String> = (0..6u64)
+        .map(|i| format!("{:040x}", 0xc0de_0000 + i))
+        .collect();
+    let subjects = [
+        "Linux 6.1",
+        "sched/fair: Tidy",
+        "sched/core: Slow down on purpose",
+        "sched/fair: Comment",
+        "sched/debug: Print more",
+        "Merge branch sched-core",
+    ];
+    let wall = |kernel: &str| -> f64 {
+        let bad = match kernel {
+            "git:linux@v6.1" => false,
+            "git:linux@sched-core" => true,
+            k => {
+                let i = commits
+                    .iter()
+                    .position(|c| k.ends_with(c.as_str()))
+                    .unwrap();
+                i >= 2
+            }
+        };
+        if bad { 2.0 } else { 1.0 }
+    };
+    let mut listed = false;
+    let mut bisection_id = String::new();
+    for _ in 0..2000 {
+        farm.sync().await;
+        let mut answered = 0;
+        while let Ok(Ok(m)) = rx.try_recv() {
+            match m.msg {
+                Some(coordinator_message::Msg::Assign(a)) => {
+                    let r = a.run.unwrap_or_default();
+                    let jitter =
+                        f64::from(r.run_id.bytes().map(u32::from).sum::<u32>() % 97) * 1e-4;
+                    farm.result_of(&agent, &r.run_id, r.attempt, wall(&a.kernel) + jitter);
+                    answered += 1;
+                }
+                Some(coordinator_message::Msg::ListCommits(l)) => {
+                    assert!(!listed, "listed twice");
+                    assert_eq!(
+                        (l.repo.as_str(), l.good.as_str(), l.bad.as_str()),
+                        ("linux", "v6.1", "sched-core")
+                    );
+                    farm.send(
+                        &agent,
+                        agent_message::Msg::Commits(Commits {
+                            request_id: l.request_id,
+                            commits: commits
+                                .iter()
+                                .zip(subjects)
+                                .map(|(c, s)| farm_proto::CommitInfo {
+                                    commit: c.clone(),
+                                    subject: s.into(),
+                                })
+                                .collect(),
+                            error: String::new(),
+                        }),
+                    );
+                    listed = true;
+                    answered += 1;
+                }
+                _ => {}
+            }
+        }
+        let schedules = farm
+            .h
+            .call(|reply| Event::ListSchedules { reply })
+            .await
+            .unwrap();
+        let last = schedules[0].last.clone().unwrap_or_default();
+        if let Some(b) = last.bisections.first() {
+            bisection_id = b.bisection_id.clone();
+            if b.status != "running" {
+                break;
+            }
+        }
+        if answered == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+    assert!(listed);
+    let b = bisection(&farm, &bisection_id).await;
+    let o = b.outcome.clone().expect("ended");
+    assert_eq!(
+        (o.kind.as_str(), o.last_good, o.first_bad, o.confirmed),
+        ("culprit", 1, 2, true)
+    );
+    assert_eq!(b.kernels[2], format!("git:linux@{}", commits[2]));
+    let schedules = farm
+        .h
+        .call(|reply| Event::ListSchedules { reply })
+        .await
+        .unwrap();
+    assert!(schedules[0].bisect);
+    let last = schedules[0].last.clone().unwrap();
+    assert_eq!(last.regressions, 1);
+    let culprit = format!("{} sched/core: Slow down on purpose", &commits[2][..12]);
+    assert_eq!(
+        last.bisections,
+        [farm_proto::BisectionBrief {
+            bisection_id: bisection_id.clone(),
+            status: format!("culprit {culprit}"),
+        }]
+    );
+    // The gauge the regression's alert joins: the cell's series, its
+    // matrix, the bisection and the culprit.
+    let mut shown = Vec::new();
+    for f in farm.registry.gather() {
+        if f.name() == "farm_regression_culprit" {
+            for m in f.get_metric() {
+                let mut labels: Vec<(String, String)> = m
+                    .get_label()
+                    .iter()
+                    .map(|l| (l.name().to_owned(), l.value().to_owned()))
+                    .collect();
+                labels.sort();
+                shown.push((labels, m.get_gauge().get_value()));
+            }
+        }
+    }
+    let label = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(
+        shown,
+        [(
+            vec![
+                label("bisection", &bisection_id),
+                label("culprit", &culprit),
+                label("host", "any"),
+                label("kernel", "git:linux@sched-core"),
+                label("matrix", &last.matrix_id),
+                label("state", "default"),
+                label(
+                    "workload",
+                    &crate::metrics::series::workload_label(b.template.as_ref().unwrap())
+                ),
+            ],
+            1.0
+        )]
+    );
+}
