@@ -178,6 +178,7 @@ impl Probe {
             kernel_repos: Vec::new(),
             build_configs: Vec::new(),
             build_patches: Vec::new(),
+            built_kernels: Vec::new(),
         };
         tracing::debug!(?capabilities, root = %self.root.display(), "capabilities discovered");
         Ok(capabilities)

@@ -50,6 +50,7 @@ pub fn refresh(caps: &mut Capabilities, workload: &WorkloadCommand) {
         use crate::executor::guest::build::files::Kind;
         caps.build_configs = t.file_names(Kind::Config);
         caps.build_patches = t.file_names(Kind::Patch);
+        caps.built_kernels = crate::executor::guest::build::make::kept(cache);
     }
     // Only images of an arch it boots, so that no cell comes here to fail.
     let arches = caps.guest_arches.clone();

@@ -254,6 +254,14 @@ fn a_builds_base_fragment_and_patch_make_the_kernel_and_bad_ones_are_named() {
     assert!(config.lines().any(|l| l == "CONFIG_LOCALVERSION=\"-farm\""));
     let run = boot(&built.image);
     assert_eq!(run.release, format!("{}-patched-farm", release(&repo)));
+    // Both builds are in the catalogue by the names placement looks for.
+    let kept = make::kept(&cache);
+    for name in [
+        "git:linux@v6.1 tinyconfig",
+        "git:linux@v6.1 farm-tiny.config CONFIG_LOCALVERSION=\"-farm\" +extraversion.patch",
+    ] {
+        assert!(kept.iter().any(|k| k == name), "{name} not in {kept:?}");
+    }
 
     let commit = base.commit.to_string();
     let err = trees
@@ -357,4 +365,51 @@ fn a_git_range_lists_first_parent_commits_oldest_first() {
         .first_parent_range(&kernel("git:linux@v6.1"), &kernel("git:tip@master"))
         .unwrap_err();
     assert!(matches!(err, RangeError::TwoRepos { .. }), "{err}");
+}
+
+/// A build whose run is cancelled stops at once, not at its end: its
+/// commands' process group is killed, nothing is kept (neither a build
+/// nor a failure), and its work directory goes.
+#[test]
+fn a_cancelled_build_stops_at_once_and_keeps_nothing() {
+    let repo = tree();
+    let cache = target().join("guest-cache");
+    let kernel = match "git:linux@v6.1".parse::<farm_spec::Kernel>().unwrap() {
+        farm_spec::Kernel::Git(g) => g,
+        other => panic!("{other}"),
+    };
+    // A build no test ever finishes: its key is new each time.
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let spec = farm_spec::KernelBuild::parse(
+        "",
+        &[format!("CONFIG_LOCALVERSION=\"-cancelled-{nonce}\"")],
+        &[] as &[&str],
+    )
+    .unwrap();
+    let t = Instant::now();
+    let err = trees(&repo)
+        .build_unless(&kernel, &spec, &cache, &|| {
+            t.elapsed() > std::time::Duration::from_secs(3)
+        })
+        .unwrap_err();
+    let took = t.elapsed();
+    assert!(matches!(err, make::Error::Cancelled { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("build of git:linux@v6.1: cancelled (during "),
+        "{err}"
+    );
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    // Neither its work directory (whose fragment names the nonce) nor a
+    // kept build answering to its name is left.
+    let ours = format!("-cancelled-{nonce}");
+    for e in std::fs::read_dir(cache.join("builds")).unwrap().flatten() {
+        for file in ["inputs/farm.config", "asked"] {
+            let text = std::fs::read_to_string(e.path().join(file)).unwrap_or_default();
+            assert!(!text.contains(&ours), "{} holds {ours}", e.path().display());
+        }
+    }
 }

@@ -173,10 +173,12 @@ pub async fn run(
     Ok(code)
 }
 
-/// As `farm-agent --kernel-repo` and `--build-user`: the repositories
-/// `git:` kernels are built from (`FARM_KERNEL_REPOS`, NAME=PATH,
-/// comma-separated) and the user that builds them (`FARM_BUILD_USER`,
-/// farm-build by default).
+/// As `farm-agent --kernel-repo`, `--build-user`, `--build-configs` and
+/// `--build-patches`: the repositories `git:` kernels are built from
+/// (`FARM_KERNEL_REPOS`, NAME=PATH, comma-separated), the user that builds
+/// them (`FARM_BUILD_USER`, farm-build by default), and the operator's
+/// base configurations and patches (`FARM_BUILD_CONFIGS`,
+/// `FARM_BUILD_PATCHES`).
 fn local_trees() -> anyhow::Result<Option<farm_agent::executor::guest::build::Trees>> {
     use farm_agent::executor::guest::build::{BuildUser, Repo, Trees};
     let Some(v) = std::env::var_os("FARM_KERNEL_REPOS") else {
@@ -191,5 +193,11 @@ fn local_trees() -> anyhow::Result<Option<farm_agent::executor::guest::build::Tr
         .context("FARM_KERNEL_REPOS")?;
     let user = std::env::var("FARM_BUILD_USER").unwrap_or_else(|_| "farm-build".into());
     let user = BuildUser::lookup(&user).context("FARM_BUILD_USER")?;
-    Ok(Some(Trees::new(repos, user)?))
+    // As --build-configs and --build-patches.
+    let dir = |var: &str| std::env::var_os(var).map(std::path::PathBuf::from);
+    let files = farm_agent::executor::guest::build::files::Files::new(
+        dir("FARM_BUILD_CONFIGS"),
+        dir("FARM_BUILD_PATCHES"),
+    )?;
+    Ok(Some(Trees::new(repos, user)?.with_files(files)))
 }

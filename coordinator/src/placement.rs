@@ -154,6 +154,19 @@ impl Requirement {
     }
 }
 
+/// The catalogue name of `cell`'s build, for a `git:` kernel: an agent that
+/// lists it has the image, and is preferred for the cell.
+pub fn built_name(cell: &Cell) -> Option<String> {
+    let Ok(Kernel::Git(g)) = cell.kernel.parse::<Kernel>() else {
+        return None;
+    };
+    let build = match &cell.build {
+        None => farm_spec::KernelBuild::default(),
+        Some(b) => farm_spec::KernelBuild::try_from(b).ok()?,
+    };
+    Some(farm_spec::build::catalogue_name(&g, &build))
+}
+
 /// The operator's files a cell's `[build]` names.
 fn build_files(cell: &Cell) -> Vec<Requirement> {
     let Some(b) = &cell.build else {

@@ -327,6 +327,9 @@ struct MatrixMem {
     rec: MatrixRecord,
     /// Requirements per cell, computed once: the dispatch loop checks them often.
     reqs: Vec<Vec<Requirement>>,
+    /// Each cell's build by its catalogue name (`git:` kernels): agents
+    /// that keep it are preferred.
+    built: Vec<Option<String>>,
     /// Run ids in dispatch order.
     runs: Vec<String>,
     /// Run ids of each cell, in dispatch order: comparisons look at a cell

@@ -395,6 +395,13 @@ impl KernelBuild {
     }
 }
 
+/// How an agent's catalogue names a build it keeps, and how placement
+/// looks for one: `git:linux@v6.1 tinyconfig`, the kernel as the matrix
+/// names it and the build as [`KernelBuild`]'s `Display` says it.
+pub fn catalogue_name(kernel: &crate::GitKernel, build: &KernelBuild) -> String {
+    format!("git:{}@{} {build}", kernel.repo(), kernel.rev())
+}
+
 impl ConfigOption {
     /// The value as it follows `=` (for comparison with [`RUNNER_NEEDS`]).
     fn value_text(&self) -> String {

@@ -634,6 +634,7 @@ fn two_node_hybrid_kvm_guest_as_root() {
         kernel_repos: vec![],
         build_configs: vec![],
         build_patches: vec![],
+        built_kernels: vec![],
     };
     assert_eq!(got, want);
 }
@@ -698,6 +699,7 @@ fn s390x_kvm_guest_without_numa_nodes() {
         kernel_repos: vec![],
         build_configs: vec![],
         build_patches: vec![],
+        built_kernels: vec![],
     };
     assert_eq!(got, want);
 }

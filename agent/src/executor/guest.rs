@@ -482,7 +482,7 @@ fn built(
         .trees
         .as_ref()
         .ok_or_else(|| Error::NoTrees(name.clone()))?;
-    let b = trees.build(g, build, cache)?;
+    let b = trees.build_unless(g, build, cache, &|| ctx.killer.is_cancelled())?;
     tracing::info!(kernel = %name, commit = %b.commit, built = b.built, took = ?b.took, "guest kernel from a tree");
     result.kernel_commit = b.commit.to_string();
     result.kernel_config_sha256 = b.config_sha256.clone();

@@ -31,10 +31,14 @@ impl Scheduler {
         }
     }
 
-    /// The oldest queued run that this agent can serve.
+    /// The oldest queued run that this agent can serve, of the oldest
+    /// matrix it can serve; within that matrix, a run of a build it keeps
+    /// first (`built_kernels`), so that each agent goes on with the kernels
+    /// it built and no two build the same one.
     pub(super) fn pick(&mut self, agent_id: &str) -> Option<String> {
         let caps = &self.agents.get(agent_id)?.capabilities;
         let mut best: Option<((u64, u32), u64)> = None;
+        let mut best_built: Option<((u64, u32), u64)> = None;
         for (&(mseq, cell), q) in &self.queues {
             if let Some(((bseq, _), _)) = best
                 && bseq != mseq
@@ -49,11 +53,22 @@ impl Scheduler {
                 .get(&mseq)
                 .and_then(|id| self.matrices.get(id))?;
             let reqs = m.reqs.get(cell as usize)?;
-            if placement::satisfies(reqs, caps) && best.is_none_or(|(_, s)| rseq < s) {
+            if !placement::satisfies(reqs, caps) {
+                continue;
+            }
+            if best.is_none_or(|(_, s)| rseq < s) {
                 best = Some(((mseq, cell), rseq));
             }
+            let kept = m
+                .built
+                .get(cell as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|n| caps.built_kernels.contains(n));
+            if kept && best_built.is_none_or(|(_, s)| rseq < s) {
+                best_built = Some(((mseq, cell), rseq));
+            }
         }
-        let (key, _) = best?;
+        let (key, _) = best_built.or(best)?;
         let q = self.queues.get_mut(&key)?;
         let (_, run_id) = q.pop_first()?;
         if q.is_empty() {

@@ -139,6 +139,7 @@ impl Scheduler {
 
     pub(super) fn insert_matrix(&mut self, rec: MatrixRecord) {
         let reqs = rec.cells.iter().map(placement::requirements).collect();
+        let built = rec.cells.iter().map(placement::built_name).collect();
         let by_cell = vec![Vec::new(); rec.cells.len()];
         let mut candidates = vec![Vec::new(); rec.cells.len()];
         for c in &rec.cells {
@@ -161,6 +162,7 @@ impl Scheduler {
             MatrixMem {
                 rec,
                 reqs,
+                built,
                 runs: Vec::new(),
                 by_cell,
                 candidates,

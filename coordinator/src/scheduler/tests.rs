@@ -218,6 +218,7 @@ impl Farm {
 /// stay busy (no run of it refused as "agent busy"), the later attempt is
 /// cancelled, and every run still finishes.
 mod bisections;
+mod builds;
 
 #[tokio::test]
 async fn a_late_result_of_an_earlier_attempt_does_not_free_the_busy_agent() {

@@ -271,7 +271,17 @@ impl Trees {
     /// Runs git in `repo` as the build user and returns its stdout, or its
     /// stderr's tail when it fails.
     fn git(&self, repo: &Repo, args: &[&str]) -> Result<String, String> {
-        let out = self.git_output(repo, args)?;
+        self.git_unless(repo, args, &|| false)
+    }
+
+    /// [`Trees::git`], killed as soon as `cancelled` says so.
+    fn git_unless(
+        &self,
+        repo: &Repo,
+        args: &[&str],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<String, String> {
+        let out = self.git_output(repo, args, cancelled)?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
@@ -280,7 +290,12 @@ impl Trees {
     }
 
     /// [`Trees::git`]'s command, whatever its exit status.
-    fn git_output(&self, repo: &Repo, args: &[&str]) -> Result<command::Output, String> {
+    fn git_output(
+        &self,
+        repo: &Repo,
+        args: &[&str],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<command::Output, String> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new("git");
         // The repository is the operator's, owned by someone else: git reads
@@ -300,7 +315,7 @@ impl Trees {
             .stdin(Stdio::null())
             .uid(self.user.uid)
             .gid(self.user.gid);
-        command::run(&mut cmd, GIT_TIMEOUT).map_err(|e| format!("git: {e}"))
+        command::run_unless(&mut cmd, GIT_TIMEOUT, cancelled).map_err(|e| format!("git: {e}"))
     }
 }
 

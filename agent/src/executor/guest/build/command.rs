@@ -28,6 +28,17 @@ pub struct Output {
 /// command dies with the calling thread (`PR_SET_PDEATHSIG`), so a killed
 /// agent leaves no build behind.
 pub fn run(cmd: &mut Command, timeout: Duration) -> io::Result<Output> {
+    run_unless(cmd, timeout, &|| false)
+}
+
+/// [`run`], and the group is killed as soon as `cancelled` says so (a
+/// cancelled run's build stops within 20 ms, not at its end): the error's
+/// kind is then `Interrupted`.
+pub fn run_unless(
+    cmd: &mut Command,
+    timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> io::Result<Output> {
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -62,6 +73,11 @@ pub fn run(cmd: &mut Command, timeout: Duration) -> io::Result<Output> {
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
+        }
+        if cancelled() {
+            let _ = killpg(group, Signal::SIGKILL);
+            let _ = child.wait();
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
         }
         if started.elapsed() >= timeout {
             let _ = killpg(group, Signal::SIGKILL);
@@ -109,6 +125,19 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
         assert_eq!(e.to_string(), "killed after 300ms");
         // Its background child held stdout; it died with the group.
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_cancelled_command_is_killed_with_its_group_at_once() {
+        let t = Instant::now();
+        let e = run_unless(
+            Command::new("/bin/sh").args(["-c", "sleep 30 & sleep 30"]),
+            Duration::from_secs(60),
+            &|| t.elapsed() > Duration::from_millis(200),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted);
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 

@@ -31,6 +31,10 @@ use farm_spec::{BaseConfig, GitKernel, KernelBuild};
 /// longer and is no guest kernel.
 pub const BUILD_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// How often a run waiting for another run's build of its key looks
+/// whether it was cancelled.
+const LOCK_POLL: Duration = Duration::from_millis(100);
+
 /// Lines of the build's output a failure quotes.
 const FAILURE_LINES: usize = 30;
 
@@ -57,6 +61,8 @@ pub enum Error {
         step: &'static str,
         tail: String,
     },
+    #[error("build of {kernel}: cancelled (during {step})")]
+    Cancelled { kernel: String, step: &'static str },
     #[error("build of {kernel} ({commit}): {step} did not end within {BUILD_TIMEOUT:?}")]
     TimedOut {
         kernel: String,
@@ -172,6 +178,19 @@ impl Trees {
         spec: &KernelBuild,
         cache: &Path,
     ) -> Result<Built, Error> {
+        self.build_unless(kernel, spec, cache, &|| false)
+    }
+
+    /// [`Trees::build`], given up as soon as `cancelled` says so: while it
+    /// waits for another run's build of the same key, and during any of
+    /// its commands (whose process group is killed).
+    pub fn build_unless(
+        &self,
+        kernel: &GitKernel,
+        spec: &KernelBuild,
+        cache: &Path,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Built, Error> {
         let t = Instant::now();
         let commit = self.resolve(kernel)?;
         let name = format!("git:{}@{}", kernel.repo(), kernel.rev());
@@ -208,11 +227,29 @@ impl Trees {
         let builds = cache.join("builds");
         fs::create_dir_all(&builds).map_err(io("create the builds directory"))?;
         let done = builds.join(&key);
-        let lock = fs::File::create(builds.join(format!("{key}.lock"))).map_err(io("lock"))?;
-        // Runs of the same build wait here for the one that builds it.
-        let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, e)| io("lock")(e.into()))?;
+        let mut lock = fs::File::create(builds.join(format!("{key}.lock"))).map_err(io("lock"))?;
+        // Runs of the same build wait here for the one that builds it, and
+        // may be cancelled while they wait.
+        let _held = loop {
+            use nix::fcntl::{Flock, FlockArg};
+            match Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
+                Ok(held) => break held,
+                Err((file, nix::errno::Errno::EWOULDBLOCK)) => {
+                    if cancelled() {
+                        return Err(Error::Cancelled {
+                            kernel: name,
+                            step: "waiting for the same build",
+                        });
+                    }
+                    lock = file;
+                    std::thread::sleep(LOCK_POLL);
+                }
+                Err((_, e)) => return Err(io("lock")(e.into())),
+            }
+        };
+        let asked = farm_spec::build::catalogue_name(kernel, spec);
         if let Some(b) = found(&done, &commit) {
+            remember(&done, &asked);
             return Ok(Built {
                 took: t.elapsed(),
                 ..b
@@ -239,7 +276,7 @@ impl Trees {
             spec,
             inputs: &inputs,
         };
-        let b = self.build_in(&job, work.path(), cache);
+        let b = self.build_in(&job, work.path(), cache, cancelled);
         let b = match b {
             Ok(b) => b,
             Err(e) => {
@@ -261,6 +298,7 @@ impl Trees {
         let b = found(&done, &commit).ok_or_else(|| {
             io("keep the build")(std::io::Error::other("the kept build cannot be read"))
         })?;
+        remember(&done, &asked);
         tracing::info!(kernel = %name, %commit, took = ?t.elapsed(), "kernel built");
         Ok(Built {
             built: true,
@@ -271,7 +309,13 @@ impl Trees {
 
     /// Builds in `work` and gives the directory holding the image, its
     /// `.config` and its commit, ready to be renamed into the cache.
-    fn build_in(&self, job: &Job<'_>, work: &Path, cache: &Path) -> Result<PathBuf, Error> {
+    fn build_in(
+        &self,
+        job: &Job<'_>,
+        work: &Path,
+        cache: &Path,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<PathBuf, Error> {
         let Job {
             repo,
             name,
@@ -307,7 +351,7 @@ impl Trees {
             tail,
         };
         let tar = work.join("src.tar");
-        self.git(
+        self.git_unless(
             repo,
             &[
                 "archive",
@@ -316,8 +360,18 @@ impl Trees {
                 &tar.to_string_lossy(),
                 commit.as_str(),
             ],
+            cancelled,
         )
-        .map_err(|e| fail("git archive", e))?;
+        .map_err(|e| {
+            if cancelled() {
+                Error::Cancelled {
+                    kernel: name.to_owned(),
+                    step: "git archive",
+                }
+            } else {
+                fail("git archive", e)
+            }
+        })?;
         // A command as the build user: its output's last lines when it fails.
         let run = |what: &'static str, program: &str, args: &[&str], cwd: &Path| {
             let mut cmd = as_builder(&self.user, program, &ccache);
@@ -326,7 +380,11 @@ impl Trees {
             cmd.args(args)
                 .current_dir(cwd)
                 .env("GIT_CEILING_DIRECTORIES", work);
-            match command::run(&mut cmd, BUILD_TIMEOUT) {
+            match command::run_unless(&mut cmd, BUILD_TIMEOUT, cancelled) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Err(Error::Cancelled {
+                    kernel: name.to_owned(),
+                    step: what,
+                }),
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(Error::TimedOut {
                     kernel: name.to_owned(),
                     commit: commit.to_string(),
@@ -437,6 +495,50 @@ impl Trees {
         fs::write(staged.join("commit"), format!("{commit}\n")).map_err(io("keep the commit"))?;
         Ok(staged)
     }
+}
+
+/// The most names one kept build answers to (refs and tags of one commit).
+const MAX_NAMES_PER_BUILD: usize = 16;
+
+/// The most kept builds the catalogue lists.
+pub const MAX_BUILT_LISTED: usize = 1000;
+
+/// Notes that the kept build in `dir` is what `name` asks for (the caller
+/// holds its lock), so that the catalogue lists it by that name.
+fn remember(dir: &Path, name: &str) {
+    let path = dir.join("asked");
+    let mut names = fs::read_to_string(&path).unwrap_or_default();
+    let count = names.lines().count();
+    if names.lines().any(|l| l == name) || count >= MAX_NAMES_PER_BUILD {
+        return;
+    }
+    names.push_str(name);
+    names.push('\n');
+    // Whole, then renamed: the catalogue never reads half of it.
+    let staged = dir.join("asked.new");
+    if fs::write(&staged, names)
+        .and_then(|()| fs::rename(&staged, &path))
+        .is_err()
+    {
+        tracing::warn!(dir = %dir.display(), "could not note a build's name");
+    }
+}
+
+/// The names of the builds kept in `cache` (`farm_spec::build::
+/// catalogue_name`), sorted, at most [`MAX_BUILT_LISTED`].
+pub fn kept(cache: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(cache.join("builds"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| fs::read_to_string(e.path().join("asked")).ok())
+        .flat_map(|s| s.lines().map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    out.sort();
+    out.dedup();
+    out.truncate(MAX_BUILT_LISTED);
+    out
 }
 
 /// Removes the work directories of `key` that a killed agent left (the

@@ -71,6 +71,7 @@ impl Trees {
             .git_output(
                 repo,
                 &["merge-base", "--is-ancestor", g.as_str(), b.as_str()],
+                &|| false,
             )
             .map_err(log)?;
         match out.status.code() {
