@@ -9,7 +9,7 @@
 //! limits are documented in `docs/MATRIX.md`. Here the submodules follow the
 //! file: [`raw`] is its shape as serde reads it, one module checks each axis
 //! or table (`kernels`, `workloads`, `loads`, `states`, `hosts`, `guest`,
-//! `verdict`, `schedule`, `baseline`, `build`), `checks` holds the checks they share,
+//! `verdict`, `schedule`, `baseline`, `build` with `builds`), `checks` holds the checks they share,
 //! `cells` builds the product, and `location` turns a byte span into the
 //! line, column and key of an [`Error`].
 
@@ -246,7 +246,10 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     let policy = verdict_policy(raw.verdict.as_ref(), repetitions)?;
     let guest = guest_shape(raw, &kernels)?;
     schedule::bisectable(raw, schedule.as_ref(), &kernels)?;
-    let build = build::build(raw, &kernels)?;
+    let builds: Vec<Option<farm_proto::KernelBuild>> = build::builds(raw, &kernels)?
+        .iter()
+        .map(|b| b.as_ref().map(farm_proto::KernelBuild::from))
+        .collect();
     let product = Product {
         kernels: &kernels,
         variants: &variants,
@@ -256,7 +259,7 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     let common = Common {
         loads: &loads,
         guest,
-        build: build.as_ref().map(farm_proto::KernelBuild::from),
+        builds: &builds,
         verdict: &policy,
         new_kernel: added,
     };

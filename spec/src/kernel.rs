@@ -8,7 +8,8 @@
 //!   guest by the agents that list it;
 //! - `git:<repo>@<ref>`: built from a commit, tag or branch of a repository
 //!   an agent's operator named `<repo>` (`--kernel-repo`), and booted in a
-//!   guest.
+//!   guest; `git:<repo>@<ref>#<build>` is built as the matrix's
+//!   `[builds.<build>]` says (a patch on top, another configuration).
 //!
 //! The flavour → arch table is here and nowhere else: the coordinator
 //! places a `debian:` cell by it and the agent boots the guest by it.
@@ -150,6 +151,10 @@ impl KernelPath {
 pub struct GitKernel {
     repo: String,
     rev: String,
+    /// `#<name>`: built as the matrix's `[builds.<name>]` says, rather than
+    /// as its `[build]` (the same commit patched, or configured otherwise,
+    /// is another kernel of the axis).
+    variant: Option<String>,
 }
 
 impl GitKernel {
@@ -158,6 +163,8 @@ impl GitKernel {
     /// The longest ref: git's own limit is the file system's, and refs in
     /// kernel trees are under 100 characters.
     pub const MAX_REF_LEN: usize = 200;
+    /// The longest build name after `#`.
+    pub const MAX_VARIANT_LEN: usize = 32;
 
     pub fn repo(&self) -> &str {
         &self.repo
@@ -165,6 +172,23 @@ impl GitKernel {
 
     pub fn rev(&self) -> &str {
         &self.rev
+    }
+
+    /// The `[builds.<name>]` this kernel is built by, if not `[build]`.
+    pub fn variant(&self) -> Option<&str> {
+        self.variant.as_deref()
+    }
+
+    /// Whether `name` is a build's name: lowercase letters, digits and
+    /// `_ -`, starting with a letter or digit, at most
+    /// [`GitKernel::MAX_VARIANT_LEN`].
+    pub fn valid_variant(name: &str) -> bool {
+        let b = name.as_bytes();
+        !b.is_empty()
+            && b.len() <= GitKernel::MAX_VARIANT_LEN
+            && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+            && b.iter()
+                .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_-".contains(&c))
     }
 
     /// Whether `name` is a repository name: letters, digits and `_ -`,
@@ -197,6 +221,17 @@ impl GitKernel {
     }
 }
 
+impl fmt::Display for GitKernel {
+    /// `git:<repo>@<ref>`, then `#<build>` when it has one.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "git:{}@{}", self.repo, self.rev)?;
+        match &self.variant {
+            Some(v) => write!(f, "#{v}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A kernel of the matrix's kernel axis.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kernel {
@@ -222,6 +257,7 @@ pub enum KernelError {
     GitForm { name: String },
     GitRepo { name: String },
     GitRef { name: String },
+    GitVariant { name: String },
 }
 
 impl fmt::Display for KernelError {
@@ -274,6 +310,12 @@ impl fmt::Display for KernelError {
                 "`{name}`: a repository is a name of at most {} letters, digits, _ and -, \
                  starting with a letter or digit (one an agent's --kernel-repo gives)",
                 GitKernel::MAX_REPO_LEN
+            ),
+            KernelError::GitVariant { name } => write!(
+                f,
+                "`{name}`: after `#` comes the name of one of the matrix's [builds.<name>]: at \
+                 most {} lowercase letters, digits, _ and -",
+                GitKernel::MAX_VARIANT_LEN
             ),
             KernelError::GitRef { name } => write!(
                 f,
@@ -361,6 +403,11 @@ impl FromStr for Kernel {
             }
             Ok(Kernel::File(KernelPath(p.to_owned())))
         } else if let Some(g) = name.strip_prefix("git:") {
+            let (g, variant) = match g.split_once('#') {
+                Some((g, v)) if GitKernel::valid_variant(v) => (g, Some(v.to_owned())),
+                Some(_) => return Err(KernelError::GitVariant { name: quoted() }),
+                None => (g, None),
+            };
             let (repo, rev) = g
                 .split_once('@')
                 .ok_or_else(|| KernelError::GitForm { name: quoted() })?;
@@ -373,6 +420,7 @@ impl FromStr for Kernel {
             Ok(Kernel::Git(GitKernel {
                 repo: repo.to_owned(),
                 rev: rev.to_owned(),
+                variant,
             }))
         } else if name.contains(':') {
             Err(KernelError::Prefix { name: quoted() })
@@ -389,7 +437,7 @@ impl fmt::Display for Kernel {
             Kernel::Release(r) => f.write_str(r),
             Kernel::Debian(d) => write!(f, "debian:{}", d.version),
             Kernel::File(p) => write!(f, "file:{}", p.0),
-            Kernel::Git(g) => write!(f, "git:{}@{}", g.repo, g.rev),
+            Kernel::Git(g) => write!(f, "{g}"),
         }
     }
 }

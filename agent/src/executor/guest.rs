@@ -476,7 +476,7 @@ fn built(
     cache: &Path,
     result: &mut RunResult,
 ) -> Result<kernels::Kernel, Error> {
-    let name = format!("git:{}@{}", g.repo(), g.rev());
+    let name = g.to_string();
     let trees = ctx
         .workload
         .trees

@@ -86,8 +86,9 @@ pub(super) struct Common<'a> {
     pub loads: &'a [Workload],
     /// The `[guest]` shape, for the cells of guest kernels.
     pub guest: Option<GuestShape>,
-    /// The `[build]`, for the cells of `git:` kernels.
-    pub build: Option<farm_proto::KernelBuild>,
+    /// Each kernel's build (`[build]` or its `[builds.<name>]`), `None`
+    /// for kernels that are not built and for the default build.
+    pub builds: &'a [Option<farm_proto::KernelBuild>],
     pub verdict: &'a VerdictPolicy,
     /// A trigger's kernel, whose cells are marked `new_kernel`.
     pub new_kernel: Option<&'a str>,
@@ -123,10 +124,7 @@ pub(super) fn cells(
         } else {
             None
         };
-        let build = match kernel {
-            Kernel::Git(_) => common.build.clone(),
-            _ => None,
-        };
+        let build = common.builds.get(k).cloned().flatten();
         let kernel = kernel.to_string();
         let new_kernel = common.new_kernel == Some(kernel.as_str());
         for (w, variant) in variants.iter().enumerate() {

@@ -29,6 +29,7 @@ pub(super) struct RawMatrix {
     pub guest: Option<Spanned<RawGuest>>,
     pub schedule: Option<Spanned<RawSchedule>>,
     pub build: Option<Spanned<RawBuild>>,
+    pub builds: Option<Spanned<BTreeMap<Spanned<String>, Spanned<RawBuild>>>>,
 }
 
 #[derive(Deserialize)]

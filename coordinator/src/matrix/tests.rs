@@ -1081,7 +1081,7 @@ fn display() {
     assert_eq!(
         err.to_string(),
         "dir/m.toml:2:1: foo: unknown field `foo`, expected one of `name`, `repetitions`, \
-         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`, `guest`, `schedule`, `build`"
+         `max_cells`, `timeout_s`, `kernels`, `workloads`, `loads`, `states`, `hosts`, `baseline`, `verdict`, `guest`, `schedule`, `build`, `builds`"
     );
     let err = parse("m.toml", "name = \"m\n").unwrap_err();
     assert!(
@@ -2346,7 +2346,7 @@ fn bad_builds_are_refused_where_they_are() {
         4,
         1,
         "build",
-        "no kernel of the matrix is built from a tree (`git:<repo>@<ref>`)",
+        "no kernel of the matrix is built by it (`git:<repo>@<ref>`, without `#<build>`)",
     );
     check_err(
         &format!("{git}{HEAD}[build]\nconfig = \"../../etc/shadow\"\n"),
@@ -2433,4 +2433,62 @@ fn a_schedule_bisects_only_what_it_can() {
         "{HEAD}[schedule]\ncron = \"0 3 * * *\"\nbisect = false\n"
     ));
     assert!(!m.schedule.unwrap().bisect);
+}
+
+#[test]
+fn named_builds_go_to_the_kernels_that_name_them() {
+    let m = ok(&format!(
+        "kernels = [\"git:linux@v6.1\", \"git:linux@v6.1#fix\", \"git:linux@v6.1#hz\"]\n{HEAD}\
+         [baseline]\nkernel = \"git:linux@v6.1\"\n\
+         [builds.fix]\npatches = [\"0001-fix.patch\"]\n\
+         [builds.hz]\nconfig = \"defconfig\"\nfragments = [\"CONFIG_HZ_1000=y\"]\n"
+    ));
+    let builds: Vec<Option<farm_proto::KernelBuild>> =
+        m.cells.iter().map(|c| c.build.clone()).collect();
+    let wire = |config: &str, fragments: &[&str], patches: &[&str]| farm_proto::KernelBuild {
+        config: config.into(),
+        fragments: fragments.iter().map(|s| s.to_string()).collect(),
+        patches: patches.iter().map(|s| s.to_string()).collect(),
+    };
+    assert_eq!(
+        builds,
+        [
+            None,
+            Some(wire("tinyconfig", &[], &["0001-fix.patch"])),
+            Some(wire("defconfig", &["CONFIG_HZ_1000=y"], &[])),
+        ]
+    );
+    // The patched kernel is compared with the same commit unpatched.
+    assert_eq!(m.cells[1].baseline, Some(0));
+    assert_eq!(m.cells[1].kernel, "git:linux@v6.1#fix");
+    check_err(
+        &format!("kernels = [\"git:linux@v6.1#fix\"]\n{HEAD}"),
+        1,
+        12,
+        "kernels[0]",
+        "`git:linux@v6.1#fix`: the matrix has no [builds.fix]",
+    );
+    check_err(
+        &format!(
+            "kernels = [\"git:linux@v6.1\"]\n{HEAD}[builds.unused]\npatches = [\"a.patch\"]\n"
+        ),
+        5,
+        9,
+        "builds.unused",
+        "no kernel of the matrix is built by it (`git:<repo>@<ref>#unused`)",
+    );
+    check_err(
+        &format!("kernels = [\"git:linux@v6.1#fix\"]\n{HEAD}[builds.fix]\nconfig = \"a/b\"\n"),
+        6,
+        10,
+        "builds.fix.config",
+        "`a/b`: a base configuration is",
+    );
+    check_err(
+        &format!("kernels = [\"git:linux@v6.1\"]\n{HEAD}[builds.Fix]\nconfig = \"defconfig\"\n"),
+        5,
+        9,
+        "builds.Fix",
+        "a build's name is at most 32 lowercase letters, digits, _ and -",
+    );
 }

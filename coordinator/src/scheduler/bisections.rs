@@ -354,6 +354,17 @@ impl Scheduler {
                 .collect()
         };
         let base = cell.baseline.unwrap_or_default() as usize;
+        // Every round builds its kernels as the bad one is built: ends
+        // built otherwise (a patch, a configuration) are no range of commits.
+        if let Some(b) = m.rec.cells.get(base)
+            && b.build != cell.build
+        {
+            return Err(bad(format!(
+                "`{}` and `{}` are built otherwise ([build] / [builds.<name>]): a bisection \
+                 changes only the commit",
+                b.kernel, cell.kernel
+            )));
+        }
         let min_effect = cell.verdict.as_ref().map_or(0.02, |v| v.min_effect);
         let (metric, direction) = bisection::choose_metric(
             req.cell,

@@ -8,7 +8,10 @@ fn check(name: &str, expect: Result<&str, &str>) {
                 Kernel::Release(r) => format!("release {r}"),
                 Kernel::Debian(d) => format!("debian {} {}", d.version(), d.arch()),
                 Kernel::File(p) => format!("file {}", p.path()),
-                Kernel::Git(g) => format!("git {} {}", g.repo(), g.rev()),
+                Kernel::Git(g) => match g.variant() {
+                    Some(v) => format!("git {} {} build {v}", g.repo(), g.rev()),
+                    None => format!("git {} {}", g.repo(), g.rev()),
+                },
             };
             assert_eq!(got, what, "{name}");
             assert_eq!(k.to_string(), name, "round trip");
@@ -134,6 +137,21 @@ fn kernels_from_trees() {
     check("git:linux@v6.1", Ok("git linux v6.1"));
     check("git:tip@sched/urgent", Ok("git tip sched/urgent"));
     check("git:linux@1b9508f", Ok("git linux 1b9508f"));
+    check("git:linux@v6.1#fix", Ok("git linux v6.1 build fix"));
+    check(
+        "git:tip@sched/urgent#hz-1000",
+        Ok("git tip sched/urgent build hz-1000"),
+    );
+    let variant = "after `#` comes the name of one of the matrix's [builds.<name>]: at most 32 \
+                   lowercase letters, digits, _ and -";
+    for bad in [
+        "git:linux@v6.1#",
+        "git:linux@v6.1#Fix",
+        "git:linux@v6.1#a#b",
+        "git:linux@v6.1#../x",
+    ] {
+        check(bad, Err(&format!("`{bad}`: {variant}")));
+    }
     check(
         "git:linux-stable@3fed382b46baac83ba4f8bb2c6d7e6ae5c3e7f5e",
         Ok("git linux-stable 3fed382b46baac83ba4f8bb2c6d7e6ae5c3e7f5e"),

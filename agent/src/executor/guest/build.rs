@@ -234,7 +234,7 @@ impl Trees {
             .iter()
             .find(|r| r.name == kernel.repo())
             .ok_or_else(|| Error::UnknownRepo {
-                kernel: format!("git:{}@{}", kernel.repo(), kernel.rev()),
+                kernel: kernel.to_string(),
                 repo: kernel.repo().to_owned(),
                 known: self.names().join(", "),
             })
@@ -245,7 +245,7 @@ impl Trees {
         let repo = self.repo(kernel)?;
         let spec = format!("{}^{{commit}}", kernel.rev());
         let unresolved = || Error::Unresolved {
-            kernel: format!("git:{}@{}", kernel.repo(), kernel.rev()),
+            kernel: kernel.to_string(),
             repo: repo.name.clone(),
             rev: kernel.rev().to_owned(),
         };

@@ -462,3 +462,33 @@ async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
         )]
     );
 }
+
+/// A patched kernel against the same commit unpatched is no range of
+/// commits: every round would build both ends as the bad one is built.
+#[tokio::test]
+async fn ends_built_otherwise_are_not_bisected() {
+    let farm = Farm::new(60_000, 3);
+    let text = "name = \"patched\"\nkernels = [\"git:linux@v6.1\", \"git:linux@v6.2#fix\"]\n\
+                [[workloads]]\nname = \"stress-ng\"\n[baseline]\nkernel = \"git:linux@v6.1\"\n\
+                [builds.fix]\npatches = [\"fix.patch\"]\n";
+    let id = super::submit_text(&farm, text).await;
+    let request = StartBisectionRequest {
+        matrix_id: id,
+        cell: 1,
+        between: vec!["git:linux@v6.2-rc1".into()],
+        ..Default::default()
+    };
+    let e = farm
+        .h
+        .call(|reply| Event::StartBisection {
+            request: Box::new(request),
+            reply,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "bisection refused: `git:linux@v6.1` and `git:linux@v6.2#fix` are built otherwise \
+         ([build] / [builds.<name>]): a bisection changes only the commit"
+    );
+}

@@ -193,7 +193,7 @@ impl Trees {
     ) -> Result<Built, Error> {
         let t = Instant::now();
         let commit = self.resolve(kernel)?;
-        let name = format!("git:{}@{}", kernel.repo(), kernel.rev());
+        let name = kernel.to_string();
         let file = |source| Error::File {
             kernel: name.clone(),
             source,
