@@ -1,6 +1,8 @@
 //! `farmctl bisect`: start a bisection of a regressed cell and follow it to
 //! its outcome; `farmctl bisection ID`: follow (or show) one.
 
+pub mod ends;
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -85,14 +85,23 @@ enum Command {
     },
     /// Cancel a matrix's remaining runs.
     Cancel { id: String },
-    /// Bisect a regressed cell of a matrix: its baseline's kernel is good,
-    /// its own kernel bad, and the kernels between (in order) are searched
-    /// for the first bad one, each step a matrix of its own. Follows it to
+    /// Bisect a regressed cell of a matrix (`bisect m-… --cell N`): its
+    /// baseline's kernel is good, its own kernel bad, and the kernels
+    /// between (in order) are searched for the first bad one, each step a
+    /// matrix of its own. Or bisect explicitly (`bisect --good K --bad K
+    /// --workload W`, with --param, --state, --guest): the ends are
+    /// measured by a matrix first, then bisected; for loads, builds or
+    /// several hosts, write a matrix file and bisect its cell. Follows it to
     /// its outcome; exits 0 when the culprit is confirmed.
     Bisect {
-        matrix: String,
-        #[arg(long)]
-        cell: u32,
+        /// The matrix whose cell regressed.
+        #[arg(required_unless_present = "good", conflicts_with = "good")]
+        matrix: Option<String>,
+        /// The regressed cell (`farmctl results` numbers them).
+        #[arg(long, required_unless_present = "good", conflicts_with = "good")]
+        cell: Option<u32>,
+        #[command(flatten)]
+        ends: Box<EndsArgs>,
         /// Kernels between good and bad, in order (comma-separated, as the
         /// kernels axis writes them).
         #[arg(long, value_delimiter = ',')]
@@ -168,6 +177,41 @@ enum Command {
         #[arg(long, requires = "bisect")]
         max_runs: Option<u32>,
     },
+}
+
+/// `farmctl bisect --good K --bad K`: the cell to bisect, named by flags.
+#[derive(clap::Args)]
+struct EndsArgs {
+    /// The good kernel, as the kernels axis writes it.
+    #[arg(long, requires_all = ["bad", "workload"])]
+    good: Option<String>,
+    /// The bad kernel.
+    #[arg(long, requires = "good")]
+    bad: Option<String>,
+    /// The workload of the catalogue (`farmctl workload --list`).
+    #[arg(long, requires = "good")]
+    workload: Option<String>,
+    /// A workload parameter, KEY=VALUE (repeated).
+    #[arg(long = "param", value_name = "KEY=VALUE", requires = "good")]
+    params: Vec<String>,
+    /// A key of the machine state, as a matrix's [[states]] writes it,
+    /// KEY=VALUE (repeated): hotplug=cycle:1, autogroup=0, cgroup=separate.
+    #[arg(long = "state", value_name = "KEY=VALUE", requires = "good")]
+    state: Vec<String>,
+    /// A key of the guest, as a matrix's [guest] writes it, KEY=VALUE
+    /// (repeated): cpus=4, numa_nodes=2, memory_mib=512.
+    #[arg(long = "guest", value_name = "KEY=VALUE", requires = "good")]
+    guest: Vec<String>,
+    /// Runs of each end before the bisection (default 5).
+    #[arg(long, requires = "good")]
+    repetitions: Option<u32>,
+    /// Each run's timeout in seconds (a matrix's `timeout_s`).
+    #[arg(long, requires = "good")]
+    timeout_s: Option<u32>,
+    /// The smallest change called a regression (a matrix's
+    /// `[verdict] min_effect_pct`).
+    #[arg(long, requires = "good")]
+    min_effect_pct: Option<f64>,
 }
 
 #[derive(Subcommand)]
@@ -514,6 +558,7 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
         Command::Bisect {
             matrix,
             cell,
+            ends,
             between,
             between_file,
             git_range,
@@ -522,10 +567,45 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
             max_runs,
             json,
         } => {
+            let between = bisect::between(&between, between_file.as_deref())?;
+            let EndsArgs {
+                good,
+                bad,
+                workload,
+                params,
+                state,
+                guest,
+                repetitions,
+                timeout_s,
+                min_effect_pct,
+            } = *ends;
+            let (matrix_id, cell) = match (matrix, cell, good) {
+                (Some(m), Some(cell), _) => (m, cell),
+                (_, _, Some(good)) => {
+                    let ends = bisect::ends::Ends {
+                        good,
+                        bad: bad.unwrap_or_default(),
+                        workload: workload.unwrap_or_default(),
+                        params,
+                        state,
+                        guest,
+                        repetitions: repetitions.unwrap_or(bisect::ends::DEFAULT_REPETITIONS),
+                        timeout_s,
+                        min_effect_pct,
+                    };
+                    let leaders = Some((&cli.coordinator, &access));
+                    bisect::ends::measure(&mut c, &ends, git_range, leaders).await?
+                }
+                _ => {
+                    return Err(
+                        BadInput("give a matrix and --cell, or --good and --bad".into()).into(),
+                    );
+                }
+            };
             let req = farm_proto::StartBisectionRequest {
-                matrix_id: matrix,
+                matrix_id,
                 cell,
-                between: bisect::between(&between, between_file.as_deref())?,
+                between,
                 metric: metric.unwrap_or_default(),
                 runs: runs.unwrap_or(0),
                 max_runs: max_runs.unwrap_or(0),

@@ -2,7 +2,9 @@
 //! finds the regression between `v6.1` and `bisect-bad` of
 //! scripts/kernel-tree.sh's tree, and the bisection names the commit that
 //! slows every context switch ("sched/core: Delay finish_task_switch() by
-//! 50us"), confirmed, in ceil(log2(7)) = 3 steps.
+//! 50us"), confirmed, in ceil(log2(7)) = 3 steps. Then the same found
+//! without a matrix first: `farmctl bisect --good --bad --workload …` over
+//! the three commits around it (their builds kept from the first).
 
 mod common;
 
@@ -220,4 +222,136 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
         page.contains("<td>sched/core: Delay finish_task_switch() by 50us</td>"),
         "{page}"
     );
+
+    // Without a matrix: the ends named by flags, refused before any run
+    // where the range or the flags are wrong.
+    let explicit = |good: &str, bad: &str, extra: &[&str]| {
+        let mut args: Vec<String> = [
+            "bisect",
+            "--good",
+            good,
+            "--bad",
+            bad,
+            "--workload",
+            "oltp",
+            "--param",
+            "threads=2",
+            "--param",
+            "seconds=1",
+            "--param",
+            "tables=4",
+            "--guest",
+            "cpus=2",
+            "--guest",
+            "numa_nodes=2",
+            "--guest",
+            "memory_mib=512",
+            "--timeout-s",
+            "900",
+            "--min-effect-pct",
+            "5",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        farm.farmctl(&args)
+    };
+    let refused_early = |good: &str, bad: &str, extra: &[&str], says: &str| {
+        let out = explicit(good, bad, extra);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains("measuring the ends"), "{err}");
+    };
+    refused_early(
+        "git:linux@bisect-bad",
+        "git:linux@v6.1",
+        &["--git-range"],
+        "`bisect-bad` (",
+    );
+    refused_early(
+        "git:linux@bisect-bad",
+        "git:linux@v6.1",
+        &["--git-range"],
+        "is not an ancestor of `v6.1` (",
+    );
+    refused_early(
+        "git:linux@v6.1",
+        "git:linux@no-such-tag",
+        &["--git-range"],
+        "`no-such-tag` is no commit, tag or branch of repository `linux`",
+    );
+    refused_early(
+        "git:nosuch@v6.1",
+        "git:nosuch@bisect-bad",
+        &["--git-range"],
+        "no connected agent has repository `nosuch` (--kernel-repo)",
+    );
+    refused_early(
+        "git:linux@v6.1",
+        "git:linux@bisect-bad",
+        &["--git-range", "--param", "nosuch=1"],
+        "workloads[0].params.nosuch",
+    );
+    refused_early(
+        "git:linux@v6.1",
+        "git:linux@bisect-bad",
+        &["--git-range", "--state", "autogroup"],
+        "--state `autogroup`: KEY=VALUE",
+    );
+
+    // commits[3] good, commits[5] bad: one kernel between, the culprit.
+    let (good, bad) = (
+        format!("git:linux@{}", commits[3]),
+        format!("git:linux@{}", commits[5]),
+    );
+    let out = explicit(
+        &good,
+        &bad,
+        &[
+            "--git-range",
+            "--metric",
+            "tps",
+            "--runs",
+            "5",
+            "--max-runs",
+            "10",
+            "--json",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("{err}");
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "2 commits after {good} up to {bad} (listed by agent "
+        )),
+        "{err}"
+    );
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let o = &b["outcome"];
+    assert_eq!(o["kind"], "culprit", "{b}");
+    assert_eq!(o["confirmed"], true, "{b}");
+    assert_eq!(o["first_bad"], 1, "{b}");
+    assert_eq!(o["first_bad_kernel"], format!("git:linux@{culprit}"), "{b}");
+    assert_eq!(
+        o["first_bad_subject"], "sched/core: Delay finish_task_switch() by 50us",
+        "{b}"
+    );
+    assert_eq!(o["last_good_kernel"], good.as_str(), "{b}");
+    // The ends' matrix is the bisection's: its cell 1 is bad beside good.
+    let ends = b["matrix_id"].as_str().unwrap();
+    assert_eq!(b["cell"], 1, "{b}");
+    let v = farm.results(ends);
+    let names: Vec<&str> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{v}");
+    assert!(names[0].contains(&format!(" | kernel={good} | ")), "{v}");
+    assert!(names[1].contains(&format!(" | kernel={bad} | ")), "{v}");
 }

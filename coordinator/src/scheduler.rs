@@ -208,6 +208,11 @@ pub enum Event {
         bisection_id: String,
         reply: Reply<farm_proto::Bisection>,
     },
+    ListRange {
+        good: String,
+        bad: String,
+        reply: Reply<farm_proto::ListRangeResponse>,
+    },
     CancelSchedule {
         schedule_id: String,
         reply: Reply<()>,
@@ -408,7 +413,7 @@ struct Scheduler {
     schedules: BTreeMap<String, ScheduleMem>,
     bisections: BTreeMap<String, farm_proto::Bisection>,
     /// Git ranges asked of agents, by request id.
-    listings: HashMap<String, bisections::Listing>,
+    listings: HashMap<String, ranges::Listing>,
     /// A schedule was made, cancelled or executed in this batch: the cron
     /// driver hears of it after the commit.
     schedules_changed: bool,
@@ -654,6 +659,7 @@ impl Scheduler {
             Event::StartBisection { request, reply } => {
                 self.start_bisection(*request, bisections::Starter::Rpc(reply))
             }
+            Event::ListRange { good, bad, reply } => self.list_range(&good, &bad, reply),
             Event::GetBisection {
                 bisection_id,
                 reply,
@@ -683,13 +689,15 @@ mod matrices;
 mod observe;
 mod outbox;
 mod provenance;
+mod ranges;
 mod recovery;
 mod reruns;
 mod summaries;
 pub use archiving::{ARCHIVE_IN_FLIGHT, ARCHIVE_RETRY};
-pub use bisections::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS, MAX_RUNNING_BISECTIONS};
+pub use bisections::MAX_RUNNING_BISECTIONS;
 use continuous::ScheduleMem;
 pub use continuous::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
+pub use ranges::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS};
 pub use summaries::Results;
 #[cfg(test)]
 mod tests;

@@ -438,6 +438,19 @@ impl FarmService for Farm {
         Ok(Response::new(b))
     }
 
+    async fn list_range(
+        &self,
+        req: Request<farm_proto::ListRangeRequest>,
+    ) -> Result<Response<farm_proto::ListRangeResponse>, Status> {
+        let farm_proto::ListRangeRequest { good, bad } = req.into_inner();
+        let r = self
+            .router
+            .handle()?
+            .call(|reply| Event::ListRange { good, bad, reply })
+            .await?;
+        Ok(Response::new(r))
+    }
+
     async fn get_bisection(
         &self,
         req: Request<farm_proto::GetBisectionRequest>,

@@ -11,6 +11,7 @@
 //! - [`hotplug`]: [`HotplugPlan`] (`cycle:CPUS`, `offline:CPUS`).
 //! - [`cgroup`]: [`CgroupShape`], [`CpuWeight`], [`CpuMax`].
 //! - [`state`]: [`MachineState`], [`StateKind`], [`Autogroup`].
+//! - [`commit`]: [`CommitId`], a commit as git prints a resolved ref.
 //! - [`build`]: [`KernelBuild`], how a `git:` kernel is built (`[build]`).
 //! - [`kernel`]: [`Kernel`] (`running`, a release, `debian:`, `file:`) and [`Arch`].
 //! - [`executor`]: [`Executor`] (`host`, `tcg`, `kvm`).
@@ -25,6 +26,7 @@
 
 pub mod build;
 pub mod cgroup;
+pub mod commit;
 pub mod cpuset;
 pub mod executor;
 pub mod hotplug;
@@ -34,6 +36,7 @@ pub mod state;
 
 pub use build::{BaseConfig, ConfigOption, FileName, KernelBuild};
 pub use cgroup::{CgroupShape, CpuMax, CpuWeight};
+pub use commit::CommitId;
 pub use cpuset::CpuSet;
 pub use executor::Executor;
 pub use hotplug::{HotplugMode, HotplugPlan};

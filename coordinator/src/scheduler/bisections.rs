@@ -6,18 +6,12 @@
 //! (`pending_matrices`, then its steps' `matrix_ids`), written in the batch
 //! that submits it, so a restart finds the round it waits for.
 
-use std::time::{Duration, Instant};
-
-use farm_proto::{
-    Bisection, CommitInfo, Commits, CoordinatorMessage, GetResultsResponse, ListCommits,
-    MAX_COMMIT_SUBJECT_BYTES, MAX_RANGE_COMMITS, StartBisectionRequest, Verdict,
-    coordinator_message,
-};
+use farm_proto::{Bisection, CommitInfo, GetResultsResponse, StartBisectionRequest, Verdict};
 use farm_spec::Kernel;
 use prost::Message as _;
 use tracing::{info, warn};
 
-use super::provenance::Rejection;
+use super::ranges;
 use super::{Error, Reply, Scheduler, now_ms, random_id};
 use crate::bisection::{self, New};
 use crate::store::Op;
@@ -26,27 +20,11 @@ use crate::store::Op;
 /// a round matrix in the queue, and its record is rewritten every round.
 pub const MAX_RUNNING_BISECTIONS: usize = 64;
 
-/// How long an agent may take to list a git range: a `git log` of
-/// thousands of commits takes well under a second.
-pub const LISTING_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// The most culprits `farm_regression_culprit` shows: the newest ones.
 pub const MAX_CULPRITS_SHOWN: usize = 1000;
 
 /// The most bisections one execution of a `[schedule] bisect` starts.
 pub const MAX_BISECTIONS_PER_EXECUTION: usize = 4;
-
-/// The most git ranges being listed at once.
-pub const MAX_PENDING_LISTINGS: usize = 16;
-
-/// A git range asked of an agent; the request's caller waits for it.
-pub(super) struct Listing {
-    agent_id: String,
-    repo: String,
-    request: StartBisectionRequest,
-    reply: Starter,
-    deadline: Instant,
-}
 
 /// Who waits for a bisection to start: a `StartBisection` call, or a
 /// schedule's execution that found a regression (`[schedule] bisect`),
@@ -56,8 +34,6 @@ pub(super) enum Starter {
     Schedule { matrix_id: String, cell: u32 },
 }
 
-type Refused = Box<(Error, Starter)>;
-
 impl Scheduler {
     pub(super) fn start_bisection(&mut self, req: StartBisectionRequest, reply: Starter) {
         if !req.git_range {
@@ -65,10 +41,28 @@ impl Scheduler {
             self.started(reply, r);
             return;
         }
-        if let Err(refused) = self.request_range(req, reply) {
-            // `request_range` hands `reply` back only with an error.
-            let (e, reply) = *refused;
+        if !req.between.is_empty() {
+            let e = Error::Bisection(
+                "a git range lists the kernels between itself; give no others".into(),
+            );
             self.started(reply, Err(e));
+            return;
+        }
+        let (good, bad) = match self.ends(&req) {
+            Ok(ends) => ends,
+            Err(e) => {
+                self.started(reply, Err(e));
+                return;
+            }
+        };
+        let then = ranges::Then::Bisect {
+            request: req,
+            starter: reply,
+        };
+        if let Err(refused) = self.request_range(&good, &bad, then) {
+            // `request_range` hands `then` back only with an error.
+            let (e, then) = *refused;
+            self.listed(then, Err(e));
         }
     }
 
@@ -131,7 +125,7 @@ impl Scheduler {
     }
 
     /// Tells whoever waits how the start went.
-    fn started(&mut self, to: Starter, r: Result<Bisection, Error>) {
+    pub(super) fn started(&mut self, to: Starter, r: Result<Bisection, Error>) {
         match to {
             Starter::Rpc(reply) => self.reply(reply, r),
             Starter::Schedule { matrix_id, cell } => match r {
@@ -143,156 +137,19 @@ impl Scheduler {
         }
     }
 
-    /// Asks an agent with the ends' repository for the commits between.
-    fn request_range(&mut self, req: StartBisectionRequest, reply: Starter) -> Result<(), Refused> {
-        let bad = |why: String| Error::Bisection(why);
-        let checked = (|| {
-            if !req.between.is_empty() {
-                return Err(bad(
-                    "a git range lists the kernels between itself; give no others".into(),
-                ));
-            }
-            if self.listings.len() >= MAX_PENDING_LISTINGS {
-                return Err(Error::Busy {
-                    what: "the git ranges being listed",
-                    limit: "MAX_PENDING_LISTINGS",
-                    capacity: MAX_PENDING_LISTINGS,
-                });
-            }
-            let (good, bad_end) = self.ends(&req)?;
-            let git = |k: &str| match k.parse::<Kernel>() {
-                Ok(Kernel::Git(g)) => Ok(g),
-                _ => Err(bad(format!(
-                    "a git range needs git:REPO@REF kernels at both ends; this one is {:?}",
-                    k.chars().take(40).collect::<String>()
-                ))),
-            };
-            let (good, bad_end) = (git(&good)?, git(&bad_end)?);
-            if good.repo() != bad_end.repo() {
-                return Err(bad(format!(
-                    "the ends are in two repositories, `{}` and `{}`",
-                    good.repo(),
-                    bad_end.repo()
-                )));
-            }
-            let repo = good.repo().to_owned();
-            let agent_id = self
-                .agents
-                .iter()
-                .find(|(_, a)| a.session.is_some() && a.capabilities.kernel_repos.contains(&repo))
-                .map(|(id, _)| id.clone())
-                .ok_or_else(|| {
-                    bad(format!(
-                        "no connected agent has repository `{repo}` (--kernel-repo)"
-                    ))
-                })?;
-            Ok((good, bad_end, repo, agent_id))
-        })();
-        let (good, bad_end, repo, agent_id) = match checked {
-            Ok(c) => c,
-            Err(e) => return Err(Box::new((e, reply))),
-        };
-        let request_id = random_id("l");
-        info!(agent = %agent_id, repo = %repo, request = %request_id, "listing a git range");
-        self.outbox.push((
-            agent_id.clone(),
-            CoordinatorMessage {
-                msg: Some(coordinator_message::Msg::ListCommits(ListCommits {
-                    request_id: request_id.clone(),
-                    repo: repo.clone(),
-                    good: good.rev().to_owned(),
-                    bad: bad_end.rev().to_owned(),
-                })),
-            },
-        ));
-        self.listings.insert(
-            request_id,
-            Listing {
-                agent_id,
-                repo,
-                request: req,
-                reply,
-                deadline: Instant::now() + LISTING_TIMEOUT,
-            },
-        );
-        Ok(())
-    }
-
-    /// An agent's answer to a `ListCommits`: taken only from the agent it
-    /// was asked of.
-    pub(super) fn commits_listed(&mut self, agent_id: &str, c: Commits) {
-        let ours = self
-            .listings
-            .get(&c.request_id)
-            .is_some_and(|l| l.agent_id == agent_id);
-        if !ours {
-            self.reject(agent_id, Rejection::UnaskedCommits, &c.request_id);
-            return;
-        }
-        let Some(l) = self.listings.remove(&c.request_id) else {
-            return;
-        };
-        let r = if !c.error.is_empty() {
-            Err(Error::Bisection(format!(
-                "agent {agent_id}: {}",
-                c.error.chars().take(400).collect::<String>()
-            )))
-        } else {
-            self.range_bisection(&l, &c.commits)
-        };
-        self.started(l.reply, r);
-    }
-
-    fn range_bisection(&mut self, l: &Listing, commits: &[CommitInfo]) -> Result<Bisection, Error> {
-        let bad = |why: String| Error::Bisection(why);
-        if commits.len() < 2 || commits.len() > MAX_RANGE_COMMITS + 1 {
-            return Err(bad(format!(
-                "agent {} listed {} commits for the range",
-                l.agent_id,
-                commits.len()
-            )));
-        }
-        for c in commits {
-            let hex = c.commit.len() == 40
-                && c.commit
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-            if !hex || c.subject.len() > MAX_COMMIT_SUBJECT_BYTES {
-                return Err(bad(format!(
-                    "agent {} listed a malformed commit",
-                    l.agent_id
-                )));
-            }
-        }
+    /// A git-range bisection over an agent's checked listing.
+    pub(super) fn range_bisection(
+        &mut self,
+        req: &StartBisectionRequest,
+        repo: &str,
+        commits: &[CommitInfo],
+    ) -> Result<Bisection, Error> {
         let between: Vec<String> = commits[1..commits.len() - 1]
             .iter()
-            .map(|c| format!("git:{}@{}", l.repo, c.commit))
+            .map(|c| format!("git:{repo}@{}", c.commit))
             .collect();
         let subjects = commits.iter().map(|c| c.subject.clone()).collect();
-        self.create_bisection(&l.request, &between, subjects)
-    }
-
-    /// Listings whose agent did not answer in time fail their request.
-    pub(super) fn expire_listings(&mut self) {
-        let now = Instant::now();
-        let late: Vec<String> = self
-            .listings
-            .iter()
-            .filter(|(_, l)| l.deadline <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in late {
-            if let Some(l) = self.listings.remove(&id) {
-                warn!(agent = %l.agent_id, request = %id, "git range not listed in time");
-                let e = Error::Unanswered(format!(
-                    "agent {} did not list the git range of repository `{}` within {} s",
-                    l.agent_id,
-                    l.repo,
-                    LISTING_TIMEOUT.as_secs()
-                ));
-                self.started(l.reply, Err(e));
-            }
-        }
+        self.create_bisection(req, &between, subjects)
     }
 
     /// The good and the bad kernel of a request: its cell's baseline's and

@@ -14,7 +14,6 @@
 //! to commits. [`Commit`] is the one type a resolved ref has: the build's
 //! cache key, the result's provenance and bisection's steps all use it.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::str::FromStr;
@@ -101,41 +100,8 @@ impl FromStr for Repo {
     }
 }
 
-/// A commit id: 40 lowercase hex digits, as git prints a resolved ref.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Commit(String);
-
-impl Commit {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The first 12 digits, as kernel engineers quote a commit.
-    pub fn short(&self) -> &str {
-        &self.0[..12]
-    }
-}
-
-impl FromStr for Commit {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Commit, String> {
-        let ok = s.len() == 40
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if ok {
-            Ok(Commit(s.to_owned()))
-        } else {
-            Err(format!("`{}` is not a commit id", farm_spec::excerpt(s)))
-        }
-    }
-}
-
-impl fmt::Display for Commit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// A resolved ref: one type for the farm's commits (`farm_spec`).
+pub use farm_spec::CommitId as Commit;
 
 /// The unprivileged user builds run as.
 #[derive(Debug, Clone)]
@@ -261,11 +227,13 @@ impl Trees {
                 ],
             )
             .map_err(|_| unresolved())?;
-        out.trim().parse().map_err(|why| Error::Git {
-            what: "rev-parse",
-            repo: repo.name.clone(),
-            why,
-        })
+        out.trim()
+            .parse()
+            .map_err(|why: farm_spec::commit::NotACommit| Error::Git {
+                what: "rev-parse",
+                repo: repo.name.clone(),
+                why: why.to_string(),
+            })
     }
 
     /// Runs git in `repo` as the build user and returns its stdout, or its

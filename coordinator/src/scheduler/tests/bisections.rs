@@ -124,6 +124,107 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
     );
 }
 
+/// `ListRange`: the range a git bisection would search, listed by the
+/// agent with the repository before any run; ends that are no git range
+/// are refused at once, a malformed listing is refused, a good one given
+/// back as the agent listed it.
+#[tokio::test]
+async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
+    let farm = Farm::new(60_000, 3);
+    let agent = farm
+        .h
+        .call(|reply| Event::Register {
+            capabilities: Box::new(farm_proto::Capabilities {
+                kernel_repos: vec!["linux".into()],
+                ..caps()
+            }),
+            resume_agent_id: String::new(),
+            identity: None,
+            reply,
+        })
+        .await
+        .unwrap();
+    let mut rx = farm.open(&agent, 1, None, Vec::new()).await;
+    let list = |good: &str, bad: &str| {
+        let (h, good, bad) = (farm.h.clone(), good.to_owned(), bad.to_owned());
+        tokio::spawn(async move { h.call(|reply| Event::ListRange { good, bad, reply }).await })
+    };
+    for (good, bad, why) in [
+        (
+            "debian:6.1.0-57-amd64",
+            "git:linux@v6.2",
+            "bisection refused: a git range needs git:REPO@REF kernels at both ends; this one is \"debian:6.1.0-57-amd64\"",
+        ),
+        (
+            "git:linux@v6.1",
+            "git:tip@sched/core",
+            "bisection refused: the ends are in two repositories, `linux` and `tip`",
+        ),
+        (
+            "git:tip@v6.1",
+            "git:tip@sched/core",
+            "bisection refused: no connected agent has repository `tip` (--kernel-repo)",
+        ),
+    ] {
+        let e = list(good, bad).await.unwrap().unwrap_err();
+        assert_eq!(e.to_string(), why);
+    }
+    farm.sync().await;
+    assert!(super::drain(&mut rx).is_empty());
+
+    let asked = |rx: &mut Rx| {
+        let m = rx.try_recv().unwrap().unwrap();
+        match m.msg {
+            Some(coordinator_message::Msg::ListCommits(l)) => l,
+            other => panic!("{other:?}"),
+        }
+    };
+    let commit = |i: u64, subject: &str| farm_proto::CommitInfo {
+        commit: format!("{:040x}", 0xc0de_0000 + i),
+        subject: subject.into(),
+    };
+    // A listing whose commit is no commit id is refused, naming the agent.
+    let pending = list("git:linux@v6.1", "git:linux@sched/core");
+    farm.sync().await;
+    let l = asked(&mut rx);
+    assert_eq!((l.good.as_str(), l.bad.as_str()), ("v6.1", "sched/core"));
+    let mut bad = commit(1, "sched: Slow");
+    bad.commit = "HEAD~1".into();
+    farm.send(
+        &agent,
+        agent_message::Msg::Commits(Commits {
+            request_id: l.request_id,
+            commits: vec![commit(0, "Linux 6.1"), bad],
+            error: String::new(),
+        }),
+    );
+    let e = pending.await.unwrap().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("bisection refused: agent {agent} listed a malformed commit")
+    );
+
+    let pending = list("git:linux@v6.1", "git:linux@sched/core");
+    farm.sync().await;
+    let l = asked(&mut rx);
+    let commits = vec![
+        commit(0, "Linux 6.1"),
+        commit(1, "sched/fair: Tidy"),
+        commit(2, "sched/core: Slow down on purpose"),
+    ];
+    farm.send(
+        &agent,
+        agent_message::Msg::Commits(Commits {
+            request_id: l.request_id,
+            commits: commits.clone(),
+            error: String::new(),
+        }),
+    );
+    let r = pending.await.unwrap().unwrap();
+    assert_eq!(r.agent_id, agent);
+    assert_eq!(r.commits, commits);
+}
+
 /// Three hosts, each running one kernel release: the matrix, then the
 /// bisection's rounds, are served by the agent of each cell's release, with
 /// wall times good (1 s) before 6.1.2 and bad (2 s) from it on.

@@ -107,7 +107,9 @@ impl Trees {
         let mut listed: Vec<Listed> = Vec::new();
         for line in text.lines() {
             let (id, subject) = line.split_once(' ').unwrap_or((line, ""));
-            let commit: Commit = id.parse().map_err(log)?;
+            let commit: Commit = id
+                .parse()
+                .map_err(|e: farm_spec::commit::NotACommit| log(e.to_string()))?;
             listed.push(Listed {
                 commit,
                 subject: subject_of(subject),

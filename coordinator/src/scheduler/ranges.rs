@@ -1,0 +1,228 @@
+//! Git ranges listed by an agent with the repository: the kernels a
+//! git-range bisection searches, and `ListRange`'s answer. The coordinator
+//! has no repository of its own; it asks one connected agent that lists
+//! the repository, takes the answer only from that agent, checks it, and
+//! gives up after [`LISTING_TIMEOUT`].
+
+use std::time::{Duration, Instant};
+
+use farm_proto::{
+    CommitInfo, Commits, CoordinatorMessage, ListCommits, ListRangeResponse,
+    MAX_COMMIT_SUBJECT_BYTES, MAX_RANGE_COMMITS, coordinator_message,
+};
+use farm_spec::Kernel;
+use farm_spec::kernel::GitKernel;
+use tracing::{info, warn};
+
+use super::bisections::Starter;
+use super::provenance::Rejection;
+use super::{Error, Reply, Scheduler, random_id};
+
+/// How long an agent may take to list a git range: a `git log` of
+/// thousands of commits takes well under a second.
+pub const LISTING_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most git ranges being listed at once.
+pub const MAX_PENDING_LISTINGS: usize = 16;
+
+/// Who waits for a listed range.
+pub(super) enum Then {
+    /// A git-range bisection, created from the range.
+    Bisect {
+        request: farm_proto::StartBisectionRequest,
+        starter: Starter,
+    },
+    /// A `ListRange` call.
+    Reply(Reply<ListRangeResponse>),
+}
+
+/// A git range asked of an agent.
+pub(super) struct Listing {
+    agent_id: String,
+    repo: String,
+    then: Then,
+    deadline: Instant,
+}
+
+type Refused = Box<(Error, Then)>;
+
+/// Both ends as git kernels of one repository.
+pub(super) fn git_ends(good: &str, bad: &str) -> Result<(GitKernel, GitKernel), Error> {
+    let git = |k: &str| match k.parse::<Kernel>() {
+        Ok(Kernel::Git(g)) => Ok(g),
+        _ => Err(Error::Bisection(format!(
+            "a git range needs git:REPO@REF kernels at both ends; this one is {:?}",
+            k.chars().take(40).collect::<String>()
+        ))),
+    };
+    let (good, bad) = (git(good)?, git(bad)?);
+    if good.repo() != bad.repo() {
+        return Err(Error::Bisection(format!(
+            "the ends are in two repositories, `{}` and `{}`",
+            good.repo(),
+            bad.repo()
+        )));
+    }
+    Ok((good, bad))
+}
+
+/// An agent's listing, checked: at least both ends, at most
+/// [`MAX_RANGE_COMMITS`] after good, each a full commit id with a subject
+/// within [`MAX_COMMIT_SUBJECT_BYTES`].
+pub(super) fn check_listed(agent_id: &str, commits: &[CommitInfo]) -> Result<(), Error> {
+    if commits.len() < 2 || commits.len() > MAX_RANGE_COMMITS + 1 {
+        return Err(Error::Bisection(format!(
+            "agent {agent_id} listed {} commits for the range",
+            commits.len()
+        )));
+    }
+    for c in commits {
+        if c.commit.parse::<farm_spec::CommitId>().is_err()
+            || c.subject.len() > MAX_COMMIT_SUBJECT_BYTES
+        {
+            return Err(Error::Bisection(format!(
+                "agent {agent_id} listed a malformed commit"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Scheduler {
+    /// `ListRange`: the range between two git kernels, as an agent lists it.
+    pub(super) fn list_range(&mut self, good: &str, bad: &str, reply: Reply<ListRangeResponse>) {
+        if let Err(refused) = self.request_range(good, bad, Then::Reply(reply)) {
+            let (e, then) = *refused;
+            self.listed(then, Err(e));
+        }
+    }
+
+    /// Asks an agent with the ends' repository for the commits between;
+    /// `then` gets the answer, or (with the error) back at once.
+    pub(super) fn request_range(
+        &mut self,
+        good: &str,
+        bad: &str,
+        then: Then,
+    ) -> Result<(), Refused> {
+        let checked = (|| {
+            if self.listings.len() >= MAX_PENDING_LISTINGS {
+                return Err(Error::Busy {
+                    what: "the git ranges being listed",
+                    limit: "MAX_PENDING_LISTINGS",
+                    capacity: MAX_PENDING_LISTINGS,
+                });
+            }
+            let (good, bad) = git_ends(good, bad)?;
+            let repo = good.repo().to_owned();
+            let agent_id = self
+                .agents
+                .iter()
+                .find(|(_, a)| a.session.is_some() && a.capabilities.kernel_repos.contains(&repo))
+                .map(|(id, _)| id.clone())
+                .ok_or_else(|| {
+                    Error::Bisection(format!(
+                        "no connected agent has repository `{repo}` (--kernel-repo)"
+                    ))
+                })?;
+            Ok((good, bad, repo, agent_id))
+        })();
+        let (good, bad, repo, agent_id) = match checked {
+            Ok(c) => c,
+            Err(e) => return Err(Box::new((e, then))),
+        };
+        let request_id = random_id("l");
+        info!(agent = %agent_id, repo = %repo, request = %request_id, "listing a git range");
+        self.outbox.push((
+            agent_id.clone(),
+            CoordinatorMessage {
+                msg: Some(coordinator_message::Msg::ListCommits(ListCommits {
+                    request_id: request_id.clone(),
+                    repo: repo.clone(),
+                    good: good.rev().to_owned(),
+                    bad: bad.rev().to_owned(),
+                })),
+            },
+        ));
+        self.listings.insert(
+            request_id,
+            Listing {
+                agent_id,
+                repo,
+                then,
+                deadline: Instant::now() + LISTING_TIMEOUT,
+            },
+        );
+        Ok(())
+    }
+
+    /// An agent's answer to a `ListCommits`: taken only from the agent it
+    /// was asked of.
+    pub(super) fn commits_listed(&mut self, agent_id: &str, c: Commits) {
+        let ours = self
+            .listings
+            .get(&c.request_id)
+            .is_some_and(|l| l.agent_id == agent_id);
+        if !ours {
+            self.reject(agent_id, Rejection::UnaskedCommits, &c.request_id);
+            return;
+        }
+        let Some(l) = self.listings.remove(&c.request_id) else {
+            return;
+        };
+        let r = if c.error.is_empty() {
+            check_listed(agent_id, &c.commits).map(|()| (l.repo, c.commits))
+        } else {
+            Err(Error::Bisection(format!(
+                "agent {agent_id}: {}",
+                c.error.chars().take(400).collect::<String>()
+            )))
+        };
+        match (l.then, r) {
+            (Then::Reply(reply), r) => {
+                let r = r.map(|(_, commits)| ListRangeResponse {
+                    agent_id: agent_id.to_owned(),
+                    commits,
+                });
+                self.reply(reply, r);
+            }
+            (Then::Bisect { request, starter }, Ok((repo, commits))) => {
+                let r = self.range_bisection(&request, &repo, &commits);
+                self.started(starter, r);
+            }
+            (Then::Bisect { starter, .. }, Err(e)) => self.started(starter, Err(e)),
+        }
+    }
+
+    /// Whoever waits for a listing that failed.
+    pub(super) fn listed(&mut self, then: Then, e: Result<std::convert::Infallible, Error>) {
+        let Err(e) = e;
+        match then {
+            Then::Reply(reply) => self.reply(reply, Err(e)),
+            Then::Bisect { starter, .. } => self.started(starter, Err(e)),
+        }
+    }
+
+    /// Listings whose agent did not answer in time fail their request.
+    pub(super) fn expire_listings(&mut self) {
+        let now = Instant::now();
+        let late: Vec<String> = self
+            .listings
+            .iter()
+            .filter(|(_, l)| l.deadline <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in late {
+            if let Some(l) = self.listings.remove(&id) {
+                warn!(agent = %l.agent_id, request = %id, "git range not listed in time");
+                let e = Error::Unanswered(format!(
+                    "agent {} did not list the git range of repository `{}` within {} s",
+                    l.agent_id,
+                    l.repo,
+                    LISTING_TIMEOUT.as_secs()
+                ));
+                self.listed(l.then, Err(e));
+            }
+        }
+    }
+}
