@@ -10,10 +10,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Farm, git, kernel_tree, serial, wait_for};
+use common::{Farm, browser, git, kernel_tree, serial, wait_for};
 
 #[test]
 fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
+    // Its report is rendered in Chromium: missing, it fails at once.
+    common::browser::chromium();
     let _g = serial();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let repo = kernel_tree();
@@ -221,6 +223,26 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     assert!(
         page.contains("<td>sched/core: Delay finish_task_switch() by 50us</td>"),
         "{page}"
+    );
+    // As a browser draws it: no console message (a NaN in the plot, a
+    // blocked load), the same marks in its DOM, and not a blank picture.
+    let dir = page_path.parent().unwrap();
+    let b = browser::browse(dir, &["--dump-dom".into(), browser::file_url(&page_path)]);
+    let errors = browser::console(&b.stderr);
+    assert!(errors.is_empty(), "the page logged:\n{}", errors.join("\n"));
+    for (mark, n) in [
+        (r#"<circle class="step good""#, 2),
+        (r#"<circle class="step bad""#, 1),
+        (r#"<line class="culprit""#, 1),
+    ] {
+        assert_eq!(b.stdout.matches(mark).count(), n, "{mark}: {}", b.stdout);
+    }
+    let (w, h, size) = browser::screenshot(dir, &browser::file_url(&page_path), &dir.join("b.png"));
+    assert_eq!((w, h), browser::WINDOW);
+    let (_, _, blank) = browser::screenshot(dir, "about:blank", &dir.join("blank.png"));
+    assert!(
+        size > 2 * blank,
+        "the bisection's page ({size} bytes) looks blank ({blank})"
     );
 
     // Without a matrix: the ends named by flags, refused before any run

@@ -3,6 +3,8 @@
 //! (or a power cut) would.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
