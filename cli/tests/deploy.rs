@@ -87,3 +87,36 @@ fn the_units_verify_and_the_coordinator_runs_unprivileged() {
         exposure(&report)
     );
 }
+
+/// The build user of `deploy/sysusers.d`, made by systemd-sysusers in an
+/// empty root as it would be on a host: a system user (UID below 1000)
+/// with no home and no login, as `farm-agent --build-user` expects.
+#[test]
+fn the_build_user_is_a_system_user_without_login() {
+    const SYSUSERS: &str = "/usr/bin/systemd-sysusers";
+    assert!(
+        Path::new(SYSUSERS).is_file(),
+        "{SYSUSERS} is missing: install the Debian package systemd (scripts/test.sh does)"
+    );
+    let conf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/sysusers.d/farm-build.conf");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("etc")).unwrap();
+    let out = Command::new(SYSUSERS)
+        .arg(format!("--root={}", root.path().display()))
+        .arg(&conf)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let passwd = std::fs::read_to_string(root.path().join("etc/passwd")).unwrap();
+    let fields: Vec<&str> = passwd.trim().split(':').collect();
+    assert_eq!(fields.len(), 7, "{passwd}");
+    assert_eq!(fields[0], "farm-build", "{passwd}");
+    let uid: u32 = fields[2].parse().unwrap();
+    assert!(uid > 0 && uid < 1000, "{passwd}");
+    assert_eq!(
+        &fields[5..],
+        ["/nonexistent", "/usr/sbin/nologin"],
+        "{passwd}"
+    );
+}

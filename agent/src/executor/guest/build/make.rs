@@ -226,6 +226,10 @@ impl Trees {
         let key = sha256(key_text(&commit, spec, &inputs, &compiler_version()).as_bytes());
         let builds = cache.join("builds");
         fs::create_dir_all(&builds).map_err(io("create the builds directory"))?;
+        // The build user reaches its work directory and ccache through these.
+        for d in [cache, builds.as_path()] {
+            traversable(d).map_err(io("open the builds directory for traversal"))?;
+        }
         let done = builds.join(&key);
         let mut lock = fs::File::create(builds.join(format!("{key}.lock"))).map_err(io("lock"))?;
         // Runs of the same build wait here for the one that builds it, and
@@ -601,6 +605,18 @@ fn as_builder(user: &BuildUser, program: &str, ccache: &Path) -> Command {
     cmd
 }
 
+/// Lets the build user pass through `dir` to what it owns below: execute
+/// for group and others, never read (it lists nothing). An agent under
+/// `UMask=0077` (deploy/systemd) makes its directories 0700.
+fn traversable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(dir)?.permissions().mode();
+    if mode & 0o011 != 0o011 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o011))?;
+    }
+    Ok(())
+}
+
 /// The compiler's version line: part of a build's key.
 fn compiler_version() -> String {
     Command::new("gcc")
@@ -688,6 +704,23 @@ mod tests {
                 assert_ne!(a, b);
             }
         }
+    }
+
+    #[test]
+    fn a_directory_made_under_a_strict_umask_becomes_traversable_not_readable() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let strict = dir.path().join("strict");
+        fs::create_dir(&strict).unwrap();
+        fs::set_permissions(&strict, fs::Permissions::from_mode(0o700)).unwrap();
+        traversable(&strict).unwrap();
+        assert_eq!(mode(&strict), 0o711);
+        let open = dir.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
+        traversable(&open).unwrap();
+        assert_eq!(mode(&open), 0o755);
     }
 
     #[test]
