@@ -253,6 +253,8 @@ impl Trees {
         };
         let asked = farm_spec::build::catalogue_name(kernel, spec);
         if let Some(b) = found(&done, &commit) {
+            // Used now: the guest cache evicts builds least recently used.
+            crate::executor::guest::image::cache::touch(&done);
             remember(&done, &asked);
             return Ok(Built {
                 took: t.elapsed(),
@@ -504,6 +506,13 @@ impl Trees {
 /// The most names one kept build answers to (refs and tags of one commit).
 const MAX_NAMES_PER_BUILD: usize = 16;
 
+/// ccache's own bound on its directory under the guest cache, which it
+/// keeps by evicting its oldest objects; the guest cache's budget does not
+/// count it. A small guest configuration's objects are about 150 MB per
+/// tree; 5 GB (ccache's default, written out so that it is ours) holds
+/// every commit of a long bisection's neighbourhood.
+pub const CCACHE_MAX_SIZE: &str = "5G";
+
 /// The most kept builds the catalogue lists.
 pub const MAX_BUILT_LISTED: usize = 1000;
 
@@ -579,6 +588,7 @@ fn as_builder(user: &BuildUser, program: &str, ccache: &Path) -> Command {
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &user.home)
         .env("CCACHE_DIR", ccache)
+        .env("CCACHE_MAXSIZE", CCACHE_MAX_SIZE)
         // Every build has a work directory of its own, freshly extracted:
         // paths under the builds directory are hashed as relative ones, and
         // headers newer than the compile do not forbid caching, so that a

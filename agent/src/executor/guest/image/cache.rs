@@ -9,6 +9,13 @@
 //! - `sysroots/<arch>/<key>/` (an entry) and `sysroots/<arch>/<key>.lock`;
 //! - `images/initramfs/<sha256>.cpio.gz` (an entry; no lock: an image is
 //!   written to a temporary sibling and renamed into place);
+//! - `builds/<key>/` (an entry: a kernel built from a tree, kept whole by
+//!   renaming its work directory) and `builds/<key>.lock`; beside them
+//!   `builds/<key>.failed` (a lasting failure, a few hundred bytes, kept
+//!   until removed by hand) and `builds/work-<key>-*` (a build under way,
+//!   or a killed one's, removed by the next build of that key), neither
+//!   counted nor evicted; `ccache/` (bounded by ccache itself:
+//!   `build::make::CCACHE_MAX_SIZE`, not counted);
 //! - temporary siblings of entries being built: `<version>.tmp-<pid>-<n>`,
 //!   `<key>.tmp-<pid>-<n>`, `images/initramfs/tmp-<pid>-<n>[.gz]` (names
 //!   made by [`super::unique_suffix`]);
@@ -26,14 +33,14 @@
 //! images); lock files, `kvm-probe`, run directories and temporary siblings
 //! are not counted. When the entries' total exceeds the budget, the least
 //! recently used are removed ([`choose`]) until it fits, except entries
-//! used within [`IN_USE`] (10 minutes): a run touches its kernel, sysroots
-//! and image while it prepares, and QEMU has read the kernel and image
+//! used within [`IN_USE`] (10 minutes): a run touches its kernel, sysroots,
+//! build and image while it prepares, and QEMU has read the kernel and image
 //! (kept open or copied into the guest's memory) by the time it boots, so
 //! 10 minutes covers preparing a guest with a wide margin. Entries that
 //! cannot be removed (lock held, recently touched, an error) stay and count;
 //! the total may then remain above the budget.
 //!
-//! **Removing safely.** A kernel or sysroot is removed holding its
+//! **Removing safely.** A kernel, sysroot or build is removed holding its
 //! `<entry>.lock` as the builders take it (`File::lock`, i.e. `flock`, on
 //! the same path), taken with `try_lock`: a held lock means a build or
 //! check is under way and the entry is skipped. Under the lock the entry's
@@ -77,8 +84,9 @@ pub const STALE_RUN: Duration = Duration::from_secs(24 * 60 * 60);
 pub const STALE_TEMP: Duration = Duration::from_secs(60 * 60);
 
 /// What a path in the cache is. Entries order as they are cheaper to
-/// rebuild (an image in a second, a kernel by a download), which breaks
-/// ties between entries last used at the same time.
+/// rebuild (an image in a second, a kernel by a download, a build in
+/// minutes of both CPUs), which breaks ties between entries last used at
+/// the same time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// `images/initramfs/<sha256>.cpio.gz`.
@@ -87,6 +95,8 @@ pub enum Kind {
     Sysroot,
     /// `kernels/<version>/`.
     Kernel,
+    /// `builds/<key>/`.
+    Build,
     /// A `run-*` or `kvm-probe-*` temporary directory (swept, not evicted).
     Run,
     /// A temporary sibling of an entry (swept, not evicted).
@@ -99,6 +109,7 @@ impl Kind {
             Kind::Image => "image",
             Kind::Sysroot => "sysroot",
             Kind::Kernel => "kernel",
+            Kind::Build => "built kernel",
             Kind::Run => "run directory",
             Kind::Temp => "temporary",
         }
@@ -151,8 +162,8 @@ fn err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
     }
 }
 
-/// Marks the entry at `path` (an image file, or a kernel's or sysroot's
-/// directory; see [`entry_of`]) as used now, by setting its mtime. A failure
+/// Marks the entry at `path` (an image file, or a kernel's, sysroot's or
+/// build's directory; see [`entry_of`]) as used now, by setting its mtime. A failure
 /// is logged only: the entry may then be evicted sooner, and is rebuilt
 /// when needed again.
 pub fn touch(path: &Path) {
@@ -163,7 +174,7 @@ pub fn touch(path: &Path) {
 }
 
 /// The entry of `cache` that holds `path` (a path under `cache`):
-/// `kernels/<version>`, `sysroots/<arch>/<key>` or
+/// `kernels/<version>`, `sysroots/<arch>/<key>`, `builds/<key>` or
 /// `images/initramfs/<file>`; `None` for any other path. E.g. a kernel's
 /// `vmlinuz` gives its `kernels/<version>`, a sysroot's `root` its entry.
 pub fn entry_of(cache: &Path, path: &Path) -> Option<PathBuf> {
@@ -176,7 +187,7 @@ pub fn entry_of(cache: &Path, path: &Path) -> Option<PathBuf> {
         })
         .collect::<Option<Vec<_>>>()?;
     let depth = match parts.first()?.to_str()? {
-        "kernels" => 2,
+        "kernels" | "builds" => 2,
         "sysroots" => 3,
         "images" if parts.get(1).is_some_and(|p| *p == "initramfs") => 3,
         _ => return None,
@@ -408,6 +419,19 @@ fn scan(cache: &Path, failed: &mut Vec<Error>) -> Result<Scan, Error> {
             locked_dirs.push((c.path(), Kind::Sysroot));
         }
     }
+    for c in children(&cache.join("builds"))? {
+        let name = c.file_name();
+        let name = name.to_string_lossy();
+        // Work directories and kept failures are the builder's (see above).
+        if !c.file_type().is_ok_and(|t| t.is_dir()) || name.starts_with("work-") {
+            continue;
+        }
+        if temp_base(&name).is_some_and(|b| !b.is_empty()) {
+            add(&mut s, c.path(), Kind::Temp);
+        } else {
+            add(&mut s, c.path(), Kind::Build);
+        }
+    }
     for (dir, kind) in locked_dirs {
         for c in children(&dir)? {
             let name = c.file_name();
@@ -470,7 +494,7 @@ fn temp_lock(path: &Path) -> Option<PathBuf> {
     Some(path.with_file_name(format!("{base}.lock")))
 }
 
-/// The lock file of a kernel or sysroot entry: `<entry>.lock`.
+/// The lock file of a kernel, sysroot or build entry: `<entry>.lock`.
 fn entry_lock(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
     Some(path.with_file_name(format!("{name}.lock")))
@@ -563,7 +587,7 @@ enum Outcome {
 /// Removes one entry chosen for eviction, under its lock if it has one.
 fn remove_entry(e: &Entry, now: SystemTime) -> Result<Outcome, Error> {
     let _guard = match e.kind {
-        Kind::Kernel | Kind::Sysroot => {
+        Kind::Kernel | Kind::Sysroot | Kind::Build => {
             let lock = entry_lock(&e.path).ok_or_else(|| Error {
                 path: e.path.clone(),
                 what: "find the lock of",
@@ -585,7 +609,7 @@ fn remove_entry(e: &Entry, now: SystemTime) -> Result<Outcome, Error> {
         return Ok(Outcome::Touched);
     }
     match e.kind {
-        Kind::Kernel | Kind::Sysroot => {
+        Kind::Kernel | Kind::Sysroot | Kind::Build => {
             // Gone for every reader at once; the rest is a temporary
             // sibling, swept later should its removal fail.
             let name = e.path.file_name().unwrap_or_default().to_string_lossy();

@@ -197,6 +197,24 @@ fn sysroot(cache: &Path, key: &str, secs: u64) -> PathBuf {
     e
 }
 
+/// A kept build of 1000 bytes used `secs` ago, with its lock file, and
+/// beside it what the builder keeps of its own: a failure, a work directory.
+fn build(cache: &Path, key: &str, secs: u64) -> PathBuf {
+    let dir = cache.join("builds");
+    let e = dir.join(key);
+    file(&e.join("bzImage"), 900, secs);
+    file(&e.join("config"), 100, secs);
+    set_age(&e, secs);
+    fs::write(dir.join(format!("{key}.lock")), "").unwrap();
+    file(&dir.join(format!("{key}x.failed")), 10, 9 * DAY);
+    file(
+        &dir.join(format!("work-{key}y-AbC/src/Makefile")),
+        10,
+        9 * DAY,
+    );
+    e
+}
+
 fn image(cache: &Path, sha: &str, bytes: usize, secs: u64) -> PathBuf {
     let p = cache.join(format!("images/initramfs/{sha}.cpio.gz"));
     file(&p, bytes, secs);
@@ -239,6 +257,35 @@ fn over_budget_evicts_least_recently_used_first() {
     let again = evict(c, 2500).unwrap();
     assert!(again.removed.is_empty());
     assert_eq!(again.kept_bytes, 2000);
+}
+
+#[test]
+fn kept_builds_are_entries_evicted_by_last_use_under_their_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path();
+    let old = build(c, "aaaa", 3 * DAY);
+    let locked = build(c, "bbbb", 2 * DAY);
+    let used = build(c, "cccc", 4 * DAY);
+    touch(&used);
+    assert_eq!(entry_of(c, &used.join("bzImage")), Some(used.clone()));
+    let k = kernel(c, "6.1.0-9-amd64", DAY);
+    // A builder holds one build's lock: it is being read or made.
+    let held = File::create(c.join("builds/bbbb.lock")).unwrap();
+    held.lock().unwrap();
+
+    let ev = evict(c, 1000).unwrap();
+    // The oldest first; the locked one counts as used now, so the kernel
+    // goes next.
+    assert_eq!(removed(&ev), [old.as_path(), k.as_path()], "{ev:?}");
+    assert_eq!((&ev.removed[0].path, ev.removed[0].kind), (&old, Kind::Build));
+    assert_eq!(ev.locked, [locked.as_path()]);
+    assert_eq!(ev.kept_bytes, 2000);
+    assert!(locked.is_dir() && used.is_dir());
+    // The builder's own files stay, and so do the locks.
+    assert!(c.join("builds/aaaax.failed").is_file());
+    assert!(c.join("builds/work-aaaay-AbC/src/Makefile").is_file());
+    assert!(c.join("builds/aaaa.lock").is_file());
+    drop(held);
 }
 
 #[test]
