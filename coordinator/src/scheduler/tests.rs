@@ -101,6 +101,20 @@ impl Farm {
         self.register_as(None, "").await.unwrap()
     }
 
+    /// A new agent with these capabilities.
+    async fn register_caps(&self, capabilities: farm_proto::Capabilities) -> String {
+        let capabilities = Box::new(capabilities);
+        self.h
+            .call(|reply| Event::Register {
+                capabilities,
+                resume_agent_id: String::new(),
+                identity: None,
+                reply,
+            })
+            .await
+            .unwrap()
+    }
+
     /// A `Register` with a certificate's name (`identity`) or a token's
     /// none, asking to resume `resume`.
     async fn register_as(&self, identity: Option<&str>, resume: &str) -> Result<String, Error> {

@@ -12,18 +12,11 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
     let farm = Farm::new(60_000, 3);
     // Agent `with` has the repository `linux`; `without` has none.
     let with = farm
-        .h
-        .call(|reply| Event::Register {
-            capabilities: Box::new(farm_proto::Capabilities {
-                kernel_repos: vec!["linux".into()],
-                ..caps()
-            }),
-            resume_agent_id: String::new(),
-            identity: None,
-            reply,
+        .register_caps(farm_proto::Capabilities {
+            kernel_repos: vec!["linux".into()],
+            ..caps()
         })
-        .await
-        .unwrap();
+        .await;
     let without = farm.register().await;
     let mut rx_without = farm.open(&without, 2, None, Vec::new()).await;
 
@@ -132,18 +125,11 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
 async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
     let farm = Farm::new(60_000, 3);
     let agent = farm
-        .h
-        .call(|reply| Event::Register {
-            capabilities: Box::new(farm_proto::Capabilities {
-                kernel_repos: vec!["linux".into()],
-                ..caps()
-            }),
-            resume_agent_id: String::new(),
-            identity: None,
-            reply,
+        .register_caps(farm_proto::Capabilities {
+            kernel_repos: vec!["linux".into()],
+            ..caps()
         })
-        .await
-        .unwrap();
+        .await;
     let mut rx = farm.open(&agent, 1, None, Vec::new()).await;
     let list = |good: &str, bad: &str| {
         let (h, good, bad) = (farm.h.clone(), good.to_owned(), bad.to_owned());
@@ -381,20 +367,13 @@ async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
 async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
     let farm = Farm::new(60_000, 3);
     let agent = farm
-        .h
-        .call(|reply| Event::Register {
-            capabilities: Box::new(farm_proto::Capabilities {
-                kernel_repos: vec!["linux".into()],
-                guest_arches: vec!["x86_64".into()],
-                executors: vec!["tcg".into()],
-                ..caps()
-            }),
-            resume_agent_id: String::new(),
-            identity: None,
-            reply,
+        .register_caps(farm_proto::Capabilities {
+            kernel_repos: vec!["linux".into()],
+            guest_arches: vec!["x86_64".into()],
+            executors: vec!["tcg".into()],
+            ..caps()
         })
-        .await
-        .unwrap();
+        .await;
     let mut rx = farm.open(&agent, 1, None, Vec::new()).await;
     let text = "name = \"nightly\"\nrepetitions = 5\n\
                 kernels = [\"git:linux@v6.1\", \"git:linux@sched-core\"]\n\

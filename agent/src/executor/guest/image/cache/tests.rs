@@ -277,7 +277,10 @@ fn kept_builds_are_entries_evicted_by_last_use_under_their_lock() {
     // The oldest first; the locked one counts as used now, so the kernel
     // goes next.
     assert_eq!(removed(&ev), [old.as_path(), k.as_path()], "{ev:?}");
-    assert_eq!((&ev.removed[0].path, ev.removed[0].kind), (&old, Kind::Build));
+    assert_eq!(
+        (&ev.removed[0].path, ev.removed[0].kind),
+        (&old, Kind::Build)
+    );
     assert_eq!(ev.locked, [locked.as_path()]);
     assert_eq!(ev.kept_bytes, 2000);
     assert!(locked.is_dir() && used.is_dir());
