@@ -276,6 +276,7 @@ pub fn to_json(b: &Bisection) -> serde_json::Value {
             "p_value": num(o.p_value),
             "p_last_good_vs_good": num(o.p_last_good_vs_good),
             "p_first_bad_vs_bad": num(o.p_first_bad_vs_bad),
+            "matrix_ids": o.matrix_ids,
         })),
     })
 }
