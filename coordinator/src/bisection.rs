@@ -13,6 +13,7 @@ use farm_proto::{
 use farm_spec::metric::is_primary;
 
 use crate::matrix::{MAX_NAME_BYTES, Matrix};
+use crate::results::{direction, values};
 use crate::store::{RunRecord, RunState};
 
 /// Runs of each kernel per round, and the most per step, when the request
@@ -402,12 +403,12 @@ pub fn choose_metric(
     asked: &str,
     min_effect: f64,
 ) -> Result<(String, Direction), Error> {
-    let (ours, theirs) = (metric_values(runs), metric_values(baseline));
+    let (ours, theirs) = (values(runs), values(baseline));
     if !asked.is_empty() {
         return ours
             .iter()
-            .find(|(n, _, _)| n == asked)
-            .map(|(n, d, _)| (n.clone(), *d))
+            .find(|v| v.name == asked)
+            .map(|v| (v.name.clone(), direction(v.direction)))
             .ok_or_else(|| Error::NoMetric {
                 cell,
                 metric: asked.chars().take(40).collect(),
@@ -419,38 +420,21 @@ pub fn choose_metric(
         ..Options::default()
     };
     let mut best: Option<(f64, String, Direction)> = None;
-    for (name, direction, values) in ours.iter().filter(|(n, _, _)| is_primary(n)) {
-        let Some((_, _, base)) = theirs.iter().find(|(n, _, _)| n == name) else {
+    for v in ours.iter().filter(|v| is_primary(&v.name)) {
+        let Some(base) = theirs.iter().find(|b| b.name == v.name) else {
             continue;
         };
-        let Ok(c) = farm_analysis::compare::compare(base, values, *direction, &options) else {
+        let d = direction(v.direction);
+        let Ok(c) = farm_analysis::compare::compare(&base.values, &v.values, d, &options) else {
             continue;
         };
         let size = c.shift.ln().abs();
         if c.verdict == Verdict::Regression && best.as_ref().is_none_or(|(b, _, _)| size > *b) {
-            best = Some((size, name.clone(), *direction));
+            best = Some((size, v.name.clone(), d));
         }
     }
     best.map(|(_, n, d)| (n, d))
         .ok_or(Error::NotRegressed { cell })
-}
-
-/// Each metric's values over finished runs, with its direction, in the
-/// order metrics first appear.
-fn metric_values(runs: &[&RunRecord]) -> Vec<(String, Direction, Vec<f64>)> {
-    let mut out: Vec<(String, Direction, Vec<f64>)> = Vec::new();
-    for r in runs.iter().filter(|r| r.state == RunState::Finished) {
-        for m in r.result.iter().flat_map(|res| &res.metrics) {
-            match out.iter_mut().find(|(n, _, _)| *n == m.name) {
-                Some((_, _, v)) => v.push(m.value),
-                None => {
-                    let d = crate::results::direction(m.direction);
-                    out.push((m.name.clone(), d, vec![m.value]));
-                }
-            }
-        }
-    }
-    out
 }
 
 /// A round the bisector asks for: each of `kernels` `runs` times, the

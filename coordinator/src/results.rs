@@ -25,16 +25,17 @@ use crate::store::{RunRecord, RunState};
 
 /// One metric's values over a cell's finished runs, in run order.
 #[derive(Debug, Clone, Default)]
-struct Values {
-    name: String,
-    unit: String,
-    direction: i32,
-    values: Vec<f64>,
+pub(crate) struct Values {
+    pub name: String,
+    pub unit: String,
+    /// The wire's `Direction` (read it with [`direction`]).
+    pub direction: i32,
+    pub values: Vec<f64>,
 }
 
 /// The metrics of `runs` in the order they first appear; finished runs only,
 /// by repetition.
-fn values(runs: &[&RunRecord]) -> Vec<Values> {
+pub(crate) fn values(runs: &[&RunRecord]) -> Vec<Values> {
     let mut finished: Vec<&&RunRecord> = runs
         .iter()
         .filter(|r| r.state == RunState::Finished)
