@@ -236,6 +236,10 @@ pub fn outcome_line(b: &Bisection) -> String {
             kernel(b, o.failed_kernel),
             o.failed_kernel
         ),
+        "cancelled" => format!(
+            "cancelled: its round matrix {} was cancelled",
+            o.matrix_ids.last().map_or("?", String::as_str)
+        ),
         other => format!("ended: {other}"),
     }
 }

@@ -218,6 +218,19 @@ pub fn record(b: &mut Bisection, x: &Bisector) {
 /// The outcome's kind that names a first bad kernel.
 pub const CULPRIT: &str = "culprit";
 
+/// The outcome of a bisection whose round matrix `matrix_id` was
+/// cancelled: it ends so, rather than wait for a round never done.
+pub fn cancelled(b: &mut Bisection, matrix_id: &str) {
+    b.outcome = Some(BisectionOutcome {
+        kind: CANCELLED.to_owned(),
+        matrix_ids: vec![matrix_id.to_owned()],
+        ..BisectionOutcome::default()
+    });
+}
+
+/// The outcome's kind of a bisection whose round was cancelled.
+pub const CANCELLED: &str = "cancelled";
+
 fn outcome(o: &Outcome) -> BisectionOutcome {
     match *o {
         Outcome::Culprit {

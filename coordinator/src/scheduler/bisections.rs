@@ -331,14 +331,7 @@ impl Scheduler {
     /// A matrix is done: if it is the round a bisection waits for, its
     /// values go to the bisector, and the next round is submitted.
     pub(super) fn bisection_round_done(&mut self, matrix_id: &str) {
-        let Some(id) = self
-            .bisections
-            .iter()
-            .find(|(_, b)| {
-                b.outcome.is_none() && b.pending_matrices.last().is_some_and(|m| m == matrix_id)
-            })
-            .map(|(id, _)| id.clone())
-        else {
+        let Some(id) = self.waiting_for(matrix_id) else {
             return;
         };
         let Some(m) = self.matrices.get(matrix_id) else {
@@ -363,6 +356,30 @@ impl Scheduler {
         self.advance_bisection(&id);
     }
 
+    /// A matrix was cancelled: if it is the round a bisection waits for,
+    /// the bisection ends `cancelled` (`farmctl cancel` of a round is how a
+    /// user stops a bisection).
+    pub(super) fn bisection_round_cancelled(&mut self, matrix_id: &str) {
+        let Some(id) = self.waiting_for(matrix_id) else {
+            return;
+        };
+        let mut b = self.bisections[&id].clone();
+        bisection::cancelled(&mut b, matrix_id);
+        info!(bisection = %id, matrix = %matrix_id, "bisection cancelled with its round");
+        self.ops.push(Op::PutBisection(Box::new(b.clone())));
+        self.bisections.insert(id, b);
+    }
+
+    /// The running bisection whose current round is `matrix_id`.
+    fn waiting_for(&self, matrix_id: &str) -> Option<String> {
+        self.bisections
+            .iter()
+            .find(|(_, b)| {
+                b.outcome.is_none() && b.pending_matrices.last().is_some_and(|m| m == matrix_id)
+            })
+            .map(|(id, _)| id.clone())
+    }
+
     /// After recovery: a bisection whose round ended while no coordinator
     /// led takes it now.
     pub(super) fn resume_bisections(&mut self) {
@@ -373,11 +390,12 @@ impl Scheduler {
             .filter_map(|b| b.pending_matrices.last().cloned())
             .collect();
         for matrix_id in waiting {
-            let done = self
-                .matrices
-                .get(&matrix_id)
-                .is_some_and(|m| !m.rec.cancelled && !self.has_unended_runs(m));
-            if done {
+            let Some(m) = self.matrices.get(&matrix_id) else {
+                continue;
+            };
+            if m.rec.cancelled {
+                self.bisection_round_cancelled(&matrix_id);
+            } else if !self.has_unended_runs(m) {
                 self.bisection_round_done(&matrix_id);
             }
         }

@@ -207,6 +207,7 @@ impl Scheduler {
         }
         self.queues.retain(|(mseq, _), _| *mseq != seq);
         info!(matrix = %matrix_id, runs = n, "matrix cancelled");
+        self.bisection_round_cancelled(matrix_id);
         Ok(n)
     }
 

@@ -158,21 +158,25 @@ async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
     farm.sync().await;
     assert!(super::drain(&mut rx).is_empty());
 
-    let asked = |rx: &mut Rx| {
-        let m = rx.try_recv().unwrap().unwrap();
+    // The listing is asked once the spawned call reaches the scheduler.
+    async fn asked(rx: &mut Rx) -> farm_proto::ListCommits {
+        let m = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         match m.msg {
             Some(coordinator_message::Msg::ListCommits(l)) => l,
             other => panic!("{other:?}"),
         }
-    };
+    }
     let commit = |i: u64, subject: &str| farm_proto::CommitInfo {
         commit: format!("{:040x}", 0xc0de_0000 + i),
         subject: subject.into(),
     };
     // A listing whose commit is no commit id is refused, naming the agent.
     let pending = list("git:linux@v6.1", "git:linux@sched/core");
-    farm.sync().await;
-    let l = asked(&mut rx);
+    let l = asked(&mut rx).await;
     assert_eq!((l.good.as_str(), l.bad.as_str()), ("v6.1", "sched/core"));
     let mut bad = commit(1, "sched: Slow");
     bad.commit = "HEAD~1".into();
@@ -191,8 +195,7 @@ async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
     );
 
     let pending = list("git:linux@v6.1", "git:linux@sched/core");
-    farm.sync().await;
-    let l = asked(&mut rx);
+    let l = asked(&mut rx).await;
     let commits = vec![
         commit(0, "Linux 6.1"),
         commit(1, "sched/fair: Tidy"),
@@ -357,6 +360,74 @@ async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
     let compared: Vec<(u32, Option<u32>)> =
         r.cells.iter().map(|c| (c.cell_index, c.baseline)).collect();
     assert_eq!(compared, [(0, None), (1, Some(0)), (2, None)]);
+}
+
+/// Cancelling a bisection's round matrix ends the bisection `cancelled`
+/// (it would otherwise wait for that round for ever, holding a place under
+/// MAX_RUNNING_BISECTIONS); so it stays after a restart.
+#[tokio::test]
+async fn a_cancelled_round_ends_its_bisection() {
+    let farm = Farm::new(60_000, 3);
+    let mut hosts = Hosts::connect(&farm, &[]).await;
+    let text = "name = \"rel\"\nrepetitions = 5\nkernels = [\"6.1.1\", \"6.1.3\"]\n\
+                [[workloads]]\nname = \"cpu-hog\"\n[baseline]\nkernel = \"6.1.1\"\n";
+    let matrix = Box::new(crate::matrix::parse("r.toml", text).unwrap());
+    let id = farm
+        .h
+        .call(|reply| Event::Submit {
+            traceparent: String::new(),
+            matrix,
+            file_name: "r.toml".into(),
+            source: text.into(),
+            reply,
+        })
+        .await
+        .unwrap()
+        .matrix_id;
+    while hosts.serve(&farm).await > 0 {}
+    let request = StartBisectionRequest {
+        matrix_id: id,
+        cell: 1,
+        between: vec!["6.1.2".into()],
+        runs: 5,
+        max_runs: 5,
+        ..Default::default()
+    };
+    let b = farm
+        .h
+        .call(|reply| Event::StartBisection {
+            request: Box::new(request),
+            reply,
+        })
+        .await
+        .unwrap();
+    let round = b.pending_matrices[0].clone();
+    let matrix_id = round.clone();
+    let cancelled = farm
+        .h
+        .call(|reply| Event::Cancel { matrix_id, reply })
+        .await
+        .unwrap();
+    assert_eq!(cancelled, 15);
+    let o = bisection(&farm, &b.bisection_id)
+        .await
+        .outcome
+        .expect("ended");
+    assert_eq!(o.kind, "cancelled");
+    assert_eq!(o.matrix_ids, std::slice::from_ref(&round));
+    // The runs already assigned answer late; no round follows, and a
+    // restart keeps the end.
+    while hosts.serve(&farm).await > 0 {}
+    let after = bisection(&farm, &b.bisection_id).await;
+    assert_eq!(after.pending_matrices, std::slice::from_ref(&round));
+    assert_eq!(after.outcome.map(|o| o.kind).as_deref(), Some("cancelled"));
+    drop(hosts);
+    let farm = farm.reopen().await;
+    let o = bisection(&farm, &b.bisection_id)
+        .await
+        .outcome
+        .expect("ended");
+    assert_eq!(o.kind, "cancelled");
 }
 
 /// `[schedule] bisect = true`: an execution that finds a regression between
