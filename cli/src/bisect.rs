@@ -46,7 +46,22 @@ pub fn between(list: &[String], file: Option<&Path>) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// How a followed bisection ended.
+pub struct Followed {
+    /// The culprit was named and confirmed.
+    pub confirmed: bool,
+    /// The bisection as `--json` shows it.
+    pub json: serde_json::Value,
+}
+
+/// Starts a bisection and follows it (see [`follow`]).
 pub async fn start(c: &mut Client, req: StartBisectionRequest, json: bool) -> Result<bool> {
+    let id = started(c, req).await?;
+    follow(c, &id, json).await
+}
+
+/// Starts a bisection and says so on stderr; its id.
+pub async fn started(c: &mut Client, req: StartBisectionRequest) -> Result<String> {
     let b = c
         .start_bisection(req)
         .await
@@ -60,12 +75,25 @@ pub async fn start(c: &mut Client, req: StartBisectionRequest, json: bool) -> Re
         b.runs,
         b.max_runs
     );
-    follow(c, &b.bisection_id, json).await
+    Ok(b.bisection_id)
 }
 
-/// Prints each step as it is decided and the outcome; true when the
-/// culprit was confirmed.
+/// Prints each step as it is decided and the outcome (or, with `json`,
+/// the whole bisection once ended); true when the culprit was confirmed.
 pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
+    let f = follow_quietly(c, id, !json).await?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&f.json).context("encoding JSON")?
+        );
+    }
+    Ok(f.confirmed)
+}
+
+/// Follows a bisection to its end; with `lines`, its steps and outcome as
+/// text on stdout as they come, else nothing but the rounds on stderr.
+pub async fn follow_quietly(c: &mut Client, id: &str, lines: bool) -> Result<Followed> {
     let mut shown = 0;
     let mut round = String::new();
     loop {
@@ -90,7 +118,7 @@ pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
             );
             round = m.clone();
         }
-        if !json {
+        if lines {
             for (i, s) in b.steps.iter().enumerate().skip(shown) {
                 println!("{}", step_line(&b, i, s));
             }
@@ -98,20 +126,18 @@ pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {
         shown = b.steps.len();
         if let Some(o) = &b.outcome {
             let diagnosis = diagnosis(c, o).await?;
-            if json {
-                let mut v = to_json(&b);
-                v["outcome"]["diagnosis"] = serde_json::json!(diagnosis);
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&v).context("encoding JSON")?
-                );
-            } else {
+            if lines {
                 println!("{}", outcome_line(&b));
                 for line in &diagnosis {
                     println!("  {line}");
                 }
             }
-            return Ok(o.kind == "culprit" && o.confirmed);
+            let mut v = to_json(&b);
+            v["outcome"]["diagnosis"] = serde_json::json!(diagnosis);
+            return Ok(Followed {
+                confirmed: o.kind == "culprit" && o.confirmed,
+                json: v,
+            });
         }
         tokio::time::sleep(POLL).await;
     }

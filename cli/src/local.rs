@@ -131,7 +131,10 @@ pub async fn run(
         })
         .await?
         .into_inner();
-    print_results(&results, json)?;
+    // With --bisect --json, one document: the results and the bisections.
+    if !(json && bisect.is_some()) {
+        print_results(&results, json)?;
+    }
     if let Some(path) = report {
         std::fs::write(path, crate::report::render(&results))
             .with_context(|| format!("writing {}", path.display()))?;
@@ -150,6 +153,7 @@ pub async fn run(
             eprintln!("no cell regressed: nothing to bisect");
         }
         let matrix_id = results.status.clone().unwrap_or_default().matrix_id;
+        let mut bisections = Vec::new();
         for cell in regressed {
             eprintln!("bisecting cell {cell} over its git range");
             let req = farm_proto::StartBisectionRequest {
@@ -160,9 +164,22 @@ pub async fn run(
                 max_runs: opts.max_runs,
                 ..Default::default()
             };
-            if !crate::bisect::start(&mut c, req, json).await? {
+            let id = crate::bisect::started(&mut c, req).await?;
+            let f = crate::bisect::follow_quietly(&mut c, &id, !json).await?;
+            if !f.confirmed {
                 code = ExitCode::from(1);
             }
+            bisections.push(f.json);
+        }
+        if json {
+            let v = serde_json::json!({
+                "results": crate::render::results_json(&results),
+                "bisections": bisections,
+            });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).context("encoding JSON")?
+            );
         }
     }
 

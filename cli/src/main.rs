@@ -157,6 +157,8 @@ enum Command {
     /// Run a matrix on this machine: embedded coordinator plus a local agent.
     Run {
         file: PathBuf,
+        /// The results as JSON (with --bisect, one document: `results` and
+        /// `bisections`).
         #[arg(long)]
         json: bool,
         /// Keep the store here instead of a temporary directory.
