@@ -9,8 +9,9 @@
 # GUEST_CACHE the agent's guest cache (default ~/.cache/farm/guests). Run
 # it with the builds cached (after `cargo test --test bisect -p farmctl`,
 # GUEST_CACHE=target/guest-cache): the wall times are then the guests',
-# not the compiler's. Uses the release binaries (cargo build --release
-# --workspace --bins), a coordinator and an agent on 127.0.0.1, as root.
+# not the compiler's. Uses the binaries in BIN (default target/release:
+# cargo build --release --workspace --bins), a coordinator and an agent on
+# 127.0.0.1, as root.
 #
 # Each bisection is the example's cell (oltp, 2-node TCG guest, tps) with
 # 5 runs a round and at most 10 a step; the kernels between are given in
@@ -24,7 +25,7 @@ set -euo pipefail
 tree=${1:?usage: wall.sh TREE [GUEST_CACHE]}
 cache=${2:-$HOME/.cache/farm/guests}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$root/target/release
+bin=${BIN:-$root/target/release}
 work=$(mktemp -d)
 port=7791
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true' EXIT
