@@ -278,15 +278,22 @@ impl Scheduler {
         let Some(b) = self.bisections.get(id) else {
             return;
         };
-        let x = match bisection::bisector(b) {
-            Ok(x) => x,
-            Err(e) => {
-                warn!(bisection = %id, "cannot resume: {e}");
-                return;
+        // An ended record is never planned again: a bisector rebuilt from
+        // it has its steps and ends but not its outcome, and would ask for
+        // the confirmation once more (a round nobody waits for).
+        let next = if b.outcome.is_some() {
+            None
+        } else {
+            match bisection::bisector(b) {
+                Ok(x) => bisection::next(&x),
+                Err(e) => {
+                    warn!(bisection = %id, "cannot resume: {e}");
+                    return;
+                }
             }
         };
         let mut b = b.clone();
-        match bisection::next(&x) {
+        match next {
             Some(bisection::Round {
                 kernels,
                 runs,

@@ -349,12 +349,16 @@ async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
         (1, "same_as_bad")
     );
     assert_eq!(b.steps[0].matrix_ids, [round1]);
+    // Ended: nothing pending, no round after the confirmation (its
+    // matrix is the last one served).
+    assert!(b.pending_matrices.is_empty(), "{b:?}");
     let o = b.outcome.expect("ended");
     assert_eq!(
         (o.kind.as_str(), o.last_good, o.first_bad, o.confirmed),
         ("culprit", 0, 1, true)
     );
     assert_eq!(o.matrix_ids.len(), 1);
+    assert_eq!(hosts.serve(&farm).await, 0);
     // The confirmation compares first bad with last good, as any matrix.
     let r = super::results_of(&farm, &o.matrix_ids[0]).await;
     let compared: Vec<(u32, Option<u32>)> =
