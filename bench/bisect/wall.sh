@@ -47,9 +47,11 @@ FARM_KERNEL_REPOS=linux=$tree FARM_BUILD_USER=nobody FARM_GUEST_CACHE=$cache \
 export FARM_COORDINATOR=http://127.0.0.1:$port FARM_TOKEN_FILE=$work/data/submit.token
 until "$bin/farmctl" agents 2>/dev/null | grep -q connected; do sleep 0.5; done
 
-# bisect GOOD BAD [BETWEEN,…|--git-range]: one line of the table.
+# bisect GOOD BAD [BETWEEN,…|--git-range] N: one line of the table (only
+# the N in $ONLY when it is set, e.g. ONLY="5 8").
 bisect() {
     local good=$1 bad=$2 between=$3 n=$4
+    [[ -z ${ONLY:-} || " $ONLY " == *" $n "* ]] || return 0
     local range=(--between "$between")
     [[ $between == --git-range ]] && range=(--git-range)
     [[ -z $between ]] && range=()
