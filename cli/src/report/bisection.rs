@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use farm_proto::Bisection;
 
-use super::format::escape;
+use super::format::{escape, p_value, ratio};
 use super::head;
 use super::svg::{self, Linear, px};
 
@@ -130,7 +130,7 @@ fn plot(b: &Bisection) -> String {
             px(x.map(f64::from(s.kernel))),
             px(cy),
             svg::title(&format!(
-                "step {}: kernel {} {kernel}: {} (×{} against good)",
+                "step {}: kernel {} {kernel}: {} ({} against good)",
                 i + 1,
                 s.kernel,
                 s.call,
@@ -148,15 +148,6 @@ fn plot(b: &Bisection) -> String {
     o
 }
 
-/// A ratio with three decimals, `–` when it was not measured.
-fn ratio(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.3}")
-    } else {
-        "–".to_owned()
-    }
-}
-
 fn class(call: &str) -> &'static str {
     match call {
         "same_as_good" => "good",
@@ -168,15 +159,8 @@ fn class(call: &str) -> &'static str {
 fn table(b: &Bisection) -> String {
     let mut o = String::from(
         "<table class=\"steps\">\n<tr><th>step</th><th>kernel</th><th>subject</th><th>call</th>\
-         <th>×good</th><th>p</th><th>×bad</th><th>p</th><th>runs</th></tr>\n",
+         <th>against good</th><th></th><th>against bad</th><th></th><th>runs</th></tr>\n",
     );
-    let p = |v: f64| {
-        if v.is_finite() {
-            format!("{v:.2e}")
-        } else {
-            "–".to_owned()
-        }
-    };
     for (i, s) in b.steps.iter().enumerate() {
         let _ = writeln!(
             o,
@@ -187,10 +171,11 @@ fn table(b: &Bisection) -> String {
             escape(b.kernels.get(s.kernel as usize).map_or("?", String::as_str)),
             escape(b.subjects.get(s.kernel as usize).map_or("", String::as_str)),
             escape(&s.call),
+            // As the matrix's page writes them (`report/format.rs`).
             ratio(s.ratio_vs_good),
-            p(s.p_vs_good),
+            p_value(s.p_vs_good),
             ratio(s.ratio_vs_bad),
-            p(s.p_vs_bad),
+            p_value(s.p_vs_bad),
             s.runs
         );
     }

@@ -624,6 +624,12 @@ fn a_bisection_page_draws_each_step_by_its_call_and_marks_the_culprit() {
     );
     assert_eq!(page.matches("<tr class=").count(), 3);
     assert!(page.contains("<td>commit &lt;5&gt;</td>"));
+    // Ratios and p-values as the matrix's page writes them.
+    assert!(
+        page.contains("<td>×0.260</td><td>p = 0.50</td><td>×0.065</td><td>p = 0.008</td>"),
+        "{page}"
+    );
+    assert!(page.contains("<td>–</td><td>p = 0.50</td><td>–</td><td>p = 0.008</td>"));
     assert!(page.contains("<li>context-switches ×0.27</li>"));
     // A ratio not measured is drawn on the good line, never as NaN.
     assert!(!page.contains("NaN"));
