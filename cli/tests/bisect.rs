@@ -309,7 +309,7 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
         "git:nosuch@v6.1",
         "git:nosuch@bisect-bad",
         &["--git-range"],
-        "no connected agent has repository `nosuch` (--kernel-repo)",
+        "error: git range refused: no connected agent has repository `nosuch` (--kernel-repo)",
     );
     refused_early(
         "git:linux@v6.1",

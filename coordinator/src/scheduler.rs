@@ -265,6 +265,9 @@ pub enum Error {
     /// A bisection request that cannot be bisected (the reason says why).
     #[error("bisection refused: {0}")]
     Bisection(String),
+    /// A `ListRange` that cannot be listed (the reason says why).
+    #[error("git range refused: {0}")]
+    Range(String),
     /// An agent asked on a caller's behalf did not answer in time.
     #[error("{0}")]
     Unanswered(String),

@@ -83,7 +83,7 @@ impl From<scheduler::Error> for Status {
             | E::UnknownSchedule(_)
             | E::UnknownAgent(_)
             | E::UnknownBisection(_) => Status::not_found(message),
-            E::Bisection(_) => Status::invalid_argument(message),
+            E::Bisection(_) | E::Range(_) => Status::invalid_argument(message),
             E::AgentInUse(_) => Status::failed_precondition(message),
             E::NotYourAgent { .. } => Status::permission_denied(message),
             E::LeaseExpired | E::Busy { .. } | E::ShuttingDown | E::Unanswered(_) => {

@@ -88,6 +88,15 @@ pub(super) fn check_listed(agent_id: &str, commits: &[CommitInfo]) -> Result<(),
     Ok(())
 }
 
+/// A refusal as a `ListRange` caller is told it: the range refused, not a
+/// bisection (the checks are the same).
+fn as_range(e: Error) -> Error {
+    match e {
+        Error::Bisection(why) => Error::Range(why),
+        e => e,
+    }
+}
+
 impl Scheduler {
     /// `ListRange`: the range between two git kernels, as an agent lists it.
     pub(super) fn list_range(&mut self, good: &str, bad: &str, reply: Reply<ListRangeResponse>) {
@@ -180,10 +189,12 @@ impl Scheduler {
         };
         match (l.then, r) {
             (Then::Reply(reply), r) => {
-                let r = r.map(|(_, commits)| ListRangeResponse {
-                    agent_id: agent_id.to_owned(),
-                    commits,
-                });
+                let r = r
+                    .map(|(_, commits)| ListRangeResponse {
+                        agent_id: agent_id.to_owned(),
+                        commits,
+                    })
+                    .map_err(as_range);
                 self.reply(reply, r);
             }
             (Then::Bisect { request, starter }, Ok((repo, commits))) => {
@@ -198,7 +209,7 @@ impl Scheduler {
     pub(super) fn listed(&mut self, then: Then, e: Result<std::convert::Infallible, Error>) {
         let Err(e) = e;
         match then {
-            Then::Reply(reply) => self.reply(reply, Err(e)),
+            Then::Reply(reply) => self.reply(reply, Err(as_range(e))),
             Then::Bisect { starter, .. } => self.started(starter, Err(e)),
         }
     }

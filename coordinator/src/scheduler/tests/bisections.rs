@@ -139,17 +139,17 @@ async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
         (
             "debian:6.1.0-57-amd64",
             "git:linux@v6.2",
-            "bisection refused: a git range needs git:REPO@REF kernels at both ends; this one is \"debian:6.1.0-57-amd64\"",
+            "git range refused: a git range needs git:REPO@REF kernels at both ends; this one is \"debian:6.1.0-57-amd64\"",
         ),
         (
             "git:linux@v6.1",
             "git:tip@sched/core",
-            "bisection refused: the ends are in two repositories, `linux` and `tip`",
+            "git range refused: the ends are in two repositories, `linux` and `tip`",
         ),
         (
             "git:tip@v6.1",
             "git:tip@sched/core",
-            "bisection refused: no connected agent has repository `tip` (--kernel-repo)",
+            "git range refused: no connected agent has repository `tip` (--kernel-repo)",
         ),
     ] {
         let e = list(good, bad).await.unwrap().unwrap_err();
@@ -191,7 +191,7 @@ async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
     let e = pending.await.unwrap().unwrap_err();
     assert_eq!(
         e.to_string(),
-        format!("bisection refused: agent {agent} listed a malformed commit")
+        format!("git range refused: agent {agent} listed a malformed commit")
     );
 
     let pending = list("git:linux@v6.1", "git:linux@sched/core");
