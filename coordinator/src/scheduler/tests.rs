@@ -1278,19 +1278,11 @@ async fn kernel_triggers_start_at_most_the_hourly_limit_of_executions() {
         .unwrap();
     assert!(!r.schedule_id.is_empty());
     for i in 0..20 {
-        let capabilities = Box::new(Capabilities {
+        farm.register_caps(Capabilities {
             kernel_release: format!("6.0.{i}"),
             ..caps()
-        });
-        farm.h
-            .call(|reply| Event::Register {
-                capabilities,
-                resume_agent_id: String::new(),
-                identity: None,
-                reply,
-            })
-            .await
-            .unwrap();
+        })
+        .await;
     }
     let schedules = farm
         .h

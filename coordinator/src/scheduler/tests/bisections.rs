@@ -275,6 +275,44 @@ impl Hosts {
     }
 }
 
+/// The release matrix (6.1.1 good, 6.1.3 bad, 5 runs each) served to its
+/// end, then a bisection of its cell 1 over 6.1.2, 5 runs a round.
+async fn bisect_releases(farm: &Farm, hosts: &mut Hosts) -> farm_proto::Bisection {
+    let text = "name = \"rel\"\nrepetitions = 5\nkernels = [\"6.1.1\", \"6.1.3\"]\n\
+                [[workloads]]\nname = \"cpu-hog\"\n[baseline]\nkernel = \"6.1.1\"\n";
+    let matrix = Box::new(crate::matrix::parse("r.toml", text).unwrap());
+    let id = farm
+        .h
+        .call(|reply| Event::Submit {
+            traceparent: String::new(),
+            matrix,
+            file_name: "r.toml".into(),
+            source: text.into(),
+            reply,
+        })
+        .await
+        .unwrap()
+        .matrix_id;
+    // One run at a time per agent: serve until nothing is left.
+    while hosts.serve(farm).await > 0 {}
+    assert_eq!(farm.counts(&id).await.finished, 10);
+    let request = StartBisectionRequest {
+        matrix_id: id,
+        cell: 1,
+        between: vec!["6.1.2".into()],
+        runs: 5,
+        max_runs: 5,
+        ..Default::default()
+    };
+    farm.h
+        .call(|reply| Event::StartBisection {
+            request: Box::new(request),
+            reply,
+        })
+        .await
+        .unwrap()
+}
+
 async fn bisection(farm: &Farm, id: &str) -> farm_proto::Bisection {
     let bisection_id = id.to_owned();
     farm.h
@@ -293,41 +331,7 @@ async fn bisection(farm: &Farm, id: &str) -> farm_proto::Bisection {
 async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
     let farm = Farm::new(60_000, 3);
     let mut hosts = Hosts::connect(&farm, &[]).await;
-    let text = "name = \"rel\"\nrepetitions = 5\nkernels = [\"6.1.1\", \"6.1.3\"]\n\
-                [[workloads]]\nname = \"cpu-hog\"\n[baseline]\nkernel = \"6.1.1\"\n";
-    let matrix = Box::new(crate::matrix::parse("r.toml", text).unwrap());
-    let id = farm
-        .h
-        .call(|reply| Event::Submit {
-            traceparent: String::new(),
-            matrix,
-            file_name: "r.toml".into(),
-            source: text.into(),
-            reply,
-        })
-        .await
-        .unwrap()
-        .matrix_id;
-    // One run at a time per agent: serve until nothing is left.
-    while hosts.serve(&farm).await > 0 {}
-    assert_eq!(farm.counts(&id).await.finished, 10);
-
-    let request = StartBisectionRequest {
-        matrix_id: id.clone(),
-        cell: 1,
-        between: vec!["6.1.2".into()],
-        runs: 5,
-        max_runs: 5,
-        ..Default::default()
-    };
-    let b = farm
-        .h
-        .call(|reply| Event::StartBisection {
-            request: Box::new(request),
-            reply,
-        })
-        .await
-        .unwrap();
+    let b = bisect_releases(&farm, &mut hosts).await;
     assert_eq!(b.kernels, RELEASES);
     assert_eq!(b.metric, "wall_s");
     assert_eq!(b.pending_matrices.len(), 1);
@@ -373,38 +377,7 @@ async fn a_bisection_runs_its_rounds_as_matrices_and_survives_a_restart() {
 async fn a_cancelled_round_ends_its_bisection() {
     let farm = Farm::new(60_000, 3);
     let mut hosts = Hosts::connect(&farm, &[]).await;
-    let text = "name = \"rel\"\nrepetitions = 5\nkernels = [\"6.1.1\", \"6.1.3\"]\n\
-                [[workloads]]\nname = \"cpu-hog\"\n[baseline]\nkernel = \"6.1.1\"\n";
-    let matrix = Box::new(crate::matrix::parse("r.toml", text).unwrap());
-    let id = farm
-        .h
-        .call(|reply| Event::Submit {
-            traceparent: String::new(),
-            matrix,
-            file_name: "r.toml".into(),
-            source: text.into(),
-            reply,
-        })
-        .await
-        .unwrap()
-        .matrix_id;
-    while hosts.serve(&farm).await > 0 {}
-    let request = StartBisectionRequest {
-        matrix_id: id,
-        cell: 1,
-        between: vec!["6.1.2".into()],
-        runs: 5,
-        max_runs: 5,
-        ..Default::default()
-    };
-    let b = farm
-        .h
-        .call(|reply| Event::StartBisection {
-            request: Box::new(request),
-            reply,
-        })
-        .await
-        .unwrap();
+    let b = bisect_releases(&farm, &mut hosts).await;
     let round = b.pending_matrices[0].clone();
     let matrix_id = round.clone();
     let cancelled = farm
