@@ -37,22 +37,20 @@ pub struct Ends {
     pub min_effect_pct: Option<f64>,
 }
 
-/// A value as TOML would read it unquoted: an integer, a float, a boolean,
-/// else a string (`cycle:1`, `0-1`, `50000 100000`).
-fn value(s: &str) -> toml::Value {
-    if let Ok(i) = s.parse::<i64>() {
-        return toml::Value::Integer(i);
-    }
-    // Only what looks like a number: `inf` and `nan` stay strings.
-    if s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.')
-        && let Ok(f) = s.parse::<f64>()
-    {
-        return toml::Value::Float(f);
-    }
-    match s {
-        "true" => toml::Value::Boolean(true),
-        "false" => toml::Value::Boolean(false),
-        _ => toml::Value::String(s.to_owned()),
+/// A value as a matrix file's TOML reads it (the `toml` crate's own
+/// grammar: `2`, `1_000`, `0x10`, `0.5`, `true`, `"a b"`), and a word TOML
+/// does not read as a value (`cycle:1`, `0-1`, `50000 100000`) as a string.
+/// One value only: an array would make an axis, and the bisected cell is
+/// one cell.
+fn value(flag: &str, key: &str, s: &str) -> Result<toml::Value, BadInput> {
+    match s.parse::<toml::Value>() {
+        Ok(v @ (toml::Value::Array(_) | toml::Value::Table(_))) => Err(BadInput(format!(
+            "{flag} {}: one value, not {} (a bisection runs one cell)",
+            farm_spec::excerpt(key),
+            v.type_str()
+        ))),
+        Ok(v) => Ok(v),
+        Err(_) => Ok(toml::Value::String(s.to_owned())),
     }
 }
 
@@ -74,7 +72,7 @@ fn table(flag: &str, pairs: &[String]) -> Result<toml::Table, BadInput> {
                 "{flag} `{quoted}`: a key is letters, digits, `_` and `-`"
             )));
         }
-        if t.insert(k.to_owned(), value(v)).is_some() {
+        if t.insert(k.to_owned(), value(flag, k, v)?).is_some() {
             return Err(BadInput(format!(
                 "{flag} {}: given twice",
                 farm_spec::excerpt(k)
@@ -252,13 +250,21 @@ mod tests {
     }
 
     #[test]
-    fn values_are_read_as_toml_reads_them_unquoted() {
-        assert_eq!(value("2"), toml::Value::Integer(2));
-        assert_eq!(value("-3"), toml::Value::Integer(-3));
-        assert_eq!(value("0.5"), toml::Value::Float(0.5));
-        assert_eq!(value("true"), toml::Value::Boolean(true));
-        for s in ["cycle:1", "0-1", "50000 100000", "inf", "nan", "separate"] {
-            assert_eq!(value(s), toml::Value::String(s.into()), "{s}");
+    fn values_are_read_as_a_matrix_files_toml_reads_them() {
+        let v = |s: &str| value("--param", "k", s).unwrap();
+        assert_eq!(v("2"), toml::Value::Integer(2));
+        assert_eq!(v("-3"), toml::Value::Integer(-3));
+        assert_eq!(v("1_000"), toml::Value::Integer(1000));
+        assert_eq!(v("0x10"), toml::Value::Integer(16));
+        assert_eq!(v("0.5"), toml::Value::Float(0.5));
+        assert_eq!(v("true"), toml::Value::Boolean(true));
+        assert_eq!(v("\"a b\""), toml::Value::String("a b".into()));
+        for s in ["cycle:1", "0-1", "50000 100000", "separate"] {
+            assert_eq!(v(s), toml::Value::String(s.into()), "{s}");
         }
+        assert_eq!(
+            value("--param", "threads", "[1, 2]").map_err(|e| e.0),
+            Err("--param threads: one value, not array (a bisection runs one cell)".into())
+        );
     }
 }
