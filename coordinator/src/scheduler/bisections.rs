@@ -59,11 +59,7 @@ impl Scheduler {
             request: req,
             starter: reply,
         };
-        if let Err(refused) = self.request_range(&good, &bad, then) {
-            // `request_range` hands `then` back only with an error.
-            let (e, then) = *refused;
-            self.listed(then, Err(e));
-        }
+        self.request_range(&good, &bad, then);
     }
 
     /// `[schedule] bisect`: the regressions an ended execution found

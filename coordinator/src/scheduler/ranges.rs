@@ -44,8 +44,6 @@ pub(super) struct Listing {
     deadline: Instant,
 }
 
-type Refused = Box<(Error, Then)>;
-
 /// Both ends as git kernels of one repository.
 pub(super) fn git_ends(good: &str, bad: &str) -> Result<(GitKernel, GitKernel), Error> {
     let git = |k: &str| match k.parse::<Kernel>() {
@@ -100,20 +98,12 @@ fn as_range(e: Error) -> Error {
 impl Scheduler {
     /// `ListRange`: the range between two git kernels, as an agent lists it.
     pub(super) fn list_range(&mut self, good: &str, bad: &str, reply: Reply<ListRangeResponse>) {
-        if let Err(refused) = self.request_range(good, bad, Then::Reply(reply)) {
-            let (e, then) = *refused;
-            self.listed(then, Err(e));
-        }
+        self.request_range(good, bad, Then::Reply(reply));
     }
 
     /// Asks an agent with the ends' repository for the commits between;
-    /// `then` gets the answer, or (with the error) back at once.
-    pub(super) fn request_range(
-        &mut self,
-        good: &str,
-        bad: &str,
-        then: Then,
-    ) -> Result<(), Refused> {
+    /// `then` gets the answer, or the refusal at once.
+    pub(super) fn request_range(&mut self, good: &str, bad: &str, then: Then) {
         let checked = (|| {
             if self.listings.len() >= MAX_PENDING_LISTINGS {
                 return Err(Error::Busy {
@@ -138,7 +128,7 @@ impl Scheduler {
         })();
         let (good, bad, repo, agent_id) = match checked {
             Ok(c) => c,
-            Err(e) => return Err(Box::new((e, then))),
+            Err(e) => return self.listed(then, e),
         };
         let request_id = random_id("l");
         info!(agent = %agent_id, repo = %repo, request = %request_id, "listing a git range");
@@ -162,7 +152,6 @@ impl Scheduler {
                 deadline: Instant::now() + LISTING_TIMEOUT,
             },
         );
-        Ok(())
     }
 
     /// An agent's answer to a `ListCommits`: taken only from the agent it
@@ -206,8 +195,7 @@ impl Scheduler {
     }
 
     /// Whoever waits for a listing that failed.
-    pub(super) fn listed(&mut self, then: Then, e: Result<std::convert::Infallible, Error>) {
-        let Err(e) = e;
+    fn listed(&mut self, then: Then, e: Error) {
         match then {
             Then::Reply(reply) => self.reply(reply, Err(as_range(e))),
             Then::Bisect { starter, .. } => self.started(starter, Err(e)),
@@ -232,7 +220,7 @@ impl Scheduler {
                     l.repo,
                     LISTING_TIMEOUT.as_secs()
                 ));
-                self.listed(l.then, Err(e));
+                self.listed(l.then, e);
             }
         }
     }
