@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use farm_coordinator::bisection::{CANCELLED, CULPRIT};
 use farm_proto::{Bisection, BisectionStep, GetBisectionRequest, StartBisectionRequest};
 
 use crate::BadInput;
@@ -135,7 +136,7 @@ pub async fn follow_quietly(c: &mut Client, id: &str, lines: bool) -> Result<Fol
             let mut v = to_json(&b);
             v["outcome"]["diagnosis"] = serde_json::json!(diagnosis);
             return Ok(Followed {
-                confirmed: o.kind == "culprit" && o.confirmed,
+                confirmed: o.kind == CULPRIT && o.confirmed,
                 json: v,
             });
         }
@@ -148,7 +149,7 @@ pub async fn follow_quietly(c: &mut Client, id: &str, lines: bool) -> Result<Fol
 /// none or it has gone to an archive without results.
 pub async fn diagnosis(c: &mut Client, o: &farm_proto::BisectionOutcome) -> Result<Vec<String>> {
     // Only a confirmation compares the pair an outcome names.
-    let confirmation = matches!(o.kind.as_str(), "culprit" | "unresolved");
+    let confirmation = matches!(o.kind.as_str(), CULPRIT | "unresolved");
     let Some(m) = o.matrix_ids.last().filter(|_| confirmation) else {
         return Ok(Vec::new());
     };
@@ -234,7 +235,7 @@ pub fn outcome_line(b: &Bisection) -> String {
         )
     };
     match o.kind.as_str() {
-        "culprit" => format!(
+        CULPRIT => format!(
             "first bad: {}, kernel {}; last good: {}; {}",
             named(b, o.first_bad),
             o.first_bad,
@@ -262,7 +263,7 @@ pub fn outcome_line(b: &Bisection) -> String {
             kernel(b, o.failed_kernel),
             o.failed_kernel
         ),
-        "cancelled" => format!(
+        CANCELLED => format!(
             "cancelled: its round matrix {} was cancelled",
             o.matrix_ids.last().map_or("?", String::as_str)
         ),
