@@ -13,6 +13,8 @@
 //! - [`topology`]: scheduling-domain levels per CPU (debugfs, else synthesized from
 //!   sysfs) and a readable diff of two snapshots (seed 000: a level missing after a
 //!   hotplug cycle).
+//! - [`runqueue`]: a thread's `schedstat` (time waiting for a CPU) and the run's
+//!   total, percentiles per timeslice and series of waiting threads.
 //! - [`downsample`]: a result's placement series thinned, evenly, to the result
 //!   budget.
 //!
@@ -35,6 +37,7 @@ pub mod perf;
 pub mod placement;
 pub mod procstat;
 pub mod report;
+pub mod runqueue;
 pub mod sampler;
 pub mod taskstat;
 pub mod topology;

@@ -29,6 +29,7 @@ mod plots;
 mod svg;
 #[cfg(test)]
 mod tests;
+mod waiting;
 
 use std::fmt::Write;
 
@@ -662,6 +663,17 @@ impl<'a> Page<'a> {
             );
         }
         o.push_str(&main);
+        let waiting = waiting::plot(
+            &t.runqueue,
+            900.0,
+            &format!("threads of the workload waiting for a CPU over time, run {run}"),
+        );
+        if !waiting.is_empty() {
+            o.push_str(
+                r#"<h4>Waiting for a CPU <span class="muted">— the workload's runnable threads that were not running, on average between sweeps (schedstat; a wait is booked when it ends)</span></h4>"#,
+            );
+            o.push_str(&waiting);
+        }
         let instances: Vec<_> = t
             .instances
             .iter()

@@ -95,6 +95,15 @@ pub const TLB_SHOOTDOWNS: Metric = shown(m("tlb_shootdowns", "IPIs", Down), "TLB
 pub const MIXED_IPIS: Metric = shown(m("mixed_ipis", "IPIs", Down), "IPIs");
 pub const WASTED_CORE_S: Metric = shown(m("wasted_core_s", "CPU-s", Down), "wasted-core time");
 pub const WASTED_CORE_PCT: Metric = m("wasted_core_pct", "%", Down);
+/// Time the workload's threads spent runnable but waiting for a CPU,
+/// summed over its threads (`/proc/PID/task/TID/schedstat`'s second field).
+pub const RUNQUEUE_WAIT_S: Metric = shown(m("runqueue_wait_s", "s", Down), "runqueue wait");
+/// The 99th percentile of the wait before a timeslice, over the workload's
+/// timeslices (each thread's mean wait per timeslice between two sweeps).
+pub const RUNQUEUE_WAIT_P99_US: Metric = shown(
+    m("runqueue_wait_p99_us", "µs", Down),
+    "runqueue wait per timeslice (p99)",
+);
 /// From the agent's start of a guest run to the workload's start.
 pub const GUEST_START_S: Metric = m("guest_start_s", "s", Down);
 
@@ -115,6 +124,8 @@ pub const TELEMETRY: &[Metric] = &[
     MIXED_IPIS,
     WASTED_CORE_S,
     WASTED_CORE_PCT,
+    RUNQUEUE_WAIT_S,
+    RUNQUEUE_WAIT_P99_US,
     GUEST_START_S,
 ];
 
@@ -152,7 +163,7 @@ mod tests {
             assert_eq!(is_primary(name), primary, "{name}");
         }
         assert_eq!(telemetry("cpus_utilised").unwrap().direction, Up);
-        assert_eq!(TELEMETRY.len(), 15);
+        assert_eq!(TELEMETRY.len(), 17);
         for d in [Up, Down] {
             assert_eq!(d.to_string().parse::<Direction>(), Ok(d));
         }

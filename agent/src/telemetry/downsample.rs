@@ -68,13 +68,13 @@ pub fn to_budget(result: &mut RunResult, budget: usize) {
     }
 }
 
-/// The ticks of the longest series: `Telemetry.series`, an instance's
+/// The ticks of the longest series: `Telemetry.series` or `runqueue`, an instance's
 /// `series`, or the ticks of its `numa_nodes` line.
 pub fn longest(t: &Telemetry) -> usize {
     t.instances
         .iter()
         .flat_map(|i| [i.series.len(), line_ticks(&i.numa_nodes).count()])
-        .chain([t.series.len()])
+        .chain([t.series.len(), t.runqueue.len()])
         .max()
         .unwrap_or(0)
 }
@@ -88,6 +88,7 @@ pub fn thin_telemetry(t: &mut Telemetry, keep: usize) {
         return;
     }
     t.series = thin(&t.series, keep);
+    t.runqueue = thin(&t.runqueue, keep);
     for i in &mut t.instances {
         i.series = thin(&i.series, keep);
         let kept = thin(&line_ticks(&i.numa_nodes).collect::<Vec<_>>(), keep);

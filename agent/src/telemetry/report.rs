@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use farm_proto::{Direction, InstancePlacement, Metric, NodeLoad, NodeTick, Telemetry};
+use farm_proto::{
+    Direction, InstancePlacement, Metric, NodeLoad, NodeTick, RunqueueTick, Telemetry,
+};
 
 use super::interrupts::{self, IpiKind, IrqDelta};
 use super::perf::Counts;
@@ -85,8 +87,8 @@ fn node_tick(t: &placement::NodeTick, node_ids: &[u32]) -> NodeTick {
 pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
     use farm_spec::metric::{
         CONTEXT_SWITCHES, CPU_MIGRATIONS, CPUS_UTILISED, FUNCTION_CALL_IPIS, MIXED_IPIS,
-        PAGE_FAULTS, RESCHEDULING_IPIS, TASK_CLOCK_S, TELEMETRY_OVERHEAD_PCT, TLB_SHOOTDOWNS,
-        WASTED_CORE_PCT, WASTED_CORE_S,
+        PAGE_FAULTS, RESCHEDULING_IPIS, RUNQUEUE_WAIT_P99_US, RUNQUEUE_WAIT_S, TASK_CLOCK_S,
+        TELEMETRY_OVERHEAD_PCT, TLB_SHOOTDOWNS, WASTED_CORE_PCT, WASTED_CORE_S,
     };
     let wall_s = i.wall.as_secs_f64();
     let mut metrics = Vec::new();
@@ -138,6 +140,13 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
     if wasted.intervals > 0 {
         metrics.push(known(WASTED_CORE_S, wasted.wasted_cpu_s));
         metrics.push(known(WASTED_CORE_PCT, wasted.percent));
+    }
+    let waits = &i.collected.waits;
+    // Reported only when some thread's schedstat was read: a kernel without
+    // CONFIG_SCHED_INFO has no such file, which is not "no wait".
+    if let Some(p99) = waits.quantile_us(0.99) {
+        metrics.push(known(RUNQUEUE_WAIT_S, waits.total_s()));
+        metrics.push(known(RUNQUEUE_WAIT_P99_US, p99));
     }
     let (topology_source, before, after, changes) = match i.topology {
         Some((b, a)) => (
@@ -206,6 +215,14 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
         topology_before: before,
         topology_after: after,
         topology_changes: changes,
+        runqueue: waits
+            .series
+            .iter()
+            .map(|t| RunqueueTick {
+                t_ms: t.t_ms,
+                waiting: t.waiting,
+            })
+            .collect(),
         // Whole here; the result is thinned to its budget once assembled.
         downsampled_from: 0,
     };

@@ -18,6 +18,7 @@ use nix::time::{ClockId, clock_gettime};
 use tracing::debug;
 
 use super::placement::Sample;
+use super::runqueue::{self, Waits};
 use super::waste::Snapshot;
 use super::{procstat, taskstat};
 
@@ -35,6 +36,8 @@ pub struct Collected {
     /// as a ratio when the budget made sweeps read a subset.
     pub threads_read: u64,
     pub threads_seen: u64,
+    /// The runqueue wait of the threads read, from their `schedstat`.
+    pub waits: Waits,
 }
 
 enum Msg {
@@ -122,6 +125,7 @@ fn sample_loop(root: &Path, interval: Duration, rx: &mpsc::Receiver<Msg>) -> Col
             Ok(Msg::Track(_)) => {}
         }
     }
+    out.waits.finish();
     out.cost = thread_cpu().saturating_sub(cpu0);
     // The interval actually kept, on average, for the record.
     if out.snapshots.len() > 1 {
@@ -286,6 +290,8 @@ struct Sweeper {
     /// Where the next round of processes starts, when not all fit a sweep.
     proc_cursor: usize,
     stats: HashMap<(u32, u32), File>,
+    /// The same threads' `schedstat` files, kept open alike.
+    scheds: HashMap<(u32, u32), File>,
     buf: Vec<u8>,
     /// CPU time the workload has used so far, in clock ticks, as seen by the sweeps.
     workload_ticks: u64,
@@ -309,6 +315,7 @@ impl Sweeper {
             next_instance: 0,
             proc_cursor: 0,
             stats: HashMap::new(),
+            scheds: HashMap::new(),
             buf: vec![0; 1024],
             workload_ticks: 0,
             rate: None,
@@ -366,6 +373,7 @@ impl Sweeper {
             return None;
         }
         let stat = procstat::read(&self.root).ok()?;
+        out.waits.sweep(t_ms);
         let mut reads = 0;
         let mut read_cost = Duration::ZERO;
         // The processes this sweep visits: all, or the next `quota` in turn.
@@ -476,6 +484,11 @@ impl Sweeper {
             if main.num_threads <= 1 || self.procs[&p].tids.is_empty() {
                 read_threads += 1;
                 push(&main, 1);
+                let clock = thread_cpu();
+                if let Some(info) = self.read_sched((p, 0), format!("proc/{p}/schedstat")) {
+                    out.waits.observe((p, 0), info, coverage);
+                }
+                read_cost += thread_cpu().saturating_sub(clock);
                 continue;
             }
             let k = if visited <= left {
@@ -489,10 +502,15 @@ impl Sweeper {
             let tids: Vec<u32> = (0..k).map(|i| proc.tids[(start + i) % n]).collect();
             let mut got = Vec::with_capacity(k);
             let clock = thread_cpu();
+            let weight = n as f64 / k as f64 * coverage;
             for tid in tids {
                 // Threads exit between listing and reading: what is gone is skipped.
                 if let Some(t) = self.read_task(p, tid) {
                     got.push(t);
+                    let path = format!("proc/{p}/task/{tid}/schedstat");
+                    if let Some(info) = self.read_sched((p, tid), path) {
+                        out.waits.observe((p, tid), info, weight);
+                    }
                 }
                 reads += 1;
             }
@@ -520,11 +538,13 @@ impl Sweeper {
             self.procs.remove(&p);
         }
         let procs = &self.procs;
-        self.stats.retain(|(p, tid), _| {
+        let alive = |(p, tid): &(u32, u32)| {
             procs
                 .get(p)
                 .is_some_and(|proc| *tid == 0 || proc.tids.binary_search(tid).is_ok())
-        });
+        };
+        self.stats.retain(|key, _| alive(key));
+        self.scheds.retain(|key, _| alive(key));
         // Gone: nothing left to watch, or every process visited and none alive.
         if self.order.is_empty() || (!found && visit.len() >= self.order.len()) {
             return None;
@@ -539,20 +559,38 @@ impl Sweeper {
     /// Reads a stat file through a handle kept open; `key` names it, with tid
     /// 0 for a process's own stat.
     fn read_stat(&mut self, key: (u32, u32), path: String) -> Option<taskstat::TaskSample> {
-        use std::collections::hash_map::Entry;
-        use std::os::unix::fs::FileExt;
-        let file = match self.stats.entry(key) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(File::open(self.root.join(path)).ok()?),
-        };
-        let n = file.read_at(&mut self.buf, 0).ok()?;
-        if n == 0 {
-            self.stats.remove(&key);
-            return None;
-        }
-        let text = std::str::from_utf8(&self.buf[..n]).ok()?;
+        let text = read_kept(&mut self.stats, &mut self.buf, &self.root, key, path)?;
         taskstat::parse(text).ok()
     }
+
+    /// A thread's `schedstat` (a process's own: its main thread's), alike.
+    fn read_sched(&mut self, key: (u32, u32), path: String) -> Option<runqueue::SchedInfo> {
+        let text = read_kept(&mut self.scheds, &mut self.buf, &self.root, key, path)?;
+        runqueue::parse(text).ok()
+    }
+}
+
+/// The text of a procfs file read through a handle kept in `files`; `None`
+/// (and the handle dropped) once the task is gone.
+fn read_kept<'b>(
+    files: &mut HashMap<(u32, u32), File>,
+    buf: &'b mut [u8],
+    root: &Path,
+    key: (u32, u32),
+    path: String,
+) -> Option<&'b str> {
+    use std::collections::hash_map::Entry;
+    use std::os::unix::fs::FileExt;
+    let file = match files.entry(key) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => e.insert(File::open(root.join(path)).ok()?),
+    };
+    let n = file.read_at(buf, 0).ok()?;
+    if n == 0 {
+        files.remove(&key);
+        return None;
+    }
+    std::str::from_utf8(&buf[..n]).ok()
 }
 
 /// The threads of process `pid`, ascending; empty once it is gone.
