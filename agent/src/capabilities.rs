@@ -21,6 +21,8 @@
 //! | `sys_writable` | `/sys` is a sysfs mounted read-write |
 //! | `hotpluggable_cpus` | possible CPUs with a `cpu<N>/online` file, when root may write /sys |
 //! | `sysctl_writable` | root, `/proc/sys` mounted read-write, `kernel/sched_autogroup_enabled` present |
+//! | `sched_features`, `sched_tunables` | root, `/sys/kernel/debug/sched/features` and the tunables' files read (a locked-down debugfs refuses even root: none) |
+//! | `numa_balancing_writable` | root, `/proc/sys` mounted read-write, `kernel/numa_balancing` present |
 //! | `workloads` | the built-in catalogue; the agent adds the external programs it found |
 //!
 //! A file that every Linux kernel has (osrelease, hostname, the cpu lists, the mount
@@ -57,6 +59,8 @@ pub enum Error {
 
 /// Directory of the CPU files, below the root.
 const CPU_DIR: &str = "/sys/devices/system/cpu";
+/// Where debugfs shows the scheduler's features and tunables.
+pub const SCHED_DEBUG_DIR: &str = "/sys/kernel/debug/sched";
 /// Directory of the NUMA node files, below the root.
 const NODE_DIR: &str = "/sys/devices/system/node";
 
@@ -140,6 +144,14 @@ impl Probe {
         let sysctl_writable = root
             && mounted_rw("/proc/sys", "proc")
             && self.exists("/proc/sys/kernel/sched_autogroup_enabled")?;
+        let numa_balancing_writable = root
+            && mounted_rw("/proc/sys", "proc")
+            && self.exists("/proc/sys/kernel/numa_balancing")?;
+        let (sched_features, sched_tunables) = if root {
+            self.sched_knobs()
+        } else {
+            (Vec::new(), Vec::new())
+        };
 
         let capabilities = Capabilities {
             hostname,
@@ -158,6 +170,9 @@ impl Probe {
             sys_writable,
             hotpluggable_cpus,
             sysctl_writable,
+            sched_features,
+            sched_tunables,
+            numa_balancing_writable,
             executors: vec![farm_spec::Executor::Host.to_string()],
             // The built-in workloads, which run anywhere. External ones depend
             // on the programs installed, which are not under `root`: the agent
@@ -243,6 +258,31 @@ impl Probe {
     /// `abs`, an absolute path on the probed machine, as a path on this one.
     fn path(&self, abs: &str) -> PathBuf {
         self.root.join(abs.trim_start_matches('/'))
+    }
+
+    /// The scheduler features the running kernel has, and those of the
+    /// farm's tunables it has, from debugfs; a file that does not read or
+    /// parse counts as absent (logged).
+    fn sched_knobs(&self) -> (Vec<String>, Vec<String>) {
+        let features = self
+            .read_optional(&format!("{SCHED_DEBUG_DIR}/features"))
+            .and_then(|text| match farm_spec::sched::parse_features_file(&text) {
+                Ok(f) => Some(f.iter().map(|f| f.name().to_string()).collect()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "sched features unreadable, ignored");
+                    None
+                }
+            })
+            .unwrap_or_default();
+        let tunables = farm_spec::Tunable::ALL
+            .iter()
+            .filter(|t| {
+                self.read_optional(&format!("{SCHED_DEBUG_DIR}/{t}"))
+                    .is_some_and(|v| v.trim().parse::<u64>().is_ok())
+            })
+            .map(|t| t.to_string())
+            .collect();
+        (features, tunables)
     }
 
     fn exists(&self, abs: &str) -> Result<bool> {

@@ -1,5 +1,6 @@
 //! Machine states: the knobs a run turns — CPU hotplug, autogroup, cgroup
-//! layout — applied before the run and restored after it.
+//! layout, scheduler features and tunables, NUMA balancing — applied
+//! before the run and restored after it.
 //!
 //! Every change goes through the [`journal`] first (old value, fsynced), so
 //! that the machine can be put back after a normal run and after a crash at
@@ -9,6 +10,7 @@
 pub mod cgroup;
 pub mod hotplug;
 pub mod journal;
+pub mod sched;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -51,6 +53,15 @@ pub fn kinds(caps: &Capabilities) -> Vec<StateKind> {
     if caps.root && cgroup::Layout::of(caps).is_some() {
         out.push(StateKind::Cgroup);
     }
+    if !caps.sched_features.is_empty() {
+        out.push(StateKind::SchedFeatures);
+    }
+    if !caps.sched_tunables.is_empty() {
+        out.push(StateKind::SchedTunables);
+    }
+    if caps.numa_balancing_writable {
+        out.push(StateKind::NumaBalancing);
+    }
     out
 }
 
@@ -77,6 +88,12 @@ impl Applier<'_> {
             why,
         };
         let root = self.journal.root().to_path_buf();
+        if state.cmdline.iter().next().is_some() {
+            return Err(refuse(
+                "a kernel command line needs a kernel booted in a guest".into(),
+            ));
+        }
+        sched::apply(self.journal, &root, state)?;
         if let Some(v) = state.autogroup {
             if !self.caps.sysctl_writable {
                 return Err(refuse(
@@ -125,7 +142,7 @@ impl Applier<'_> {
     }
 }
 
-fn read_trimmed(path: &Path) -> Result<String> {
+pub(crate) fn read_trimmed(path: &Path) -> Result<String> {
     fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .map_err(|source| Error::Io {

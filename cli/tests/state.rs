@@ -1,6 +1,9 @@
 //! Machine states are always restored: the agent is SIGKILLed at every step
 //! of applying and of restoring a state, restarted, and the machine must be
-//! exactly as before — CPUs online, autogroup, no cgroups, no processes.
+//! exactly as before — CPUs online, autogroup, NUMA balancing, no cgroups,
+//! no processes. (Scheduler features and tunables are debugfs files this
+//! machine's kernel refuses even to root; they are applied, and checked,
+//! inside guests: `cli/tests/knobs.rs`.)
 //!
 //! Needs root, CPU hotplug of cpu1, and a cpu cgroup controller: the CI
 //! machine has all three. It fails loudly where they are missing.
@@ -16,6 +19,7 @@ use common::{Farm, serial, wait_for};
 struct Machine {
     online: String,
     autogroup: String,
+    numa_balancing: String,
     farm_cgroups: Vec<String>,
     workloads: String,
 }
@@ -46,6 +50,7 @@ fn snapshot() -> Machine {
     Machine {
         online: read("/sys/devices/system/cpu/online"),
         autogroup: read("/proc/sys/kernel/sched_autogroup_enabled"),
+        numa_balancing: read("/proc/sys/kernel/numa_balancing"),
         farm_cgroups,
         workloads: String::from_utf8_lossy(&pgrep.stdout).trim().to_string(),
     }
@@ -73,6 +78,7 @@ fn a_crash_at_any_step_of_applying_or_restoring_leaves_the_machine_as_it_was() {
     );
     assert_eq!(before.online, "0-1", "cpu1 must be online to begin with");
     let flip = if before.autogroup == "1" { 0 } else { 1 };
+    let numa = if before.numa_balancing == "1" { 0 } else { 1 };
     let mut farm = Farm::start(&["--heartbeat-ms", "200", "--lease-ms", "1000"]);
     let matrix = farm.write(
         "state.toml",
@@ -89,6 +95,7 @@ instances = 2
 name = "everything"
 hotplug = "offline:1"
 autogroup = {flip}
+numa_balancing = {numa}
 cgroup = "separate"
 cgroup_cpu_weight = 200
 "#

@@ -220,6 +220,7 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
     let hosts = hosts(raw.hosts.as_ref())?;
     guest_limits(raw, &kernels, &workloads, &loads)?;
     executors_fit(raw, &kernels, &hosts)?;
+    states::cmdline_fits(raw, &kernels, &states)?;
 
     check_size(
         raw,

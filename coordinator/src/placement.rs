@@ -282,6 +282,18 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
         if s.autogroup.is_some() {
             out.push(Requirement::State(StateKind::Autogroup));
         }
+        // Whether the agent's kernel has each feature and tunable is known
+        // only to the agent, which refuses a run naming what it lacks.
+        for (set, kind) in [
+            (!s.sched_features.is_empty(), StateKind::SchedFeatures),
+            (!s.sched_tunables.is_empty(), StateKind::SchedTunables),
+            (s.numa_balancing.is_some(), StateKind::NumaBalancing),
+            (!s.cmdline.is_empty(), StateKind::Cmdline),
+        ] {
+            if set {
+                out.push(Requirement::State(kind));
+            }
+        }
     }
     out
 }

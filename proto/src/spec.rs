@@ -18,6 +18,10 @@ impl TryFrom<&MachineState> for farm_spec::MachineState {
             cpu_weight: s.cgroup_cpu_weight,
             cpu_max: &s.cgroup_cpu_max,
             cpuset: &s.cgroup_cpuset,
+            sched_features: &s.sched_features,
+            sched_tunables: &s.sched_tunables,
+            numa_balancing: s.numa_balancing,
+            cmdline: &s.cmdline,
         })
     }
 }
@@ -33,6 +37,10 @@ impl From<&farm_spec::MachineState> for MachineState {
             cgroup_cpu_weight: s.cpu_weight,
             cgroup_cpu_max: s.cpu_max,
             cgroup_cpuset: s.cpuset,
+            sched_features: s.sched_features,
+            sched_tunables: s.sched_tunables,
+            numa_balancing: s.numa_balancing,
+            cmdline: s.cmdline,
         }
     }
 }
@@ -92,6 +100,10 @@ mod tests {
             cgroup_cpu_weight: 50,
             cgroup_cpu_max: "50000 100000".into(),
             cgroup_cpuset: "0".into(),
+            sched_features: vec!["NO_RUN_TO_PARITY".into(), "HRTICK".into()],
+            sched_tunables: vec!["base_slice_ns=3000000".into()],
+            numa_balancing: Some(2),
+            cmdline: vec!["isolcpus=domain,1".into()],
         };
         let typed = farm_spec::MachineState::try_from(&wire).unwrap();
         let back = MachineState::from(&typed);
@@ -112,6 +124,36 @@ mod tests {
             farm_spec::MachineState::try_from(&bad).unwrap_err().field(),
             "cgroup_cpuset"
         );
+        for (bad, field, why) in [
+            (
+                MachineState {
+                    sched_tunables: vec!["nr_migrate=0".into()],
+                    ..Default::default()
+                },
+                "sched_tunables",
+                "nr_migrate 0 is out of range 1..=4096",
+            ),
+            (
+                MachineState {
+                    cmdline: vec!["init=/bin/sh".into()],
+                    ..Default::default()
+                },
+                "cmdline",
+                "bad cmdline word `init=/bin/sh`: expected isolcpus=",
+            ),
+            (
+                MachineState {
+                    numa_balancing: Some(7),
+                    ..Default::default()
+                },
+                "numa_balancing",
+                "numa_balancing 7 is out of range 0..=2",
+            ),
+        ] {
+            let e = farm_spec::MachineState::try_from(&bad).unwrap_err();
+            assert_eq!(e.field(), field);
+            assert!(e.to_string().starts_with(why), "{e}");
+        }
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - [`cpuset`]: [`CpuSet`], CPU numbers as merged ranges with a size cap.
 //! - [`hotplug`]: [`HotplugPlan`] (`cycle:CPUS`, `offline:CPUS`).
 //! - [`cgroup`]: [`CgroupShape`], [`CpuWeight`], [`CpuMax`].
+//! - [`sched`]: scheduler knobs: [`SchedFeatures`], [`SchedTunables`],
+//!   [`NumaBalancing`], a guest's [`KernelCmdline`].
 //! - [`state`]: [`MachineState`], [`StateKind`], [`Autogroup`].
 //! - [`commit`]: [`CommitId`], a commit as git prints a resolved ref.
 //! - [`build`]: [`KernelBuild`], how a `git:` kernel is built (`[build]`).
@@ -32,6 +34,7 @@ pub mod executor;
 pub mod hotplug;
 pub mod kernel;
 pub mod metric;
+pub mod sched;
 pub mod state;
 
 pub use build::{BaseConfig, ConfigOption, FileName, KernelBuild};
@@ -42,6 +45,7 @@ pub use executor::Executor;
 pub use hotplug::{HotplugMode, HotplugPlan};
 pub use kernel::{Arch, DebianKernel, GitKernel, Kernel, KernelPath};
 pub use metric::Direction;
+pub use sched::{KernelCmdline, NumaBalancing, SchedFeatures, SchedTunables, Tunable};
 pub use state::{Autogroup, CgroupSpec, MachineState, StateKind};
 
 /// The most characters of a bad value an error message quotes.

@@ -1,5 +1,6 @@
 //! Machine states: the knobs a run turns — CPU hotplug, cgroup layout with
-//! its limits, autogroup — as one checked value.
+//! its limits, autogroup, scheduler features and tunables, NUMA balancing,
+//! a guest kernel's command line — as one checked value.
 //!
 //! A [`MachineState`] holds only combinations that make sense: limits come
 //! with a cgroup layout, and a cpuset keeps some CPU online while the
@@ -14,6 +15,7 @@ use crate::cgroup::{CgroupShape, CpuMax, CpuWeight, OutOfRange, UnknownName, clo
 use crate::cpuset::CpuSet;
 use crate::excerpt;
 use crate::hotplug::HotplugPlan;
+use crate::sched::{KernelCmdline, NumaBalancing, SchedFeatures, SchedTunables};
 
 /// `kernel.sched_autogroup_enabled`: whether each session gets its own
 /// task group.
@@ -80,17 +82,35 @@ pub enum StateKind {
     Hotplug,
     Cgroup,
     Autogroup,
+    SchedFeatures,
+    SchedTunables,
+    NumaBalancing,
+    /// Only a guest's kernel has a command line a run can choose.
+    Cmdline,
 }
 
 impl StateKind {
-    pub const ALL: [StateKind; 3] = [StateKind::Hotplug, StateKind::Cgroup, StateKind::Autogroup];
+    pub const ALL: [StateKind; 7] = [
+        StateKind::Hotplug,
+        StateKind::Cgroup,
+        StateKind::Autogroup,
+        StateKind::SchedFeatures,
+        StateKind::SchedTunables,
+        StateKind::NumaBalancing,
+        StateKind::Cmdline,
+    ];
+    const NAMES: [&'static str; 7] = [
+        "hotplug",
+        "cgroup",
+        "autogroup",
+        "sched_features",
+        "sched_tunables",
+        "numa_balancing",
+        "cmdline",
+    ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            StateKind::Hotplug => "hotplug",
-            StateKind::Cgroup => "cgroup",
-            StateKind::Autogroup => "autogroup",
-        }
+        Self::NAMES[self as usize]
     }
 }
 
@@ -103,7 +123,7 @@ impl FromStr for StateKind {
             "state kind",
             &StateKind::ALL,
             StateKind::as_str,
-            &["hotplug", "cgroup", "autogroup"],
+            &StateKind::NAMES,
         )
     }
 }
@@ -142,6 +162,11 @@ pub struct MachineState {
     pub hotplug: Option<HotplugPlan>,
     pub cgroup: Option<CgroupSpec>,
     pub autogroup: Option<Autogroup>,
+    pub sched_features: SchedFeatures,
+    pub sched_tunables: SchedTunables,
+    pub numa_balancing: Option<NumaBalancing>,
+    /// Words added to a guest kernel's command line.
+    pub cmdline: KernelCmdline,
 }
 
 /// The fields of a state, by their matrix keys (the wire's names are the
@@ -153,6 +178,10 @@ pub mod field {
     pub const CPU_WEIGHT: &str = "cgroup_cpu_weight";
     pub const CPU_MAX: &str = "cgroup_cpu_max";
     pub const CPUSET: &str = "cgroup_cpuset";
+    pub const SCHED_FEATURES: &str = "sched_features";
+    pub const SCHED_TUNABLES: &str = "sched_tunables";
+    pub const NUMA_BALANCING: &str = "numa_balancing";
+    pub const CMDLINE: &str = "cmdline";
 }
 
 /// Why a state was refused, naming the field (a matrix key) at fault.
@@ -197,7 +226,7 @@ impl fmt::Display for StateError {
 impl std::error::Error for StateError {}
 
 /// A state's fields as strings, the way the wire carries them: empty (or 0
-/// for the weight, `None` for autogroup) means unset.
+/// for the weight, `None` for autogroup and NUMA balancing) means unset.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StateStrings<'a> {
     pub name: &'a str,
@@ -207,6 +236,12 @@ pub struct StateStrings<'a> {
     pub cpu_weight: u32,
     pub cpu_max: &'a str,
     pub cpuset: &'a str,
+    /// `NAME` or `NO_NAME` each.
+    pub sched_features: &'a [String],
+    /// `name=value` each.
+    pub sched_tunables: &'a [String],
+    pub numa_balancing: Option<u32>,
+    pub cmdline: &'a [String],
 }
 
 impl MachineState {
@@ -217,6 +252,10 @@ impl MachineState {
             hotplug: None,
             cgroup: None,
             autogroup: None,
+            sched_features: SchedFeatures::default(),
+            sched_tunables: SchedTunables::default(),
+            numa_balancing: None,
+            cmdline: KernelCmdline::default(),
         }
     }
 
@@ -272,11 +311,31 @@ impl MachineState {
                 field: field::AUTOGROUP,
                 why: e.to_string(),
             })?;
+        let knob = |field: &'static str| {
+            move |e: crate::sched::KnobError| StateError::Field {
+                field,
+                why: e.to_string(),
+            }
+        };
+        let numa_balancing = s
+            .numa_balancing
+            .map(NumaBalancing::try_from)
+            .transpose()
+            .map_err(|e| StateError::Field {
+                field: field::NUMA_BALANCING,
+                why: e.to_string(),
+            })?;
         let state = MachineState {
             name: s.name.to_owned(),
             hotplug: parse(field::HOTPLUG, s.hotplug)?,
             cgroup,
             autogroup,
+            sched_features: SchedFeatures::parse(s.sched_features)
+                .map_err(knob(field::SCHED_FEATURES))?,
+            sched_tunables: SchedTunables::parse(s.sched_tunables)
+                .map_err(knob(field::SCHED_TUNABLES))?,
+            numa_balancing,
+            cmdline: KernelCmdline::parse(s.cmdline).map_err(knob(field::CMDLINE))?,
         };
         state.check()?;
         Ok(state)
@@ -311,6 +370,18 @@ impl MachineState {
         if self.autogroup.is_some() {
             out.push(StateKind::Autogroup);
         }
+        if !self.sched_features.is_empty() {
+            out.push(StateKind::SchedFeatures);
+        }
+        if !self.sched_tunables.is_empty() {
+            out.push(StateKind::SchedTunables);
+        }
+        if self.numa_balancing.is_some() {
+            out.push(StateKind::NumaBalancing);
+        }
+        if !self.cmdline.is_empty() {
+            out.push(StateKind::Cmdline);
+        }
         out
     }
 
@@ -341,6 +412,10 @@ impl MachineState {
                 .and_then(|c| c.cpuset.as_ref())
                 .map(|s| s.to_string())
                 .unwrap_or_default(),
+            sched_features: self.sched_features.words(),
+            sched_tunables: self.sched_tunables.words(),
+            numa_balancing: self.numa_balancing.map(NumaBalancing::value),
+            cmdline: self.cmdline.words(),
         }
     }
 }
@@ -355,6 +430,10 @@ pub struct OwnedStateStrings {
     pub cpu_weight: u32,
     pub cpu_max: String,
     pub cpuset: String,
+    pub sched_features: Vec<String>,
+    pub sched_tunables: Vec<String>,
+    pub numa_balancing: Option<u32>,
+    pub cmdline: Vec<String>,
 }
 
 impl OwnedStateStrings {
@@ -367,6 +446,10 @@ impl OwnedStateStrings {
             cpu_weight: self.cpu_weight,
             cpu_max: &self.cpu_max,
             cpuset: &self.cpuset,
+            sched_features: &self.sched_features,
+            sched_tunables: &self.sched_tunables,
+            numa_balancing: self.numa_balancing,
+            cmdline: &self.cmdline,
         }
     }
 }

@@ -590,6 +590,15 @@ fn two_node_kvm_guest() -> TempDir {
             "Standard PC (i440FX + PIIX, 1996)\n",
         ),
         ("/sys/fs/cgroup/unified/cgroup.controllers", ""),
+        ("/proc/sys/kernel/numa_balancing", "0\n"),
+        (
+            "/sys/kernel/debug/sched/features",
+            "RUN_TO_PARITY NO_HRTICK\n",
+        ),
+        ("/sys/kernel/debug/sched/base_slice_ns", "3000000\n"),
+        ("/sys/kernel/debug/sched/migration_cost_ns", "500000\n"),
+        // Not a number: as good as absent.
+        ("/sys/kernel/debug/sched/nr_migrate", "lots\n"),
     ])
 }
 
@@ -625,6 +634,9 @@ fn two_node_hybrid_kvm_guest_as_root() {
         sys_writable: true,
         hotpluggable_cpus: vec![1, 2, 3],
         sysctl_writable: true,
+        sched_features: strings(&["RUN_TO_PARITY", "HRTICK"]),
+        sched_tunables: strings(&["base_slice_ns", "migration_cost_ns"]),
+        numa_balancing_writable: true,
         executors: strings(&["host"]),
         workloads: catalogue(),
         state_kinds: vec![],
@@ -650,6 +662,8 @@ fn the_same_guest_as_a_user_may_change_nothing() {
     );
     assert_eq!(got.hotpluggable_cpus, Vec::<u32>::new());
     assert!(!got.sysctl_writable);
+    assert!(!got.numa_balancing_writable);
+    assert!(got.sched_features.is_empty() && got.sched_tunables.is_empty());
 }
 
 #[test]
@@ -690,6 +704,9 @@ fn s390x_kvm_guest_without_numa_nodes() {
         // s390x can take cpu0 offline too.
         hotpluggable_cpus: vec![0, 1],
         sysctl_writable: true,
+        sched_features: vec![],
+        sched_tunables: vec![],
+        numa_balancing_writable: false,
         executors: strings(&["host"]),
         workloads: catalogue(),
         state_kinds: vec![],

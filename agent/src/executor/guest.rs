@@ -16,8 +16,11 @@
 //! download), the workload's files, the image, the boot, the report.
 //!
 //! The guest applies the run's hotplug, autogroup and cgroup (cgroup2: one
-//! group for the workload, with the state's limits) before the workload, and
-//! reports its sched domains before and after (booted with `sched_verbose`),
+//! group for the workload, with the state's limits), scheduler features,
+//! tunables and NUMA balancing before the workload, boots with the state's
+//! command-line words, and reports the knobs as its kernel then shows them
+//! ([`knobs`] checks them against the state); it also reports its sched
+//! domains before and after (booted with `sched_verbose`),
 //! which become the run's topology telemetry: seed 000's "a domain level
 //! missing after a hotplug cycle", on a 2-node guest. Its runner samples the
 //! workload's threads and the CPUs' times every 500 ms and snapshots
@@ -32,6 +35,7 @@
 
 pub mod build;
 pub mod image;
+mod knobs;
 pub mod machine;
 pub mod runner;
 
@@ -74,6 +78,8 @@ pub(crate) enum Error {
     Kernel(#[from] kernels::Error),
     #[error(transparent)]
     Machine(#[from] machine::Refused),
+    #[error("guest: {0}")]
+    Knob(String),
     #[error(transparent)]
     State(#[from] StateError),
     #[error("the assignment has no workload")]
@@ -325,6 +331,7 @@ fn guest_state(run: &Run<'_>, cpus: u32) -> Result<GuestState, StateError> {
         }
     }
     out.autogroup = s.autogroup.map(|v| v == Autogroup::On);
+    knobs::add(s, &mut out);
     Ok(out)
 }
 
@@ -537,7 +544,8 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
         Some(ExecutorName::Host) => return Err(Error::Executor(ExecutorName::Host)),
     };
     result.executor = accel.executor().to_string();
-    let machine = machine::of_assignment(a, arch, accel, timeout)?;
+    let mut machine = machine::of_assignment(a, arch, accel, timeout)?;
+    machine.cmdline = state.cmdline.clone();
     let (busybox, busybox_native, modules) = match arch {
         GuestArch::X86_64 => (PathBuf::from(initramfs::BUSYBOX), true, Vec::new()),
         GuestArch::S390x => {
@@ -609,6 +617,7 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
             e => Error::Runner(e),
         }
     })?;
+    knobs::check(&state, &run).map_err(Error::Knob)?;
     Ok(Prepared {
         run,
         cpuset: state.cpuset.clone(),

@@ -11,12 +11,15 @@
 //! cgroup /sys/fs/cgroup/cpu/farm/r42/workload      a directory we created
 //! subtree-control /sys/fs/cgroup cpu  a cgroup2 controller we enabled
 //! process 4242 123456                 a process we started (pid, start time)
+//! sched-feature RUN_TO_PARITY 1       a debugfs feature toggle and whether it was on
+//! sched-tunable base_slice_ns 3000000 a debugfs tunable and its value
 //! ```
 //!
 //! Undo steps are idempotent, so a crash while restoring is repaired by
 //! restoring again. The journal is local and written only by the agent, but
 //! its paths are still checked on replay: only CPU online files, a short list
-//! of sysctls and cgroups under `.../farm/` are ever touched.
+//! of sysctls, the scheduler's debugfs features and the farm's tunables
+//! (`farm_spec` names) and cgroups under `.../farm/` are ever touched.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -29,7 +32,7 @@ use nix::unistd::Pid;
 use tracing::{info, warn};
 
 /// Sysctls a journal may restore; anything else in a journal is refused.
-pub const SYSCTLS: &[&str] = &["kernel/sched_autogroup_enabled"];
+pub const SYSCTLS: &[&str] = &["kernel/sched_autogroup_enabled", "kernel/numa_balancing"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -67,11 +70,32 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    CpuOnline { cpu: u32, was: bool },
-    Sysctl { key: String, was: String },
-    Cgroup { path: PathBuf },
-    SubtreeControl { path: PathBuf, controller: String },
-    Process { pid: i32, start_time: u64 },
+    CpuOnline {
+        cpu: u32,
+        was: bool,
+    },
+    Sysctl {
+        key: String,
+        was: String,
+    },
+    Cgroup {
+        path: PathBuf,
+    },
+    SubtreeControl {
+        path: PathBuf,
+        controller: String,
+    },
+    Process {
+        pid: i32,
+        start_time: u64,
+    },
+    SchedFeature {
+        feature: farm_spec::sched::SchedFeature,
+    },
+    SchedTunable {
+        tunable: farm_spec::Tunable,
+        was: u64,
+    },
 }
 
 impl Entry {
@@ -84,6 +108,14 @@ impl Entry {
                 format!("subtree-control {} {controller}", path.display())
             }
             Entry::Process { pid, start_time } => format!("process {pid} {start_time}"),
+            Entry::SchedFeature { feature } => {
+                format!(
+                    "sched-feature {} {}",
+                    feature.name(),
+                    u8::from(feature.on())
+                )
+            }
+            Entry::SchedTunable { tunable, was } => format!("sched-tunable {tunable} {was}"),
         }
     }
 
@@ -130,6 +162,21 @@ impl Entry {
             ["process", pid, start] => Ok(Entry::Process {
                 pid: i32::try_from(num(pid)?).map_err(|_| "pid out of range")?,
                 start_time: num(start)?,
+            }),
+            ["sched-feature", name, on] => {
+                let on = match *on {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err("a feature is 0 or 1"),
+                };
+                Ok(Entry::SchedFeature {
+                    feature: farm_spec::sched::SchedFeature::new(name, on)
+                        .map_err(|_| "not a sched feature name")?,
+                })
+            }
+            ["sched-tunable", name, was] => Ok(Entry::SchedTunable {
+                tunable: name.parse().map_err(|_| "not one of the farm's tunables")?,
+                was: num(was)?,
             }),
             _ => Err("unknown entry"),
         }
@@ -283,6 +330,16 @@ pub fn sysctl_path(root: &Path, key: &str) -> PathBuf {
     root.join("proc/sys").join(key)
 }
 
+/// `/sys/kernel/debug/sched/features` under `root`.
+pub fn sched_features_path(root: &Path) -> PathBuf {
+    root.join("sys/kernel/debug/sched/features")
+}
+
+/// A tunable's file under `root`.
+pub fn sched_tunable_path(root: &Path, t: farm_spec::Tunable) -> PathBuf {
+    root.join("sys/kernel/debug/sched").join(t.as_str())
+}
+
 /// The start time (field 22 of /proc/PID/stat), which tells a process from a
 /// later one that reused its pid.
 pub fn process_start_time(root: &Path, pid: i32) -> Option<u64> {
@@ -322,6 +379,17 @@ fn undo(root: &Path, e: &Entry) -> Result<()> {
             entry: e.to_line(),
             why,
         })?,
+        Entry::SchedFeature { feature } => {
+            // Written as the kernel takes it: `NAME` or `NO_NAME`.
+            let path = sched_features_path(root);
+            fs::write(&path, feature.to_string())
+                .map_err(|err| fail(format!("{}: {err}", path.display())))?;
+        }
+        Entry::SchedTunable { tunable, was } => {
+            let path = sched_tunable_path(root, *tunable);
+            fs::write(&path, was.to_string())
+                .map_err(|err| fail(format!("{}: {err}", path.display())))?;
+        }
         Entry::SubtreeControl { path, controller } => {
             let file = path.join("cgroup.subtree_control");
             fs::write(&file, format!("-{controller}"))

@@ -97,6 +97,10 @@ pub(super) struct RawState {
     pub cgroup_cpu_max: Option<Spanned<String>>,
     pub cgroup_cpuset: Option<Spanned<String>>,
     pub autogroup: Option<Spanned<Int>>,
+    pub sched_features: Option<Spanned<Vec<Spanned<String>>>>,
+    pub sched_tunables: Option<Spanned<std::collections::BTreeMap<String, Spanned<Int>>>>,
+    pub numa_balancing: Option<Spanned<Int>>,
+    pub cmdline: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]

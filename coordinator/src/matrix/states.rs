@@ -1,4 +1,5 @@
-//! The `[[states]]` axis: hotplug, cgroup layout and limits, autogroup.
+//! The `[[states]]` axis: hotplug, cgroup layout and limits, autogroup,
+//! scheduler features and tunables, NUMA balancing, a guest's cmdline.
 //!
 //! Each field is parsed by its `farm_spec` type, one at a time so that an
 //! error points at the field; the whole state is then checked as a
@@ -6,8 +7,12 @@
 //! the strings the file gave.
 
 use farm_proto::MachineState;
+use farm_spec::sched::KnobError;
 use farm_spec::state::{StateError, field};
-use farm_spec::{Autogroup, CgroupShape, CgroupSpec, CpuMax, CpuSet, CpuWeight, HotplugPlan};
+use farm_spec::{
+    Autogroup, CgroupShape, CgroupSpec, CpuMax, CpuSet, CpuWeight, HotplugPlan, KernelCmdline,
+    NumaBalancing, SchedFeatures, SchedTunables,
+};
 use toml::Spanned;
 
 use super::Checked;
@@ -110,6 +115,20 @@ pub(super) fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<V
                 )
             }
         };
+        let numa_balancing = match &state.numa_balancing {
+            None => None,
+            Some(n) => Some(
+                int(n, (0, 2), NumaBalancing::try_from)
+                    .map_err(|why| at(n.span(), field::NUMA_BALANCING, why))?,
+            ),
+        };
+        let sched_features = words(&state.sched_features, &key, field::SCHED_FEATURES, |w| {
+            SchedFeatures::parse(w)
+        })?;
+        let cmdline = words(&state.cmdline, &key, field::CMDLINE, |w| {
+            KernelCmdline::parse(w)
+        })?;
+        let sched_tunables = tunables(&state.sched_tunables, &key)?;
         let typed = farm_spec::MachineState {
             name: name.clone(),
             hotplug,
@@ -120,6 +139,10 @@ pub(super) fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<V
                 cpuset,
             }),
             autogroup,
+            sched_features,
+            sched_tunables,
+            numa_balancing,
+            cmdline,
         };
         if let Err(e) = typed.check() {
             // Only the cpuset crosses fields today; it names the value as the file gave it.
@@ -145,7 +168,68 @@ pub(super) fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<V
             cgroup_cpu_weight: weight.map_or(0, CpuWeight::get),
             cgroup_cpu_max: text(&state.cgroup_cpu_max),
             cgroup_cpuset: text(&state.cgroup_cpuset),
+            sched_features: typed.sched_features.words(),
+            sched_tunables: typed.sched_tunables.words(),
+            numa_balancing: numa_balancing.map(NumaBalancing::value),
+            cmdline: typed.cmdline.words(),
         });
+    }
+    Ok(out)
+}
+
+/// A list of words (`sched_features`, `cmdline`) made into its `farm_spec`
+/// value by `make`; an error names the word at fault
+/// (`states[1].cmdline[0]`), or the list when it is the list's (a word
+/// twice, too many).
+fn words<T>(
+    raw: &Option<Spanned<Vec<Spanned<String>>>>,
+    key: &str,
+    field: &str,
+    make: impl Fn(&[String]) -> Result<T, KnobError>,
+) -> Checked<T> {
+    let list: Vec<String> = raw
+        .as_ref()
+        .map(|l| l.get_ref().iter().map(|w| w.get_ref().clone()).collect())
+        .unwrap_or_default();
+    make(&list).map_err(|e| {
+        let list = raw.as_ref().expect("an empty list parses");
+        // The first word that does not parse on its own is the one at fault.
+        let alone = list
+            .get_ref()
+            .iter()
+            .enumerate()
+            .find(|(_, w)| make(std::slice::from_ref(w.get_ref())).is_err());
+        match alone {
+            Some((i, w)) => {
+                Issue::new(w.span(), join(key, &format!("{field}[{i}]")), e.to_string())
+            }
+            None => Issue::new(list.span(), join(key, field), e.to_string()),
+        }
+    })
+}
+
+/// `sched_tunables = { base_slice_ns = 3000000 }`: each value checked
+/// against its tunable's range, the error naming it
+/// (`states[0].sched_tunables.base_slice_ns`).
+fn tunables(
+    raw: &Option<Spanned<std::collections::BTreeMap<String, Spanned<Int>>>>,
+    key: &str,
+) -> Checked<SchedTunables> {
+    let mut out = SchedTunables::default();
+    let Some(table) = raw else {
+        return Ok(out);
+    };
+    for (name, v) in table.get_ref() {
+        let at = join(key, &format!("{}.{name}", field::SCHED_TUNABLES));
+        let value = u64::try_from(v.get_ref().0).map_err(|_| {
+            Issue::new(
+                v.span(),
+                at.clone(),
+                format!("{} is negative", v.get_ref().0),
+            )
+        })?;
+        out.insert(name, value)
+            .map_err(|e| Issue::new(v.span(), at, e.to_string()))?;
     }
     Ok(out)
 }
@@ -163,4 +247,34 @@ fn int<T, E>(
         .ok()
         .and_then(|v| make(v).ok())
         .ok_or_else(|| format!("{n} is out of range {min}..={max}"))
+}
+
+/// A state with `cmdline` words needs every kernel to boot in a guest
+/// (cells are the product of the axes): the agent's own kernel has the
+/// command line it booted with.
+pub(super) fn cmdline_fits(
+    raw: &super::raw::RawMatrix,
+    kernels: &[farm_spec::Kernel],
+    states: &[MachineState],
+) -> Checked<()> {
+    let Some(kernel) = kernels.iter().find(|k| !k.is_guest()) else {
+        return Ok(());
+    };
+    let Some(i) = states.iter().position(|s| !s.cmdline.is_empty()) else {
+        return Ok(());
+    };
+    let span = raw
+        .states
+        .as_ref()
+        .and_then(|v| v.get_ref().get(i))
+        .and_then(|s| s.get_ref().cmdline.as_ref())
+        .map_or(0..0, Spanned::span);
+    Err(Issue::new(
+        span,
+        format!("states[{i}].{}", field::CMDLINE),
+        format!(
+            "a kernel command line needs a kernel booted in a guest, and `{kernel}` runs on the \
+             agent's own kernel (put such states in a matrix of guest kernels)"
+        ),
+    ))
 }

@@ -1496,6 +1496,7 @@ const EXAMPLES: &[&str] = &[
     "migrations.toml",
     "kernels.toml",
     "nightly.toml",
+    "eevdf-knobs.toml",
 ];
 
 fn example(name: &str) -> Matrix {
@@ -1527,6 +1528,19 @@ fn examples_parse() {
     assert_eq!((quick.cells.len(), quick.repetitions), (4, 5));
     assert_eq!(runs(&quick).len(), 20);
     assert_eq!(quick.cells[1].verdict.as_ref().unwrap().max_runs, 10);
+
+    let knobs = example("eevdf-knobs.toml");
+    let states: Vec<(&[String], &[String])> = knobs
+        .cells
+        .iter()
+        .map(|c| {
+            let s = c.state.as_ref().unwrap();
+            (&s.sched_features[..], &s.sched_tunables[..])
+        })
+        .collect();
+    assert_eq!(states.len(), 4);
+    assert_eq!(states[3].0, ["NO_RUN_TO_PARITY"]);
+    assert_eq!(states[3].1, ["base_slice_ns=500000"]);
 }
 
 /// The format reference, docs/MATRIX.md, stays true: its example is a valid
@@ -2490,5 +2504,88 @@ fn named_builds_go_to_the_kernels_that_name_them() {
         9,
         "builds.Fix",
         "a build's name is at most 32 lowercase letters, digits, _ and -",
+    );
+}
+
+#[test]
+fn scheduler_knobs_are_parsed_and_their_errors_named() {
+    let guest = "name = \"m\"\nkernels = [\"debian:6.12.107+deb12-cloud-amd64\"]\n\
+                 [[workloads]]\nname = \"cpu-hog\"\n[[states]]\nname = \"s\"\n";
+    let m = ok(&format!(
+        "{guest}sched_features = [\"NO_RUN_TO_PARITY\", \"HRTICK\"]\n\
+         sched_tunables = {{ migration_cost_ns = 250000, base_slice_ns = 1_500_000 }}\n\
+         numa_balancing = 2\ncmdline = [\"isolcpus=domain,2,3\", \"nosmt\"]\n"
+    ));
+    let s = m.cells[0].state.as_ref().unwrap();
+    assert_eq!(s.sched_features, ["NO_RUN_TO_PARITY", "HRTICK"]);
+    // Canonical: in the tunables' order, CPU lists merged.
+    assert_eq!(
+        s.sched_tunables,
+        ["base_slice_ns=1500000", "migration_cost_ns=250000"]
+    );
+    assert_eq!(s.numa_balancing, Some(2));
+    assert_eq!(s.cmdline, ["isolcpus=domain,2-3", "nosmt"]);
+
+    // (the state's 7th line, column, key, message)
+    let cases: &[(&str, usize, &str, &str)] = &[
+        (
+            "sched_features = [\"HRTICK\", \"no_hrtick\"]",
+            29,
+            "states[0].sched_features[1]",
+            "bad sched feature `no_hrtick`: expected a name like `HRTICK`",
+        ),
+        (
+            "sched_features = [\"HRTICK\", \"NO_HRTICK\"]",
+            18,
+            "states[0].sched_features",
+            "sched feature `HRTICK` is given twice",
+        ),
+        (
+            "sched_tunables = { base_slice_ns = 10 }",
+            36,
+            "states[0].sched_tunables.base_slice_ns",
+            "base_slice_ns 10 is out of range 100000..=100000000",
+        ),
+        (
+            "sched_tunables = { sched_latency_ns = 10 }",
+            39,
+            "states[0].sched_tunables.sched_latency_ns",
+            "unknown sched tunable `sched_latency_ns` (known: base_slice_ns,",
+        ),
+        (
+            "sched_tunables = { nr_migrate = -1 }",
+            33,
+            "states[0].sched_tunables.nr_migrate",
+            "-1 is negative",
+        ),
+        (
+            "numa_balancing = 3",
+            18,
+            "states[0].numa_balancing",
+            "3 is out of range 0..=2",
+        ),
+        (
+            "cmdline = [\"init=/bin/sh\"]",
+            12,
+            "states[0].cmdline[0]",
+            "bad cmdline word `init=/bin/sh`: expected isolcpus=",
+        ),
+        (
+            "cmdline = [\"isolcpus=1 init=/bin/sh\"]",
+            12,
+            "states[0].cmdline[0]",
+            "bad cmdline word `isolcpus=1 init=/bin/sh`: expected a CPU list",
+        ),
+    ];
+    for (line, column, key, message) in cases {
+        check_err(&format!("{guest}{line}\n"), 7, *column, key, message);
+    }
+    // The agent's own kernel has the command line it booted with.
+    check_err(
+        &format!("{HEAD}[[states]]\nname = \"s\"\ncmdline = [\"nosmt\"]\n"),
+        6,
+        11,
+        "states[0].cmdline",
+        "a kernel command line needs a kernel booted in a guest, and `running` runs on",
     );
 }

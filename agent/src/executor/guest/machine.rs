@@ -52,6 +52,7 @@ pub fn of_assignment(
         memory_mib: shape.memory_mib,
         nodes: shape.numa_nodes,
         timeout,
+        cmdline: Vec::new(),
     })
 }
 

@@ -210,6 +210,7 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Probe {
         memory_mib: 256,
         nodes: 1,
         timeout: PROBE_TIMEOUT,
+        cmdline: Vec::new(),
     };
     let channel = dir.path().join("channel.log");
     let watch = qemu::Watch {

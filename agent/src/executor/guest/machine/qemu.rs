@@ -82,6 +82,9 @@ pub struct Machine {
     pub memory_mib: u32,
     pub nodes: u32,
     pub timeout: Duration,
+    /// Words added to the kernel's command line, each checked by
+    /// `farm_spec::sched::CmdlineWord` (no space, no quote).
+    pub cmdline: Vec<String>,
 }
 
 impl Default for Machine {
@@ -93,6 +96,7 @@ impl Default for Machine {
             memory_mib: 512,
             nodes: 2,
             timeout: Duration::from_secs(120),
+            cmdline: Vec::new(),
         }
     }
 }
@@ -141,10 +145,13 @@ pub fn argv(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Vec
         "-initrd".to_string(),
         initrd.display().to_string(),
         "-append".to_string(),
-        format!(
+        std::iter::once(format!(
             "console={} quiet panic=-1 sched_verbose",
             machine.arch.console()
-        ),
+        ))
+        .chain(machine.cmdline.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" "),
         "-display".to_string(),
         "none".to_string(),
         "-no-reboot".to_string(),

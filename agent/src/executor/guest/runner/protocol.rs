@@ -67,12 +67,22 @@ pub struct GuestState {
     pub cpu_max: Option<(u64, u64)>,
     /// `cpuset.cpus` of that cgroup.
     pub cpuset: Vec<u32>,
+    /// Sched feature toggles, `NAME` or `NO_NAME` (A-Z, 0-9, _ only:
+    /// `farm_spec::sched::SchedFeature`).
+    pub features: Vec<farm_spec::sched::SchedFeature>,
+    /// Debugfs tunables (the farm's closed set of names) and their values.
+    pub tunables: Vec<(farm_spec::Tunable, u64)>,
+    /// `kernel.numa_balancing`.
+    pub numa_balancing: Option<u32>,
+    /// Words for the kernel's command line (QEMU's `-append`), not `/state`.
+    pub cmdline: Vec<String>,
 }
 
 impl GuestState {
     /// The runner's `/state` file: a word and numbers a line (a CPU list is
-    /// digits, commas and dashes), so nothing in it can be more than a
-    /// number to the shell that reads it. The cgroup line comes before its
+    /// digits, commas and dashes; a feature is A-Z, 0-9 and _, a tunable one
+    /// of the farm's names), so nothing in it can be more than a word to
+    /// the shell that reads it. The cgroup line comes before its
     /// limits, which the runner writes into the cgroup it made.
     pub fn file(&self) -> String {
         let mut out = String::new();
@@ -99,6 +109,15 @@ impl GuestState {
                     farm_spec::CpuSet::from_cpus(self.cpuset.iter().copied())
                 ));
             }
+        }
+        for f in &self.features {
+            out.push_str(&format!("feature {f}\n"));
+        }
+        for (t, v) in &self.tunables {
+            out.push_str(&format!("tunable {t} {v}\n"));
+        }
+        if let Some(n) = self.numa_balancing {
+            out.push_str(&format!("numa_balancing {n}\n"));
         }
         out
     }
@@ -174,6 +193,15 @@ pub fn validate_arg(arg: &str) -> Result<(), Error> {
     }
 }
 
+/// The most `knob` lines a report may hold: one per tunable, features and
+/// NUMA balancing.
+const MAX_KNOB_LINES: usize = 16;
+
+/// A line quoted in an error, cut to a readable length.
+fn cut(line: &str) -> String {
+    farm_spec::excerpt(line)
+}
+
 /// What a job in a guest returned.
 #[derive(Debug)]
 pub struct GuestRun {
@@ -184,6 +212,11 @@ pub struct GuestRun {
     pub domains_after: std::collections::BTreeMap<u32, Vec<String>>,
     /// CPUs online once the state was applied.
     pub online: String,
+    /// The scheduler knobs as the guest's kernel shows them once the state
+    /// was applied (`knob <name> <value>`: `features` is the whole file).
+    pub knobs: std::collections::BTreeMap<String, String>,
+    /// The guest kernel's `/proc/cmdline`.
+    pub cmdline: String,
     pub exit_code: i32,
     /// The workload's wall time by the guest's /proc/uptime.
     pub wall_s: f64,
@@ -225,6 +258,8 @@ pub fn parse_run(text: &str) -> Result<GuestRun, ReportError> {
         Default::default();
     let mut domains_after = domains_before.clone();
     let mut online = String::new();
+    let mut knobs = std::collections::BTreeMap::new();
+    let mut cmdline = String::new();
     let mut exit_code = None;
     let mut wall_s = None;
     let mut stdout = String::new();
@@ -260,6 +295,14 @@ pub fn parse_run(text: &str) -> Result<GuestRun, ReportError> {
                 levels.push((level, name.to_string()));
             }
             "online" => online = rest.trim().to_string(),
+            "cmdline" => cmdline = rest.trim().to_string(),
+            "knob" => {
+                let (name, value) = rest.split_once(' ').unwrap_or((rest, ""));
+                if name.is_empty() || knobs.len() >= MAX_KNOB_LINES {
+                    return Err(ReportError::Unknown(cut(line)));
+                }
+                knobs.insert(name.to_string(), value.trim().to_string());
+            }
             "error" => return Err(ReportError::Guest(rest.trim().to_string())),
             "out" => {
                 stdout.push_str(rest);
@@ -309,6 +352,8 @@ pub fn parse_run(text: &str) -> Result<GuestRun, ReportError> {
         domains_before: by_level(domains_before),
         domains_after: by_level(domains_after),
         online,
+        knobs,
+        cmdline,
         exit_code: exit_code.ok_or(ReportError::Missing("exit code"))?,
         wall_s: wall_s.ok_or(ReportError::Missing("wall_s"))?,
         stdout,

@@ -44,9 +44,14 @@ for n in /sys/devices/system/node/node[0-9]*; do
 done
 domains before
 # The machine state: lines `cycle N`, `offline N`, `autogroup 0|1`, `cgroup 1`
-# then its limits `cpu_weight N`, `cpu_max Q P`, `cpuset LIST`; written by the
-# host (numbers only); anything else stops the job.
+# then its limits `cpu_weight N`, `cpu_max Q P`, `cpuset LIST`, and the
+# scheduler's `feature [NO_]NAME`, `tunable NAME N`, `numa_balancing N`;
+# written by the host (numbers, and names of A-Z a-z 0-9 _ only); anything
+# else stops the job.
 cg=
+sd=/sys/kernel/debug/sched
+tun=
+numa=
 while IFS=' ' read -r what a b || [ -n "$what" ]; do
   case "$what" in
     cycle) echo 0 > /sys/devices/system/cpu/cpu$a/online && echo 1 > /sys/devices/system/cpu/cpu$a/online || r "error state $what $a" ;;
@@ -56,9 +61,35 @@ while IFS=' ' read -r what a b || [ -n "$what" ]; do
     cpu_weight) [ -n "$cg" ] && echo $a > $cg/cpu.weight || r "error state $what $a" ;;
     cpu_max) [ -n "$cg" ] && echo "$a $b" > $cg/cpu.max || r "error state $what $a $b" ;;
     cpuset) [ -n "$cg" ] && echo $a > $cg/cpuset.cpus || r "error state $what $a" ;;
+    feature)
+      n=${a#NO_}
+      if grep -qw -e "$n" -e "NO_$n" $sd/features 2>/dev/null; then
+        echo "$a" > $sd/features || r "error apply sched feature $a: the kernel refused it"
+      else
+        r "error apply sched feature $a: the guest's kernel has no such feature (it has: $(cat $sd/features 2>/dev/null))"
+      fi ;;
+    tunable)
+      if [ -f "$sd/$a" ]; then
+        echo "$b" > "$sd/$a" || r "error apply sched tunable $a=$b: the kernel refused it"
+        tun="$tun $a"
+      else
+        r "error apply sched tunable $a: the guest's kernel has no such tunable ($sd/$a)"
+      fi ;;
+    numa_balancing)
+      if [ -f /proc/sys/kernel/numa_balancing ]; then
+        echo "$a" > /proc/sys/kernel/numa_balancing || r "error apply numa_balancing $a: the kernel refused it"
+        numa=1
+      else
+        r "error apply numa_balancing $a: the guest's kernel has no kernel.numa_balancing"
+      fi ;;
     *) r "error state $what" ;;
   esac
 done < /state
+# The knobs as the kernel now shows them, for the host to check.
+[ -f $sd/features ] && r "knob features $(cat $sd/features)"
+for t in $tun; do r "knob $t $(cat $sd/$t)"; done
+[ -n "$numa" ] && r "knob numa_balancing $(cat /proc/sys/kernel/numa_balancing)"
+r "cmdline $(cat /proc/cmdline)"
 r "online $(cat /sys/devices/system/cpu/online)"
 domains after
 set --
@@ -112,11 +143,17 @@ else
 fi
 pid=$!
 r "session $pid"
-sampler &
+# Where the farm's binary is in the guest (x86_64, built-in workloads) it
+# sweeps without forking, every 100 ms as on hosts, the workload's session
+# only; elsewhere the shell loop above.
+if [ -x /bin/farm-workload ]; then
+  /bin/farm-workload --sample --session $pid --interval-ms 100 --stop /tmp/stop >&3 &
+else
+  sampler &
+fi
 spid=$!
-# Under TCG a busy workload would starve the sweeps (each forks a few
-# programs) until it ends: the sampler runs at a higher priority, and
-# reports what it cost.
+# Under TCG a busy workload would starve the sweeps until it ends: the
+# sampler runs at a higher priority, and reports what it cost.
 renice -n -5 -p $spid > /dev/null 2>&1
 wait $pid
 rc=$?

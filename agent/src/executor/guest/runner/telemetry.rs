@@ -16,9 +16,13 @@
 //! | `task <line>` | a `/proc/PID/task/TID/stat` line, every task of the guest |
 //! | `sampler <u> <s> <cu> <cs>` | the sampler's own `times` (itself, then its children) when it stops |
 //! | `mig <line>` | `grep -H '^se.nr_migrations' /proc/PID/task/TID/sched`: a task's migrations so far |
+//! | `rq <path>:<run> <wait> <slices>` | a task's `/proc/PID/task/TID/schedstat`: time on a CPU and waiting for one (ns), timeslices |
 //! | `cpu <line>` | a `cpu` or `cpu<N>` line of `/proc/stat` |
 //!
-//! `task` and `cpu` lines belong to the last `sample` line before them.
+//! `task`, `mig`, `rq` and `cpu` lines belong to the last `sample` line
+//! before them. The x86_64 runner sweeps with `farm-workload --sample`
+//! (no fork: [`farm_workload::sampler`]), which reads the workload's
+//! session only; the s390x runner with a shell loop reading every task.
 //!
 //! All of it comes from the guest, whose kernel is the one under test:
 //! every line is checked when it arrives and a malformed one is an error
@@ -56,6 +60,7 @@ use crate::telemetry::interrupts;
 use crate::telemetry::placement::{NodeMap, Sample};
 use crate::telemetry::procstat::{CpuTimes, ProcStat};
 use crate::telemetry::report::{self, known};
+use crate::telemetry::runqueue;
 use crate::telemetry::sampler::{self, Collected};
 use crate::telemetry::taskstat;
 use crate::telemetry::waste::Snapshot;
@@ -149,6 +154,8 @@ struct Sweep {
     tids: std::collections::HashSet<u32>,
     /// `se.nr_migrations` by tid.
     migrations: BTreeMap<u32, u64>,
+    /// `schedstat` by tid.
+    schedstat: BTreeMap<u32, runqueue::SchedInfo>,
     total: Option<CpuTimes>,
     per_cpu: BTreeMap<u32, CpuTimes>,
 }
@@ -199,6 +206,7 @@ impl Observed {
             "sample" => self.sample(rest),
             "task" => self.task(rest),
             "mig" => self.mig(rest),
+            "rq" => self.rq(rest),
             "sampler" => self.sampler(rest),
             "cpu" => self.cpu(rest),
             _ => return Ok(false),
@@ -313,6 +321,7 @@ impl Observed {
             tasks: Vec::new(),
             tids: Default::default(),
             migrations: BTreeMap::new(),
+            schedstat: BTreeMap::new(),
             total: None,
             per_cpu: BTreeMap::new(),
         });
@@ -372,6 +381,23 @@ impl Observed {
             .filter(|&n| n <= MAX_MIGRATIONS)
             .ok_or(Reason::NotMigrations)?;
         if sweep.migrations.insert(tid, n).is_some() {
+            return Err(Reason::TaskTwice(tid));
+        }
+        Ok(())
+    }
+
+    /// `/proc/<pid>/task/<tid>/schedstat:<run> <wait> <slices>`.
+    fn rq(&mut self, rest: &str) -> Result<(), Reason> {
+        let sweep = self.sweep()?;
+        let (path, value) = rest.split_once(':').ok_or(Reason::NoColon)?;
+        let tid = path
+            .strip_prefix("/proc/")
+            .and_then(|p| p.strip_suffix("/schedstat"))
+            .and_then(|p| p.split_once("/task/"))
+            .and_then(|(_, tid)| tid.parse::<u32>().ok())
+            .ok_or(Reason::NotSchedstatFile)?;
+        let info = runqueue::parse(value).map_err(|_| Reason::NotSchedstat)?;
+        if sweep.schedstat.insert(tid, info).is_some() {
             return Err(Reason::TaskTwice(tid));
         }
         Ok(())
@@ -440,6 +466,13 @@ impl Observed {
         for s in sweeps {
             let t_ms = s.uptime_ms - t0;
             let kept: Vec<&Task> = s.tasks.iter().filter(|t| t.session == sid).collect();
+            // Every task is read at every sweep: each stands for itself.
+            out.waits.sweep(t_ms);
+            for t in &kept {
+                if let Some(info) = s.schedstat.get(&t.tid) {
+                    out.waits.observe((0, t.tid), *info, 1.0);
+                }
+            }
             out.threads_seen += kept.len() as u64;
             // As the sampler: zombies and dead tasks are not placed, and
             // when some threads are instances the others are left out.
@@ -465,6 +498,7 @@ impl Observed {
                 });
             }
         }
+        out.waits.finish();
         out.threads_read = out.threads_seen;
         out.cost = Duration::from_millis(self.sampler_ms.unwrap_or(0));
         out.interval = Duration::from_millis(median_spacing(sweeps));

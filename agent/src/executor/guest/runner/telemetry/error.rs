@@ -66,6 +66,10 @@ pub enum Reason {
     NotSchedFile,
     #[error("not `se.nr_migrations : <count>`")]
     NotMigrations,
+    #[error("not a /proc/<pid>/task/<tid>/schedstat file")]
+    NotSchedstatFile,
+    #[error("not three counters (run, wait, timeslices)")]
+    NotSchedstat,
     #[error("a second `cpu` line in one sweep")]
     SecondTotal,
     #[error("a second cpu{0} line in one sweep")]
