@@ -13,8 +13,11 @@
 //! - [`topology`]: scheduling-domain levels per CPU (debugfs, else synthesized from
 //!   sysfs) and a readable diff of two snapshots (seed 000: a level missing after a
 //!   hotplug cycle).
+//! - [`loads`]: the CPU time of the competing loads' process trees over a run.
 //! - [`runqueue`]: a thread's `schedstat` (time waiting for a CPU) and the run's
 //!   total, percentiles per timeslice and series of waiting threads.
+//! - [`schedstat`]: `/proc/schedstat`'s load-balancing counters per sched-domain level,
+//!   and their deltas over a run by level name.
 //! - [`downsample`]: a result's placement series thinned, evenly, to the result
 //!   budget.
 //!
@@ -33,12 +36,14 @@
 
 pub mod downsample;
 pub mod interrupts;
+pub mod loads;
 pub mod perf;
 pub mod placement;
 pub mod procstat;
 pub mod report;
 pub mod runqueue;
 pub mod sampler;
+pub mod schedstat;
 pub mod taskstat;
 pub mod topology;
 pub mod waste;

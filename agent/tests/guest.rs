@@ -347,8 +347,9 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     }
     // The guest's telemetry: two busy threads for two seconds, confined to
     // the cgroup's cpus 0-2 (node 0 has 0-1, node 1 has 2-3).
-    let (metrics, t) = telemetry::build(&r.observed, r.wall_s, &[0, 1, 2, 3], 100)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (metrics, t) =
+        telemetry::build(&r.observed, r.wall_s, &[0, 1, 2, 3], 100, &r.domains_after)
+            .unwrap_or_else(|e| panic!("{e}"));
     let get = |name: &str| {
         metrics
             .iter()
@@ -366,6 +367,17 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     assert!(get("rescheduling_ipis") > 0.0);
     // Sampled from the threads' sched counters: present, and a count.
     assert!(get("cpu_migrations") >= 0.0);
+    // Two threads on three CPUs hardly wait for one.
+    assert!(get("runqueue_wait_s") < 0.5, "{}", get("runqueue_wait_s"));
+    // Balancing at both levels of the 2-node guest, from /proc/schedstat.
+    let mut lb: Vec<&str> = metrics
+        .iter()
+        .map(|m| m.name.as_str())
+        .filter(|n| n.starts_with("lb_"))
+        .collect();
+    lb.sort_unstable();
+    assert_eq!(lb.len(), 14, "{lb:?}");
+    assert_eq!((lb[0], lb[13]), ("lb_mc_busy", "lb_numa_wake_affine"));
     assert!(
         (1.2..3.5).contains(&get("cpus_utilised")),
         "{}",
@@ -456,8 +468,8 @@ fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
     assert_eq!(r.exit_code, 0, "console:\n{}", r.console_tail);
     assert_eq!(r.release, "6.1.0-50-s390x");
     assert_eq!(r.online, "0-1");
-    let (metrics, t) =
-        telemetry::build(&r.observed, r.wall_s, &[0, 1], 100).unwrap_or_else(|e| panic!("{e}"));
+    let (metrics, t) = telemetry::build(&r.observed, r.wall_s, &[0, 1], 100, &r.domains_after)
+        .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{metrics:#?}\n{:#?}", t.nodes);
     let cpu_s: f64 = metrics
         .iter()

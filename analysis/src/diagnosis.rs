@@ -14,7 +14,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use farm_spec::metric::{CPUS_UTILISED, WASTED_CORE_PCT};
+use farm_spec::metric::{CPUS_UTILISED, LOADS_CPUS, WASTED_CORE_PCT};
 
 use crate::compare::{Finding, Verdict};
 
@@ -75,11 +75,16 @@ const CROWDING_STRENGTH: f64 = std::f64::consts::LN_2;
 /// The lines, strongest first.
 pub fn diagnose(e: &Evidence<'_>) -> Vec<Line> {
     let mut lines = Vec::new();
+    // The machine's CPUs, where the placement knows its nodes.
+    let cpus: u32 = e
+        .candidate
+        .as_ref()
+        .map_or(0, |p| p.nodes.iter().map(|n| n.cpus).sum());
     for m in &e.metrics {
         if !matches!(m.verdict, Verdict::Regression | Verdict::Improvement) {
             continue;
         }
-        if let Some(line) = metric_line(m) {
+        if let Some(line) = metric_line(m, cpus) {
             lines.push(line);
         }
     }
@@ -92,17 +97,32 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Line> {
     lines
 }
 
-/// How a metric is named in a diagnosis: perf's names for perf's counters.
-fn display_name(metric: &str) -> &str {
-    farm_spec::metric::telemetry(metric).map_or(metric, |m| m.display)
+/// How a metric is named in a diagnosis: perf's names for perf's
+/// counters, "NUMA-level newidle balancing" for a balancing counter.
+fn display_name(metric: &str) -> String {
+    farm_spec::metric::display(metric)
 }
 
-fn metric_line(m: &Moved<'_>) -> Option<Line> {
+/// A moved metric's line; `cpus` is the machine's (0: unknown).
+fn metric_line(m: &Moved<'_>, cpus: u32) -> Option<Line> {
     let (b, c) = (m.baseline_median, m.candidate_median);
     if !(b.is_finite() && c.is_finite()) {
         return None;
     }
     let text = match m.metric {
+        // Seed 003's cause in its own terms: what the competing loads took.
+        name if name == LOADS_CPUS.name => {
+            let of = if cpus > 0 {
+                format!(" of {cpus}")
+            } else {
+                String::new()
+            };
+            format!(
+                "the competing loads took {}{of} CPUs ({} in the baseline)",
+                level(c),
+                level(b)
+            )
+        }
         // Seed 004 quotes these as levels, not factors.
         name if name == CPUS_UTILISED.name => {
             format!("CPUs utilised {} → {}", level(b), level(c))

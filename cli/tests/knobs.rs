@@ -70,8 +70,43 @@ sched_tunables = {{ min_granularity_ns = 1000000 }}
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["executor"], "tcg", "{r}");
     assert!(r["metrics"]["hog_ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+    // Four threads on four vCPUs wait little, but a figure there must be.
     let wait = r["metrics"]["runqueue_wait_s"].as_f64();
-    assert!(wait.is_some(), "no runqueue wait from the guest: {r}");
+    assert!(
+        wait.is_some_and(|w| w >= 0.0),
+        "no runqueue wait from the guest: {r}"
+    );
+    assert!(
+        r["metrics"]["runqueue_wait_p99_us"].as_f64().is_some(),
+        "{r}"
+    );
+    // Load balancing per level of the 2-node guest (MC within a node, NUMA
+    // across), from /proc/schedstat around the run.
+    let mut lb: Vec<&str> = r["metrics"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|k| k.starts_with("lb_"))
+        .collect();
+    lb.sort_unstable();
+    let want: Vec<String> = ["mc", "numa"]
+        .iter()
+        .flat_map(|l| {
+            [
+                "busy",
+                "failed",
+                "gained",
+                "idle",
+                "newidle",
+                "pushed",
+                "wake_affine",
+            ]
+            .map(|c| format!("lb_{l}_{c}"))
+        })
+        .collect();
+    assert_eq!(lb, want, "{r}");
+    assert!(r["metrics"]["lb_mc_idle"].as_f64().unwrap() > 0.0, "{r}");
 
     let bad = by_cell(1);
     assert_eq!(bad["ok"], false, "{bad}");

@@ -209,6 +209,34 @@ fn group_imbalance_example_shows_separate_groups_slower_and_restores_the_machine
         !diagnosis.is_empty(),
         "a regression without a diagnosis: {separate}"
     );
+    // Who took the CPUs lu lost: the two hogs' share of the two CPUs,
+    // about 1 when all four threads share one group (2 of 4 threads) and
+    // 4/3 when each program has a group (2 of 3 equal groups).
+    let loads = separate["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "loads_cpus")
+        .unwrap_or_else(|| panic!("no loads_cpus: {separate}"));
+    let (b, c) = (
+        loads["baseline_median"].as_f64().unwrap(),
+        loads["median"].as_f64().unwrap(),
+    );
+    assert!(
+        (0.85..=1.15).contains(&b),
+        "shared: the loads took {b} CPUs"
+    );
+    assert!(
+        (1.2..=1.45).contains(&c),
+        "separate: the loads took {c} CPUs"
+    );
+    assert!(
+        diagnosis.iter().any(|l| {
+            let l = l.as_str().unwrap();
+            l.starts_with("the competing loads took 1.") && l.contains(" of 2 CPUs (")
+        }),
+        "{diagnosis:?}"
+    );
     // Each cell says where its threads were.
     for c in v["cells"].as_array().unwrap() {
         let notes = c["notes"].as_array().unwrap();

@@ -42,6 +42,12 @@ pub enum Requirement {
     Workload(String),
     /// A machine-state kind the agent must be able to apply and restore.
     State(StateKind),
+    /// A scheduler feature or tunable the agent's running kernel must have
+    /// (its debugfs, as the agent read it at registration).
+    SchedKnob {
+        kind: KnobKind,
+        name: String,
+    },
     /// These CPUs must be hotpluggable there, and one CPU must stay online.
     /// Kept as ranges: a cell's `offline:1-4095` is one pair, not 4,095 numbers.
     Hotplug(CpuSet),
@@ -82,6 +88,9 @@ impl fmt::Display for Requirement {
             ),
             Requirement::Workload(w) => write!(f, "workload={w}"),
             Requirement::State(s) => write!(f, "state={s}"),
+            Requirement::SchedKnob { kind, name } => {
+                write!(f, "sched {kind} {name} (an agent whose kernel has it)")
+            }
             Requirement::Hotplug(cpus) => {
                 // As ranges (the kernel's list format): a reason is formatted
                 // per status, and `offline:1-99999` spelt CPU by CPU made a
@@ -91,6 +100,22 @@ impl fmt::Display for Requirement {
             }
             Requirement::Unreadable { key, value } => write!(f, "{key}={value}"),
         }
+    }
+}
+
+/// A debugfs scheduler knob's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KnobKind {
+    Feature,
+    Tunable,
+}
+
+impl fmt::Display for KnobKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KnobKind::Feature => "feature",
+            KnobKind::Tunable => "tunable",
+        })
     }
 }
 
@@ -139,6 +164,10 @@ impl Requirement {
             },
             Requirement::Workload(w) => caps.workloads.iter().any(|x| x == w),
             Requirement::State(s) => caps.state_kinds.iter().any(|x| x == s.as_str()),
+            Requirement::SchedKnob { kind, name } => match kind {
+                KnobKind::Feature => caps.sched_features.iter().any(|x| x == name),
+                KnobKind::Tunable => caps.sched_tunables.iter().any(|x| x == name),
+            },
             Requirement::Hotplug(cpus) => {
                 let hotpluggable = &caps.hotpluggable_cpus;
                 // More CPUs than the agent can hotplug fail at once; otherwise
@@ -282,8 +311,6 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
         if s.autogroup.is_some() {
             out.push(Requirement::State(StateKind::Autogroup));
         }
-        // Whether the agent's kernel has each feature and tunable is known
-        // only to the agent, which refuses a run naming what it lacks.
         for (set, kind) in [
             (!s.sched_features.is_empty(), StateKind::SchedFeatures),
             (!s.sched_tunables.is_empty(), StateKind::SchedTunables),
@@ -293,6 +320,28 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
             if set {
                 out.push(Requirement::State(kind));
             }
+        }
+        // Each feature and tunable the agent's kernel must have, by the
+        // names it advertised (the agent checks again before writing).
+        match farm_spec::SchedFeatures::parse(&s.sched_features) {
+            Ok(features) => out.extend(features.iter().map(|f| Requirement::SchedKnob {
+                kind: KnobKind::Feature,
+                name: f.name().to_owned(),
+            })),
+            Err(_) => out.push(Requirement::Unreadable {
+                key: "sched_features",
+                value: s.sched_features.join(" "),
+            }),
+        }
+        match farm_spec::SchedTunables::parse(&s.sched_tunables) {
+            Ok(tunables) => out.extend(tunables.iter().map(|(t, _)| Requirement::SchedKnob {
+                kind: KnobKind::Tunable,
+                name: t.to_string(),
+            })),
+            Err(_) => out.push(Requirement::Unreadable {
+                key: "sched_tunables",
+                value: s.sched_tunables.join(" "),
+            }),
         }
     }
     out

@@ -104,6 +104,9 @@ pub const RUNQUEUE_WAIT_P99_US: Metric = shown(
     m("runqueue_wait_p99_us", "µs", Down),
     "runqueue wait per timeslice (p99)",
 );
+/// The CPUs the competing loads used on average while the workload ran:
+/// their process trees' CPU time over the workload's wall time.
+pub const LOADS_CPUS: Metric = shown(m("loads_cpus", "CPUs", Down), "competing loads' CPUs");
 /// From the agent's start of a guest run to the workload's start.
 pub const GUEST_START_S: Metric = m("guest_start_s", "s", Down);
 
@@ -126,12 +129,129 @@ pub const TELEMETRY: &[Metric] = &[
     WASTED_CORE_PCT,
     RUNQUEUE_WAIT_S,
     RUNQUEUE_WAIT_P99_US,
+    LOADS_CPUS,
     GUEST_START_S,
 ];
 
 /// The telemetry metric of this name.
 pub fn telemetry(name: &str) -> Option<&'static Metric> {
     TELEMETRY.iter().find(|m| m.name == name)
+}
+
+/// Load balancing per sched-domain level, from `/proc/schedstat`'s deltas
+/// over a run: `lb_<level>_<counter>` (`lb_numa_newidle`), the level in
+/// lower case as the kernel names it (SMT, CLS, MC, PKG, DIE, NUMA).
+pub mod balancing {
+    use super::Direction;
+
+    pub const PREFIX: &str = "lb_";
+
+    /// What is counted at a level, summed over its CPUs.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Counter {
+        /// Balancing attempts by a busy CPU (the tick).
+        Busy,
+        /// ... by an idle CPU (the tick).
+        Idle,
+        /// ... by a CPU about to go idle.
+        Newidle,
+        /// Attempts that found an imbalance and moved nothing.
+        Failed,
+        /// Tasks pulled by balancing.
+        Gained,
+        /// Tasks pushed by active balancing.
+        Pushed,
+        /// Wakeups moved to the waker's CPU (wake affine).
+        WakeAffine,
+    }
+
+    impl Counter {
+        pub const ALL: [Counter; 7] = [
+            Counter::Busy,
+            Counter::Idle,
+            Counter::Newidle,
+            Counter::Failed,
+            Counter::Gained,
+            Counter::Pushed,
+            Counter::WakeAffine,
+        ];
+
+        pub fn suffix(self) -> &'static str {
+            match self {
+                Counter::Busy => "busy",
+                Counter::Idle => "idle",
+                Counter::Newidle => "newidle",
+                Counter::Failed => "failed",
+                Counter::Gained => "gained",
+                Counter::Pushed => "pushed",
+                Counter::WakeAffine => "wake_affine",
+            }
+        }
+
+        pub fn unit(self) -> &'static str {
+            match self {
+                Counter::Busy | Counter::Idle | Counter::Newidle | Counter::Failed => "balances",
+                Counter::Gained | Counter::Pushed => "tasks",
+                Counter::WakeAffine => "wakeups",
+            }
+        }
+
+        /// More balancing is more cost; none of them is a figure of merit.
+        pub fn direction(self) -> Direction {
+            Direction::LowerIsBetter
+        }
+
+        fn words(self) -> &'static str {
+            match self {
+                Counter::Busy => "busy balancing",
+                Counter::Idle => "idle balancing",
+                Counter::Newidle => "newidle balancing",
+                Counter::Failed => "failed balancing",
+                Counter::Gained => "tasks pulled by balancing",
+                Counter::Pushed => "tasks pushed by active balancing",
+                Counter::WakeAffine => "wake-affine moves",
+            }
+        }
+    }
+
+    /// A level name as the kernel writes it: A-Z and 0-9, at most 16.
+    fn level_ok(level: &str) -> bool {
+        !level.is_empty()
+            && level.len() <= 16
+            && level
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() && !b.is_ascii_lowercase())
+    }
+
+    /// `lb_numa_newidle` for (`NUMA`, Newidle); `None` for a level name
+    /// that is not the kernel's kind.
+    pub fn name(level: &str, c: Counter) -> Option<String> {
+        level_ok(level).then(|| format!("{PREFIX}{}_{}", level.to_ascii_lowercase(), c.suffix()))
+    }
+
+    /// The level (upper case) and counter of a balancing metric's name.
+    pub fn parse(name: &str) -> Option<(String, Counter)> {
+        let rest = name.strip_prefix(PREFIX)?;
+        Counter::ALL.iter().find_map(|&c| {
+            let level = rest.strip_suffix(c.suffix())?.strip_suffix('_')?;
+            let upper = level.to_ascii_uppercase();
+            (level_ok(&upper) && level == upper.to_ascii_lowercase()).then_some((upper, c))
+        })
+    }
+
+    /// How a diagnosis names it: "NUMA-level newidle balancing".
+    pub fn display(name: &str) -> Option<String> {
+        parse(name).map(|(level, c)| format!("{level}-level {}", c.words()))
+    }
+}
+
+/// How a diagnosis names a metric: the table's display name, a balancing
+/// counter's words, else the name itself.
+pub fn display(name: &str) -> String {
+    match telemetry(name) {
+        Some(m) => m.display.to_owned(),
+        None => balancing::display(name).unwrap_or_else(|| name.to_owned()),
+    }
 }
 
 /// Whether `name` may make a cell's verdict: not telemetry, and not a
@@ -142,7 +262,7 @@ pub fn is_primary(name: &str) -> bool {
     let per_instance = name
         .strip_prefix("instance")
         .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
-    telemetry(name).is_none() && !per_instance
+    telemetry(name).is_none() && !per_instance && balancing::parse(name).is_none()
 }
 
 #[cfg(test)]
@@ -159,11 +279,28 @@ mod tests {
             ("cpu_migrations", false),
             ("guest_start_s", false),
             ("user_s", false),
+            ("lb_numa_newidle", false),
+            ("lb_mc_wake_affine", false),
+            ("lb_", true),
+            ("lb_numa_sideways", true),
         ] {
             assert_eq!(is_primary(name), primary, "{name}");
         }
         assert_eq!(telemetry("cpus_utilised").unwrap().direction, Up);
-        assert_eq!(TELEMETRY.len(), 17);
+        use balancing::Counter;
+        assert_eq!(
+            balancing::name("NUMA", Counter::Newidle).as_deref(),
+            Some("lb_numa_newidle")
+        );
+        assert_eq!(balancing::name("numa; rm", Counter::Newidle), None);
+        for c in Counter::ALL {
+            let n = balancing::name("MC", c).unwrap();
+            assert_eq!(balancing::parse(&n), Some(("MC".to_string(), c)));
+        }
+        assert_eq!(display("lb_numa_newidle"), "NUMA-level newidle balancing");
+        assert_eq!(display("cpu_migrations"), "cpu-migrations");
+        assert_eq!(display("mops"), "mops");
+        assert_eq!(TELEMETRY.len(), 18);
         for d in [Up, Down] {
             assert_eq!(d.to_string().parse::<Direction>(), Ok(d));
         }

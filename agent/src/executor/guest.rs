@@ -261,6 +261,7 @@ fn report(g: Prepared, timeout_s: u32, result: &mut RunResult) {
         run.wall_s,
         &allowed,
         crate::telemetry::procstat::user_hz(),
+        &run.domains_after,
     ) {
         Ok((ms, mut t)) => {
             metrics.extend(ms);

@@ -233,12 +233,12 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
     };
     let spec = spec(&launch.program, placement.workload, timeout, true);
     let measured = info_span!(target: TARGET, "workload", program = %spec.program.display())
-        .in_scope(|| measure(ctx, &root, &spec, &launch));
+        .in_scope(|| measure(ctx, &root, &spec, &launch, loads.pids()));
     if let Some(server) = server {
         server.stop();
     }
     loads.stop();
-    let (out, collected, irqs) = measured?;
+    let (out, collected, irqs, load_ticks) = measured?;
     let map = if ctx.caps.numa_nodes.is_empty() {
         NodeMap::single(&ctx.caps.online_cpus)
     } else {
@@ -255,6 +255,13 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         user_hz: procstat::user_hz(),
         topology: topology_before.as_ref().zip(topology_after.as_ref()),
     });
+    let mut metrics = metrics;
+    let (before, after) = load_ticks;
+    if let Some(cpus) =
+        crate::telemetry::loads::cpus(&before, &after, procstat::user_hz(), out.wall.as_secs_f64())
+    {
+        metrics.push(report::known(farm_spec::metric::LOADS_CPUS, cpus));
+    }
     Ok((outcome(out, metrics, telemetry), launch.output))
 }
 
@@ -293,25 +300,47 @@ fn start_server(
     }
 }
 
-/// Runs the workload under the sampler, with /proc/interrupts read around it.
+/// What [`measure`] returns: the workload's outcome, the sampler's sweeps,
+/// the interrupts' deltas, and the loads' CPU ticks at its start and end.
+type Measured = (
+    process::Outcome,
+    Collected,
+    Vec<interrupts::IrqDelta>,
+    (Vec<u64>, Vec<u64>),
+);
+
+/// Runs the workload under the sampler, with /proc/interrupts and the
+/// competing loads' CPU time (`loads`: their pids) read around it.
 fn measure(
     ctx: &Context<'_>,
     root: &Path,
     spec: &Spec,
     launch: &Launch,
-) -> Result<(process::Outcome, Collected, Vec<interrupts::IrqDelta>), Error> {
+    loads: &[i32],
+) -> Result<Measured, Error> {
+    let load_ticks = || -> Vec<u64> {
+        loads
+            .iter()
+            .map(|&p| crate::telemetry::loads::tree_ticks(root, p as u32))
+            .collect()
+    };
     // Started before the workload so that they do not inherit its counters.
     let sampler = Sampler::spawn(root, sampler::DEFAULT_INTERVAL).map_err(Error::Sampler)?;
     let pinner = Pinner::spawn(root, &launch.pins).map_err(Error::Pinner)?;
     let irq_before = interrupts::read(root)
         .map_err(|e| warn!("interrupts: {e}"))
         .ok();
+    let mut loads_before = Vec::new();
+    let mut loads_after = Vec::new();
     let out = process::start(spec, ctx.killer).and_then(|running| {
+        loads_before = load_ticks();
         sampler.track(running.pid() as u32);
         if let Some(pinner) = &pinner {
             pinner.pin(running.pid());
         }
-        running.wait()
+        let out = running.wait();
+        loads_after = load_ticks();
+        out
     });
     if let Some(pinner) = pinner {
         pinner.finish();
@@ -330,5 +359,5 @@ fn measure(
             .unwrap_or_default(),
         _ => Vec::new(),
     };
-    Ok((out, collected, irqs))
+    Ok((out, collected, irqs, (loads_before, loads_after)))
 }

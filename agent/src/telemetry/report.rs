@@ -40,6 +40,17 @@ pub fn known(m: farm_spec::metric::Metric, value: f64) -> Metric {
     }
 }
 
+/// A metric outside `farm_spec`'s table (a balancing counter per level),
+/// lower is better.
+pub fn known_named(name: String, unit: &str, value: f64) -> Metric {
+    Metric {
+        name,
+        value,
+        unit: unit.into(),
+        direction: Direction::from(farm_spec::Direction::LowerIsBetter) as i32,
+    }
+}
+
 fn ipi_name(k: Option<IpiKind>) -> &'static str {
     match k {
         Some(IpiKind::Rescheduling) => "rescheduling",

@@ -209,3 +209,37 @@ fn findings_in_words() {
         "two modes in the candidate: 20 s and 31.5 s, 40% of the runs in the lower"
     );
 }
+
+/// Seed 003's lu beside two CPU hogs, autogroup off against on: lu lost
+/// CPUs, and the loads' share says who took them.
+#[test]
+fn what_the_competing_loads_took_of_the_machine() {
+    let e = Evidence {
+        metrics: vec![
+            moved("cpus_utilised", 0.9, 0.6, Verdict::Regression),
+            moved("loads_cpus", 1.0, 1.4, Verdict::Regression),
+        ],
+        candidate: Some(Placement {
+            nodes: vec![node(0, 2, 3.0, 3.0)],
+            instances: Vec::new(),
+        }),
+        ..Default::default()
+    };
+    assert_eq!(
+        texts(&diagnose(&e)),
+        [
+            "CPUs utilised 0.9 → 0.6",
+            "node 0 holds 3.0 threads (3.0 runnable) on 2 CPUs",
+            "the competing loads took 1.4 of 2 CPUs (1.0 in the baseline)",
+        ]
+    );
+    // Without a placement the machine's CPUs are not known.
+    let e = Evidence {
+        candidate: None,
+        ..e
+    };
+    assert_eq!(
+        texts(&diagnose(&e))[1],
+        "the competing loads took 1.4 CPUs (1.0 in the baseline)"
+    );
+}

@@ -1497,6 +1497,7 @@ const EXAMPLES: &[&str] = &[
     "kernels.toml",
     "nightly.toml",
     "eevdf-knobs.toml",
+    "stream-instances-guest.toml",
 ];
 
 fn example(name: &str) -> Matrix {
@@ -1541,6 +1542,15 @@ fn examples_parse() {
     assert_eq!(states.len(), 4);
     assert_eq!(states[3].0, ["NO_RUN_TO_PARITY"]);
     assert_eq!(states[3].1, ["base_slice_ns=500000"]);
+
+    let guest = example("stream-instances-guest.toml");
+    assert_eq!(guest.cells.len(), 2);
+    assert_eq!(guest.cells[1].baseline, Some(0));
+    let shape = guest.cells[1].guest.as_ref().unwrap();
+    assert_eq!(
+        (shape.cpus, shape.numa_nodes, shape.memory_mib),
+        (4, 4, 2048)
+    );
 }
 
 /// The format reference, docs/MATRIX.md, stays true: its example is a valid

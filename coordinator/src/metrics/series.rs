@@ -202,10 +202,13 @@ pub fn series(cell: &Cell, metric: &str) -> Series {
     }
 }
 
-/// Primary and telemetry metrics; not per-instance figures, whose number
-/// grows with a workload's instances and would make cardinality unbounded.
+/// Primary and telemetry metrics (balancing counters: a few levels × seven
+/// counters); not per-instance figures, whose number grows with a
+/// workload's instances and would make cardinality unbounded.
 fn shown(metric: &str) -> bool {
-    is_primary(metric) || metric::telemetry(metric).is_some()
+    is_primary(metric)
+        || metric::telemetry(metric).is_some()
+        || metric::balancing::parse(metric).is_some()
 }
 
 /// The samples of a matrix's cell summaries (as `results::summarise` makes

@@ -270,3 +270,40 @@ fn hotplug_sets_stay_ranges_and_state_kinds_are_typed() {
         );
     }
 }
+
+#[test]
+fn sched_knobs_go_to_agents_whose_kernel_has_them() {
+    let eevdf = Capabilities {
+        state_kinds: vec!["sched_features".into(), "sched_tunables".into()],
+        sched_features: vec!["RUN_TO_PARITY".into(), "HRTICK".into()],
+        sched_tunables: vec!["base_slice_ns".into()],
+        ..caps("x86_64", 4, 1, "6.12.0")
+    };
+    let locked = caps("x86_64", 4, 1, "6.18.0");
+    let knobs = |features: &[&str], tunables: &[&str]| Cell {
+        state: Some(MachineState {
+            sched_features: features.iter().map(|s| s.to_string()).collect(),
+            sched_tunables: tunables.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }),
+        ..cell("", 0, 0, "running", "")
+    };
+    let reason = |c: &Cell, agents: &[&Capabilities]| {
+        waiting_reason(&requirements(c), agents.iter().copied())
+    };
+    let c = knobs(&["NO_RUN_TO_PARITY"], &["base_slice_ns=3000000"]);
+    assert_eq!(reason(&c, &[&eevdf]), None);
+    assert_eq!(
+        reason(&c, &[&locked]).as_deref(),
+        Some(
+            "no agent with state=sched_features; no agent with state=sched_tunables; \
+             no agent with sched feature RUN_TO_PARITY (an agent whose kernel has it); \
+             no agent with sched tunable base_slice_ns (an agent whose kernel has it)"
+        )
+    );
+    let cfs = knobs(&[], &["min_granularity_ns=1000000"]);
+    assert_eq!(
+        reason(&cfs, &[&eevdf]).as_deref(),
+        Some("no agent with sched tunable min_granularity_ns (an agent whose kernel has it)")
+    );
+}

@@ -123,14 +123,19 @@ snap() {
   [ $1 = after ] && times > /tmp/times.$1
   cat /proc/interrupts > /tmp/irq.$1
   grep '^ctxt ' /proc/stat > /tmp/ctxt.$1
+  [ -f /proc/schedstat ] && cat /proc/schedstat > /tmp/schedstat.$1
   [ $1 = before ] && times > /tmp/times.$1
 }
 send() {
   sed "s/^/irq $1 /" /tmp/irq.$1 >&3
+  [ -f /tmp/schedstat.$1 ] && sed "s/^/schedstat $1 /" /tmp/schedstat.$1 >&3
   while read -r k v; do r "ctxt $1 $v"; done < /tmp/ctxt.$1
   { read -r x; read -r u s; } < /tmp/times.$1
   r "times $1 $u $s"
 }
+# The load balancer's counters for the run (the guest is thrown away
+# after it: nothing to restore).
+[ -f /proc/sys/kernel/sched_schedstats ] && echo 1 > /proc/sys/kernel/sched_schedstats
 # The workload does not get the channel (3>&-): it could write report
 # lines, and would hold the port open past poweroff.
 snap before

@@ -18,6 +18,7 @@
 //! | `mig <line>` | `grep -H '^se.nr_migrations' /proc/PID/task/TID/sched`: a task's migrations so far |
 //! | `rq <path>:<run> <wait> <slices>` | a task's `/proc/PID/task/TID/schedstat`: time on a CPU and waiting for one (ns), timeslices |
 //! | `cpu <line>` | a `cpu` or `cpu<N>` line of `/proc/stat` |
+//! | `schedstat <before\|after> <line>` | every line of `/proc/schedstat`, with kernel.sched_schedstats=1 ([`balancing`]) |
 //!
 //! `task`, `mig`, `rq` and `cpu` lines belong to the last `sample` line
 //! before them. The x86_64 runner sweeps with `farm-workload --sample`
@@ -66,6 +67,7 @@ use crate::telemetry::taskstat;
 use crate::telemetry::waste::Snapshot;
 use farm_spec::metric;
 
+mod balancing;
 mod error;
 pub use error::{BuildError, Reason};
 
@@ -180,6 +182,7 @@ pub struct Observed {
     /// The raw `/proc/interrupts` lines, header first.
     irq_before: Vec<String>,
     irq_after: Vec<String>,
+    balancing: balancing::Readings,
     session: Option<u32>,
     /// The sampler's own CPU time, in ms.
     sampler_ms: Option<u64>,
@@ -202,6 +205,7 @@ impl Observed {
             "times" => self.times(rest),
             "ctxt" => self.ctxt(rest),
             "irq" => self.irq(rest),
+            "schedstat" => self.balancing.line(rest),
             "session" => self.session(rest),
             "sample" => self.sample(rest),
             "task" => self.task(rest),
@@ -525,7 +529,8 @@ fn median_spacing(sweeps: &[Sweep]) -> u64 {
 ///
 /// `wall_s` is the workload's wall time, `online` the guest's online CPUs
 /// (the CPUs the workload could use, and the single node's when the guest
-/// reported no `node` lines), `user_hz` the guest's USER_HZ. Parts the guest
+/// reported no `node` lines), `user_hz` the guest's USER_HZ, `domains` its
+/// sched-domain level names per CPU after its state. Parts the guest
 /// did not report are left out (no IPI metrics without `irq` lines, no
 /// placement without sweeps); a `before` reading without its `after` (or the
 /// reverse) is an error. Topology is the caller's: the telemetry's topology
@@ -535,6 +540,7 @@ pub fn build(
     wall_s: f64,
     online: &[u32],
     user_hz: u64,
+    domains: &BTreeMap<u32, Vec<String>>,
 ) -> Result<(Vec<Metric>, Telemetry), BuildError> {
     let wall = Duration::try_from_secs_f64(wall_s).map_err(|_| BuildError::Wall(wall_s))?;
     let times = obs.times.pair("times")?;
@@ -599,6 +605,8 @@ pub fn build(
     if let Some(n) = obs.migrations() {
         metrics.push(known(metric::CPU_MIGRATIONS, n as f64));
     }
+    // Per sched-domain level, named as the guest's domains after its state.
+    metrics.extend(obs.balancing.metrics(domains)?);
     // Guest-wide, where perf counts the workload's own: the guest runs little
     // else (the runner and its sweeps, kernel threads).
     if let Some((&b, &a)) = ctxt {

@@ -66,6 +66,8 @@ pub enum Reason {
     NotSchedFile,
     #[error("not `se.nr_migrations : <count>`")]
     NotMigrations,
+    #[error("more than {0} lines in one reading")]
+    TooManyLines(usize),
     #[error("not a /proc/<pid>/task/<tid>/schedstat file")]
     NotSchedstatFile,
     #[error("not three counters (run, wait, timeslices)")]
@@ -96,6 +98,8 @@ pub enum BuildError {
     BeforeOnly(&'static str),
     #[error("`{0} after` without `{0} before`")]
     AfterOnly(&'static str),
+    #[error("schedstat: {0}")]
+    Schedstat(String),
     #[error("`irq before` lines without `irq after` lines")]
     IrqBeforeOnly,
     #[error("`irq after` lines without `irq before` lines")]

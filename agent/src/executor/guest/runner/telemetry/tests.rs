@@ -242,7 +242,7 @@ fn close(a: f64, b: f64) -> bool {
 fn an_x86_guest_with_two_nodes() {
     let obs = feed(X86);
     assert_eq!(obs.skipped_tasks(), 1, "the empty task line of sweep 3");
-    let (metrics, t) = build(&obs, 0.25, &[0, 1, 2, 3], 100).unwrap();
+    let (metrics, t) = build(&obs, 0.25, &[0, 1, 2, 3], 100, &Default::default()).unwrap();
     // RES 12 + 7 + 4 + 0, CAL 4 + 0 + 3 + 0, TLB 1 on cpu2.
     assert_eq!(value(&metrics, "rescheduling_ipis"), Some(23.0));
     assert_eq!(value(&metrics, "function_call_ipis"), Some(7.0));
@@ -322,7 +322,7 @@ fn an_x86_guest_with_two_nodes() {
 #[test]
 fn an_s390x_guest_without_nodes() {
     let obs = feed(S390X);
-    let (metrics, t) = build(&obs, 0.2, &[0, 1], 100).unwrap();
+    let (metrics, t) = build(&obs, 0.2, &[0, 1], 100, &Default::default()).unwrap();
     // EXC 12 + 7, EMS 5 + 15: reschedules and function calls together.
     assert_eq!(value(&metrics, "mixed_ipis"), Some(39.0));
     // Not counted apart on s390x: not reported, rather than zero.
@@ -364,7 +364,7 @@ fn thread_instances_as_the_sampler_numbers_them() {
         task(403, "stream-1", 1),
     ]
     .join("\n");
-    let (_, t) = build(&feed(&text), 1.0, &[0, 1], 100).unwrap();
+    let (_, t) = build(&feed(&text), 1.0, &[0, 1], 100, &Default::default()).unwrap();
     let instances: Vec<(u32, &str)> = t
         .instances
         .iter()
@@ -433,7 +433,7 @@ fn migrations_are_each_threads_last_count_summed() {
     ]
     .join("\n");
     let obs = feed(&text);
-    let (metrics, t) = build(&obs, 1.0, &[0, 1], 100).unwrap();
+    let (metrics, t) = build(&obs, 1.0, &[0, 1], 100, &Default::default()).unwrap();
     // 45 ms of sampling against 1.5 s of the workload's CPU.
     assert!(close(
         value(&metrics, "telemetry_overhead_pct").unwrap(),
@@ -590,12 +590,12 @@ fn malformed_lines_are_errors_naming_them() {
 
 #[test]
 fn missing_parts_are_left_out() {
-    let (metrics, t) = build(&Observed::new(), 1.0, &[0, 1], 100).unwrap();
+    let (metrics, t) = build(&Observed::new(), 1.0, &[0, 1], 100, &Default::default()).unwrap();
     assert!(metrics.is_empty(), "{metrics:?}");
     assert!(t.nodes.iter().all(|n| n.avg_threads == 0.0));
     assert!(t.series.is_empty() && t.irqs.is_empty() && t.instances.is_empty());
     let obs = feed("ctxt before 100\nctxt after 250");
-    let (metrics, _) = build(&obs, 1.0, &[0, 1], 100).unwrap();
+    let (metrics, _) = build(&obs, 1.0, &[0, 1], 100, &Default::default()).unwrap();
     let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["context_switches"]);
 }
@@ -629,10 +629,57 @@ fn unpaired_or_inconsistent_readings_are_errors() {
             "RES on cpu0 went backwards",
         ),
     ] {
-        let err = build(&feed(text), 1.0, &[0], 100).unwrap_err().to_string();
+        let err = build(&feed(text), 1.0, &[0], 100, &Default::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(want), "{text}: {err}");
     }
     for wall in [f64::NAN, -1.0, f64::INFINITY] {
-        assert!(build(&Observed::new(), wall, &[0], 100).is_err(), "{wall}");
+        assert!(
+            build(&Observed::new(), wall, &[0], 100, &Default::default()).is_err(),
+            "{wall}"
+        );
     }
+}
+
+#[test]
+fn schedstat_readings_become_balancing_per_level() {
+    let before = include_str!("../../../../telemetry/schedstat/v16-6.12-2node.txt");
+    // Later: cpu0's NUMA level balanced newly idle 4 more times, pulling 2.
+    let after = before.replacen(
+        "domain1 f 0 0 0 0 0 0 0 0 8 8 0 1 0 0 0 7 1 1 0 0 0 0 0 1",
+        "domain1 f 0 0 0 0 0 0 0 0 8 8 0 1 0 0 0 7 5 3 0 0 2 0 0 1",
+        1,
+    );
+    assert_ne!(after, before);
+    let mut obs = Observed::new();
+    for (phase, text) in [("before", before), ("after", after.as_str())] {
+        for line in text.lines() {
+            assert!(obs.line("schedstat", &format!("{phase} {line}")).unwrap());
+        }
+    }
+    let domains: BTreeMap<u32, Vec<String>> = (0..4)
+        .map(|c| (c, vec!["MC".into(), "NUMA".into()]))
+        .collect();
+    let (metrics, _) = build(&obs, 1.0, &[0, 1, 2, 3], 100, &domains).unwrap();
+    assert_eq!(value(&metrics, "lb_numa_newidle"), Some(4.0));
+    assert_eq!(value(&metrics, "lb_numa_gained"), Some(2.0));
+    assert_eq!(value(&metrics, "lb_mc_newidle"), Some(0.0));
+    // A reading without its pair, or one that does not parse, is an error.
+    let mut half = Observed::new();
+    half.line("schedstat", "before version 16").unwrap();
+    let e = build(&half, 1.0, &[0], 100, &domains)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "`schedstat before` without `schedstat after`");
+    let mut bad = Observed::new();
+    bad.line("schedstat", "before version 99").unwrap();
+    bad.line("schedstat", "after version 16").unwrap();
+    let e = build(&bad, 1.0, &[0], 100, &domains)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("schedstat: /proc/schedstat line 1: a version"),
+        "{e}"
+    );
 }

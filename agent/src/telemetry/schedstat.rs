@@ -1,0 +1,331 @@
+//! `/proc/schedstat` (kernel.sched_schedstats=1): per CPU, per sched-domain
+//! level, the load balancer's counters. Read before and after a run, their
+//! deltas summed over the CPUs of each level say how often each level
+//! balanced, by whom (a busy CPU at the tick, an idle one, one about to go
+//! idle), with what success, and how many wakeups were pulled affine —
+//! seed 002's newidle balancing beside its IPIs.
+//!
+//! Versions (Documentation/scheduler/sched-stats.rst):
+//! - 15 (Linux 5.x–6.8): `domain<N> <cpumask>` and 36 counters: for each
+//!   idle type, in the order idle, busy, newly idle, eight of them (count,
+//!   balanced, failed, imbalance, gained, hot gained, no busier queue, no
+//!   busier group); then active balancing (count, failed, pushed),
+//!   sched_balance_exec and _fork (3 each, unused), and wakeups (remote,
+//!   moved affine, moved by balancing).
+//! - 16 (6.9–6.13): the same, with the idle types in the order busy, idle,
+//!   newly idle.
+//! - 17 (6.14 on): the domain's name after `domain<N>`, and four imbalance
+//!   counters (load, util, task, misfit) in place of one: 11 per idle type.
+//!
+//! Pure; fixtures captured from Debian's 6.1 (v15) and 6.12 (v16) kernels in
+//! 2-node guests.
+
+use std::collections::BTreeMap;
+
+use farm_spec::metric::balancing::{self, Counter};
+
+use super::{Error, Result};
+
+const FILE: &str = "/proc/schedstat";
+/// Levels per CPU at most (the kernel has a handful).
+const MAX_LEVELS: usize = 16;
+
+/// Balancing by one kind of CPU, at one level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Balancing {
+    pub count: u64,
+    pub failed: u64,
+    pub gained: u64,
+}
+
+/// One level's counters on one CPU (or summed over CPUs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Domain {
+    pub busy: Balancing,
+    pub idle: Balancing,
+    pub newidle: Balancing,
+    pub alb_pushed: u64,
+    pub ttwu_move_affine: u64,
+}
+
+impl Domain {
+    fn add(&mut self, o: &Domain) {
+        for (a, b) in [
+            (&mut self.busy, &o.busy),
+            (&mut self.idle, &o.idle),
+            (&mut self.newidle, &o.newidle),
+        ] {
+            a.count += b.count;
+            a.failed += b.failed;
+            a.gained += b.gained;
+        }
+        self.alb_pushed += o.alb_pushed;
+        self.ttwu_move_affine += o.ttwu_move_affine;
+    }
+
+    fn minus(&self, before: &Domain) -> Domain {
+        let d = |a: &Balancing, b: &Balancing| Balancing {
+            count: a.count.saturating_sub(b.count),
+            failed: a.failed.saturating_sub(b.failed),
+            gained: a.gained.saturating_sub(b.gained),
+        };
+        Domain {
+            busy: d(&self.busy, &before.busy),
+            idle: d(&self.idle, &before.idle),
+            newidle: d(&self.newidle, &before.newidle),
+            alb_pushed: self.alb_pushed.saturating_sub(before.alb_pushed),
+            ttwu_move_affine: self
+                .ttwu_move_affine
+                .saturating_sub(before.ttwu_move_affine),
+        }
+    }
+
+    /// The value of one metric's counter.
+    pub fn get(&self, c: Counter) -> u64 {
+        match c {
+            Counter::Busy => self.busy.count,
+            Counter::Idle => self.idle.count,
+            Counter::Newidle => self.newidle.count,
+            Counter::Failed => self.busy.failed + self.idle.failed + self.newidle.failed,
+            Counter::Gained => self.busy.gained + self.idle.gained + self.newidle.gained,
+            Counter::Pushed => self.alb_pushed,
+            Counter::WakeAffine => self.ttwu_move_affine,
+        }
+    }
+}
+
+/// One reading: per CPU, its levels in order (level 0 first), each with
+/// the name the line gave (version 17) or none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchedStat {
+    pub version: u32,
+    pub cpus: BTreeMap<u32, Vec<(Option<String>, Domain)>>,
+}
+
+pub fn parse(text: &str) -> Result<SchedStat> {
+    let mut out = SchedStat::default();
+    let mut cpu: Option<u32> = None;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let bad = |why: &'static str| Error::parse(FILE, n, why, line);
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        let Some(&head) = f.first() else {
+            continue;
+        };
+        if head == "version" {
+            out.version = f
+                .get(1)
+                .and_then(|v| v.parse().ok())
+                .filter(|v| (15..=17).contains(v))
+                .ok_or_else(|| bad("a version this parser does not know (15, 16, 17)"))?;
+        } else if head == "timestamp" {
+        } else if let Some(c) = head.strip_prefix("cpu") {
+            let c: u32 = c.parse().map_err(|_| bad("not cpu<N>"))?;
+            if out.cpus.insert(c, Vec::new()).is_some() {
+                return Err(bad("a CPU twice"));
+            }
+            cpu = Some(c);
+        } else if let Some(level) = head.strip_prefix("domain") {
+            if out.version == 0 {
+                return Err(bad("a domain before the version line"));
+            }
+            let c = cpu.ok_or_else(|| bad("a domain before any cpu line"))?;
+            let level: usize = level.parse().map_err(|_| bad("not domain<N>"))?;
+            let levels = out.cpus.get_mut(&c).expect("inserted with the cpu line");
+            if level != levels.len() || level >= MAX_LEVELS {
+                return Err(bad("domain levels out of order"));
+            }
+            let (name, rest) = if out.version >= 17 {
+                (f.get(1).map(|s| s.to_string()), f.get(3..))
+            } else {
+                (None, f.get(2..))
+            };
+            let per_type = if out.version >= 17 { 11 } else { 8 };
+            let nums: Vec<u64> = rest
+                .unwrap_or_default()
+                .iter()
+                .map(|v| v.parse::<u64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad("a counter that is not a number"))?;
+            if nums.len() != 3 * per_type + 12 {
+                return Err(bad("not the counters of its version"));
+            }
+            // count, then balanced, failed, the imbalance(s), gained.
+            let gained_at = if out.version >= 17 { 7 } else { 4 };
+            let kind = |k: usize| Balancing {
+                count: nums[k * per_type],
+                failed: nums[k * per_type + 2],
+                gained: nums[k * per_type + gained_at],
+            };
+            let (idle, busy) = if out.version == 15 {
+                (kind(0), kind(1))
+            } else {
+                (kind(1), kind(0))
+            };
+            let tail = &nums[3 * per_type..];
+            levels.push((
+                name,
+                Domain {
+                    busy,
+                    idle,
+                    newidle: kind(2),
+                    alb_pushed: tail[2],
+                    ttwu_move_affine: tail[10],
+                },
+            ));
+        } else {
+            return Err(bad("unknown line"));
+        }
+    }
+    if out.version == 0 {
+        return Err(Error::parse(FILE, 1, "no version line", ""));
+    }
+    Ok(out)
+}
+
+/// Each level's counters over a run, summed over the CPUs that had it at
+/// both readings, by level name: the line's own (version 17), else
+/// `names` (per CPU, in level order, from debugfs). A level without a name
+/// is left out: "domain1" means different levels on different machines.
+pub fn delta(
+    before: &SchedStat,
+    after: &SchedStat,
+    names: &BTreeMap<u32, Vec<String>>,
+) -> BTreeMap<String, Domain> {
+    let mut out: BTreeMap<String, Domain> = BTreeMap::new();
+    for (cpu, levels) in &after.cpus {
+        let Some(old) = before.cpus.get(cpu) else {
+            continue;
+        };
+        for (i, (name, d)) in levels.iter().enumerate() {
+            let Some((_, b)) = old.get(i) else {
+                continue;
+            };
+            let name = name
+                .clone()
+                .or_else(|| names.get(cpu).and_then(|n| n.get(i)).cloned());
+            let Some(name) = name else {
+                continue;
+            };
+            out.entry(name).or_default().add(&d.minus(b));
+        }
+    }
+    out
+}
+
+/// The metrics of the levels' deltas: `lb_<level>_<counter>` each.
+pub fn metrics(levels: &BTreeMap<String, Domain>) -> Vec<(String, &'static str, u64)> {
+    let mut out = Vec::new();
+    for (level, d) in levels {
+        for c in Counter::ALL {
+            if let Some(name) = balancing::name(level, c) {
+                out.push((name, c.unit(), d.get(c)));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V15: &str = include_str!("schedstat/v15-6.1-2node.txt");
+    const V16: &str = include_str!("schedstat/v16-6.12-2node.txt");
+
+    fn names() -> BTreeMap<u32, Vec<String>> {
+        (0..4)
+            .map(|c| (c, vec!["MC".into(), "NUMA".into()]))
+            .collect()
+    }
+
+    #[test]
+    fn version_15_and_16_put_the_idle_types_in_their_order() {
+        let a = parse(V15).unwrap();
+        assert_eq!(a.version, 15);
+        assert_eq!(a.cpus.len(), 4);
+        // cpu0's MC level: 14 idle balances (the first eight), 1 busy.
+        let mc = &a.cpus[&0][0].1;
+        assert_eq!((mc.idle.count, mc.busy.count, mc.newidle.count), (14, 1, 0));
+        let b = parse(V16).unwrap();
+        assert_eq!(b.version, 16);
+        // 6.12: busy first, then idle (cpu0's MC: 1 busy, 13 idle).
+        let mc = &b.cpus[&0][0].1;
+        assert_eq!((mc.busy.count, mc.idle.count), (1, 13));
+        // cpu0's NUMA level: 8 idle balances, 1 newly idle.
+        let numa = &b.cpus[&0][1].1;
+        assert_eq!((numa.idle.count, numa.newidle.count), (8, 1));
+        // cpu3's MC level: 4 idle balances, one failed.
+        let mc3 = &b.cpus[&3][0].1;
+        assert_eq!((mc3.idle.count, mc3.idle.failed), (4, 1));
+    }
+
+    #[test]
+    fn deltas_by_level_name() {
+        let before = parse(V15).unwrap();
+        // The same machine later: cpu0's MC level balanced newly idle 5 times.
+        let later = V15.replacen(
+            "domain0 3 14 14 0 0 0 0 0 14 1 1 0 0 0 0 0 1 0 0 0 0 0",
+            "domain0 3 14 14 0 0 0 0 0 14 1 1 0 0 0 0 0 1 5 3 1 0 2",
+            1,
+        );
+        let after = parse(&later).unwrap();
+        let d = delta(&before, &after, &names());
+        assert_eq!(d.len(), 2);
+        assert_eq!(
+            d["MC"].newidle,
+            Balancing {
+                count: 5,
+                failed: 1,
+                gained: 2
+            }
+        );
+        assert_eq!(d["NUMA"], Domain::default());
+        let m = metrics(&d);
+        assert_eq!(m.len(), 14);
+        assert!(m.contains(&("lb_mc_newidle".into(), "balances", 5)));
+        assert!(m.contains(&("lb_mc_gained".into(), "tasks", 2)));
+        // Without names nothing can be said of a level.
+        assert!(delta(&before, &after, &BTreeMap::new()).is_empty());
+    }
+
+    #[test]
+    fn version_17_names_its_levels() {
+        let line = |name: &str| format!("domain0 {name} 3 {}", vec!["1"; 3 * 11 + 12].join(" "));
+        let text = format!(
+            "version 17\ntimestamp 1\ncpu0 0 0 0 0 0 0 0 0 0\n{}\n",
+            line("SMT")
+        );
+        let s = parse(&text).unwrap();
+        assert_eq!(s.cpus[&0][0].0.as_deref(), Some("SMT"));
+        let d = delta(&s, &s, &BTreeMap::new());
+        assert_eq!(d["SMT"], Domain::default());
+    }
+
+    #[test]
+    fn malformed_readings_name_their_line() {
+        for (text, why) in [
+            (
+                "version 14\n",
+                "line 1: a version this parser does not know",
+            ),
+            (
+                "version 15\ncpu0 1\ndomain0 3 1 2\n",
+                "line 3: not the counters of its version",
+            ),
+            (
+                "version 15\ndomain0 3\n",
+                "line 2: a domain before any cpu line",
+            ),
+            (
+                "version 15\ncpu0 1\ndomain1 3\n",
+                "line 3: domain levels out of order",
+            ),
+            ("version 15\nbogus\n", "line 2: unknown line"),
+            ("timestamp 3\n", "no version line"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+    }
+}
