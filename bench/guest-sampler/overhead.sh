@@ -17,6 +17,7 @@
 set -euo pipefail
 kernel=${1:-debian:6.1.0-57-cloud-amd64}
 reps=${2:-5}
+loops=${LOOPS:-500}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${BIN:-$root/target/release}
 work=$(mktemp -d)
@@ -29,11 +30,11 @@ kernels = ["$kernel"]
 
 [[workloads]]
 name = "hackbench"
-params = { groups = 2, fds = 10, loops = 500 }
+params = { groups = 2, fds = 10, loops = $loops }
 
 [[workloads]]
 name = "rt-hackbench"
-params = { groups = 2, fds = 10, loops = 500 }
+params = { groups = 2, fds = 10, loops = $loops }
 TOML
 "$bin/farmctl" run --json "$work/m.toml" > "$work/out.json"
 python3 - "$work/out.json" <<'PY'

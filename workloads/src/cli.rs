@@ -4,7 +4,7 @@
 //! ```text
 //! farm-workload <name> [--param NAME=VALUE]...
 //! farm-workload --list
-//! farm-workload --sample --session SID --interval-ms N --stop PATH
+//! farm-workload --sample (--session SID | --session-from PATH) --interval-ms N --stop PATH
 //! ```
 //!
 //! `--sample` is the guest runner's sampler ([`crate::sampler`]), not a
@@ -33,7 +33,7 @@ use crate::{cpu_hog, lu, oltp, stream, udp_stream};
 mod tests;
 
 const USAGE: &str = "usage: farm-workload <name> [--param NAME=VALUE]... | farm-workload --list \
-| farm-workload --sample --session SID --interval-ms N --stop PATH";
+| farm-workload --sample (--session SID | --session-from PATH) --interval-ms N --stop PATH";
 
 /// Runs the binary with `args` (without the program name) and returns its
 /// exit status.
@@ -201,8 +201,18 @@ fn parse_sample(args: &[String]) -> Result<crate::sampler::Options, Failure> {
         };
         let slot_taken = match flag.as_str() {
             "--session" => session
-                .replace(number(u64::from(u32::MAX))? as u32)
+                .replace(crate::sampler::Session::Id(
+                    number(u64::from(u32::MAX))? as u32
+                ))
                 .is_some(),
+            "--session-from" if value.starts_with('/') => session
+                .replace(crate::sampler::Session::From(value.clone()))
+                .is_some(),
+            "--session-from" => {
+                return Err(Failure::Invalid(format!(
+                    "`--session-from {value}`: not an absolute path"
+                )));
+            }
             "--interval-ms" => {
                 let ms = number(MAX_INTERVAL_MS)?;
                 if ms < MIN_INTERVAL_MS {
@@ -233,7 +243,7 @@ fn parse_sample(args: &[String]) -> Result<crate::sampler::Options, Failure> {
             stop,
         }),
         _ => Err(Failure::Usage(
-            "`--sample` needs --session, --interval-ms and --stop".into(),
+            "`--sample` needs --session (or --session-from), --interval-ms and --stop".into(),
         )),
     }
 }

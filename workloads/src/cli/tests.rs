@@ -343,3 +343,61 @@ fn lu_reports_its_residual_on_stderr() {
     );
     assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
 }
+
+#[test]
+fn refuses_bad_sampler_command_lines() {
+    let usage = USAGE;
+    let s = "--sample";
+    for (args, expect) in [
+        (
+            vec![s, "--session", "7", "--interval-ms", "100"],
+            format!(
+                "`--sample` needs --session (or --session-from), --interval-ms and --stop ({usage})"
+            ),
+        ),
+        (
+            vec![s, "--session", "x", "--interval-ms", "100", "--stop", "/s"],
+            "`--session x`: not a number up to 4294967295".to_string(),
+        ),
+        (
+            vec![s, "--session", "7", "--interval-ms", "5", "--stop", "/s"],
+            "`--interval-ms 5`: at least 10".to_string(),
+        ),
+        (
+            vec![s, "--session", "7", "--interval-ms", "100", "--stop", "s"],
+            "`--stop s`: not an absolute path".to_string(),
+        ),
+        (
+            vec![
+                s,
+                "--session-from",
+                "sid",
+                "--interval-ms",
+                "100",
+                "--stop",
+                "/s",
+            ],
+            "`--session-from sid`: not an absolute path".to_string(),
+        ),
+        (
+            vec![
+                s,
+                "--session",
+                "7",
+                "--session",
+                "8",
+                "--interval-ms",
+                "100",
+                "--stop",
+                "/s",
+            ],
+            "`--session` is given twice".to_string(),
+        ),
+        (
+            vec![s, "--session", "7", "--interval-ms"],
+            format!("`--interval-ms` needs a value ({usage})"),
+        ),
+    ] {
+        check_refused(&args, &expect);
+    }
+}

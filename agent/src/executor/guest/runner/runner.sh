@@ -136,6 +136,16 @@ send() {
 # The load balancer's counters for the run (the guest is thrown away
 # after it: nothing to restore).
 [ -f /proc/sys/kernel/sched_schedstats ] && echo 1 > /proc/sys/kernel/sched_schedstats
+# Where the farm's binary is in the guest (x86_64, built-in workloads) it
+# samples without forking, every 100 ms as on hosts (or less often, to keep
+# within its budget), the workload's session only. It starts now, so that
+# its start-up is paid before the workload, and waits on a FIFO for the
+# session; elsewhere the shell loop above starts with the workload.
+spid=
+if [ -x /bin/farm-workload ] && mkfifo /tmp/sid; then
+  /bin/farm-workload --sample --session-from /tmp/sid --interval-ms 100 --stop /tmp/stop >&3 &
+  spid=$!
+fi
 # The workload does not get the channel (3>&-): it could write report
 # lines, and would hold the port open past poweroff.
 snap before
@@ -148,15 +158,13 @@ else
 fi
 pid=$!
 r "session $pid"
-# Where the farm's binary is in the guest (x86_64, built-in workloads) it
-# sweeps without forking, every 100 ms as on hosts, the workload's session
-# only; elsewhere the shell loop above.
-if [ -x /bin/farm-workload ]; then
-  /bin/farm-workload --sample --session $pid --interval-ms 100 --stop /tmp/stop >&3 &
+if [ -n "$spid" ]; then
+  # In the background: a sampler that died would never open the FIFO.
+  (echo $pid > /tmp/sid) &
 else
   sampler &
+  spid=$!
 fi
-spid=$!
 # Under TCG a busy workload would starve the sweeps until it ends: the
 # sampler runs at a higher priority, and reports what it cost.
 renice -n -5 -p $spid > /dev/null 2>&1
