@@ -1,4 +1,4 @@
-//! `farm-workload sample`: the guest runner's sampler without a fork.
+//! `farm-workload --sample`: the guest runner's sampler without a fork.
 //!
 //! The runner's shell sampler forks a `sed` and a `grep` or two per sweep;
 //! under TCG each fork costs tens of milliseconds, and the sweeps cost a
@@ -9,7 +9,7 @@
 //! | line | from |
 //! |---|---|
 //! | `sample <uptime>` | `/proc/uptime`'s first field, at the start of each sweep |
-//! | `task <line>` | `/proc/P/task/T/stat` of each thread of the session |
+//! | `task <line>` | `/proc/P/task/T/stat` of each thread of the session, cut after field 39 |
 //! | `mig /proc/P/task/T/sched:se.nr_migrations : N` | that thread's `sched`, every tenth sweep |
 //! | `rq /proc/P/task/T/schedstat:<run> <wait> <slices>` | that thread's `schedstat` |
 //! | `cpu <line>` | each `cpu` line of `/proc/stat` |
@@ -21,8 +21,11 @@
 //! sweep (the counter is cumulative). Like the host's sampler it keeps to
 //! a budget of 0.4% of the workload's CPU time, by spacing its sweeps
 //! (never closer than `--interval-ms`, never further than 2 s). It stops at
-//! the sweep after `--stop`'s file appears. A file that vanishes meanwhile
-//! (a thread that exited) is skipped, as the shell's `2>/dev/null` did.
+//! the sweep after `--stop`'s file appears. Given `--session-from FIFO`, it
+//! starts before the workload, pays its start-up then, and counts its cost
+//! from the moment the runner writes the session id. A file that vanishes
+//! meanwhile (a thread that exited) is skipped, as the shell's
+//! `2>/dev/null` did.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;

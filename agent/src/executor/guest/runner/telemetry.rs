@@ -371,13 +371,7 @@ impl Observed {
     /// `/proc/<pid>/task/<tid>/sched:se.nr_migrations   :   <n>`.
     fn mig(&mut self, rest: &str) -> Result<(), Reason> {
         let sweep = self.sweep()?;
-        let (path, value) = rest.split_once(':').ok_or(Reason::NoColon)?;
-        let tid = path
-            .strip_prefix("/proc/")
-            .and_then(|p| p.strip_suffix("/sched"))
-            .and_then(|p| p.split_once("/task/"))
-            .and_then(|(_, tid)| tid.parse::<u32>().ok())
-            .ok_or(Reason::NotSchedFile)?;
+        let (tid, value) = task_file(rest, "sched").ok_or(Reason::NotSchedFile)??;
         let n = value
             .split_once(':')
             .filter(|(key, _)| key.trim() == "se.nr_migrations")
@@ -393,13 +387,7 @@ impl Observed {
     /// `/proc/<pid>/task/<tid>/schedstat:<run> <wait> <slices>`.
     fn rq(&mut self, rest: &str) -> Result<(), Reason> {
         let sweep = self.sweep()?;
-        let (path, value) = rest.split_once(':').ok_or(Reason::NoColon)?;
-        let tid = path
-            .strip_prefix("/proc/")
-            .and_then(|p| p.strip_suffix("/schedstat"))
-            .and_then(|p| p.split_once("/task/"))
-            .and_then(|(_, tid)| tid.parse::<u32>().ok())
-            .ok_or(Reason::NotSchedstatFile)?;
+        let (tid, value) = task_file(rest, "schedstat").ok_or(Reason::NotSchedstatFile)??;
         let info = runqueue::parse(value).map_err(|_| Reason::NotSchedstat)?;
         if sweep.schedstat.insert(tid, info).is_some() {
             return Err(Reason::TaskTwice(tid));
@@ -508,6 +496,24 @@ impl Observed {
         out.interval = Duration::from_millis(median_spacing(sweeps));
         Ok(out)
     }
+}
+
+/// `/proc/<pid>/task/<tid>/<file>:<value>` (grep -H's form): the tid and
+/// the value; `None` when the path is not such a file, an error without
+/// the colon.
+fn task_file<'a>(rest: &'a str, file: &str) -> Option<Result<(u32, &'a str), Reason>> {
+    let Some((path, value)) = rest.split_once(':') else {
+        return Some(Err(Reason::NoColon));
+    };
+    let tid = path
+        .strip_prefix("/proc/")?
+        .strip_suffix(file)?
+        .strip_suffix('/')?
+        .split_once("/task/")?
+        .1
+        .parse::<u32>()
+        .ok()?;
+    Some(Ok((tid, value)))
 }
 
 /// The median of the spacings between consecutive sweeps, in ms; 0 for
