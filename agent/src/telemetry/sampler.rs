@@ -486,7 +486,10 @@ impl Sweeper {
                 push(&main, 1);
                 let clock = thread_cpu();
                 if let Some(info) = self.read_sched((p, 0), format!("proc/{p}/schedstat")) {
-                    out.waits.observe((p, 0), info, coverage);
+                    // The main thread's, under its tid: a process that
+                    // starts threads later is read per thread from then on,
+                    // and its main thread must stay one thread to the sum.
+                    out.waits.observe((p, p), info, coverage);
                 }
                 read_cost += thread_cpu().saturating_sub(clock);
                 continue;

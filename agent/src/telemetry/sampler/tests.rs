@@ -203,3 +203,36 @@ fn samples_a_real_process_tree() {
     );
     assert!(c.cost > Duration::ZERO);
 }
+
+#[test]
+fn a_process_that_starts_threads_counts_its_main_threads_wait_once() {
+    let dir = fake_proc(&[(100, 1)]);
+    let root = dir.path();
+    write(root, "proc/100/schedstat", "5 1000000 1\n");
+    write(root, "proc/100/task/100/schedstat", "5 1000000 1\n");
+    let mut sweeper = Sweeper::new(root, 100);
+    let mut out = Collected::default();
+    sweeper.sample(0, usize::MAX, &mut out).unwrap();
+    // The main thread waited 3 ms by now and a second thread 2 ms.
+    write(root, "proc/100/stat", &stat_line(100, 'R', 20, 2, 0));
+    write(
+        root,
+        "proc/100/task/100/stat",
+        &stat_line(100, 'R', 10, 2, 0),
+    );
+    write(
+        root,
+        "proc/100/task/101/stat",
+        &stat_line(101, 'R', 10, 2, 1),
+    );
+    write(root, "proc/100/task/100/schedstat", "9 3000000 3\n");
+    write(root, "proc/100/task/101/schedstat", "4 2000000 2\n");
+    sweeper.sample(100, usize::MAX, &mut out).unwrap();
+    out.waits.finish();
+    assert!(
+        (out.waits.total_s() - 0.005).abs() < 1e-12,
+        "{}",
+        out.waits.total_s()
+    );
+    assert_eq!(out.waits.timeslices(), 3 + 2);
+}
