@@ -245,7 +245,7 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         NodeMap::from_nodes(&ctx.caps.numa_nodes)
     };
     let _telemetry = info_span!(target: TARGET, "telemetry").entered();
-    let (metrics, telemetry) = report::build(&report::Inputs {
+    let (mut metrics, telemetry) = report::build(&report::Inputs {
         wall: out.wall,
         counts: out.counts,
         irqs: &irqs,
@@ -255,7 +255,6 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         user_hz: procstat::user_hz(),
         topology: topology_before.as_ref().zip(topology_after.as_ref()),
     });
-    let mut metrics = metrics;
     let (before, after) = load_ticks;
     if let Some(cpus) =
         crate::telemetry::loads::cpus(&before, &after, procstat::user_hz(), out.wall.as_secs_f64())
