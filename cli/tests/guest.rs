@@ -294,15 +294,7 @@ params = { threads = 1, seconds = 1 }
         farm.results(&id)["state"] == "done"
     });
     let v = farm.results(&id);
-    let by_cell = |c: u64| {
-        v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["cell"] == c)
-            .unwrap()
-            .clone()
-    };
+    let by_cell = |c: u64| common::result_of_cell(&v, c);
     let r = by_cell(0);
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["executor"], "tcg", "{r}");

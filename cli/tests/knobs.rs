@@ -56,15 +56,7 @@ sched_tunables = {{ min_granularity_ns = 1000000 }}
         farm.results(&id)["state"] == "done"
     });
     let v = farm.results(&id);
-    let by_cell = |c: u64| {
-        v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["cell"] == c)
-            .unwrap_or_else(|| panic!("no result of cell {c}: {v}"))
-            .clone()
-    };
+    let by_cell = |c: u64| common::result_of_cell(&v, c);
     // Taken, and checked by the agent against what the kernel then showed.
     let r = by_cell(0);
     assert_eq!(r["ok"], true, "{r}");

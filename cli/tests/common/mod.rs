@@ -34,6 +34,17 @@ pub fn sibling_bin(name: &str) -> PathBuf {
     p
 }
 
+/// The (first) result of cell `c` in `farmctl results --json`'s output.
+pub fn result_of_cell(v: &serde_json::Value, c: u64) -> serde_json::Value {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cell"] == c)
+        .unwrap_or_else(|| panic!("no result of cell {c}: {v}"))
+        .clone()
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
