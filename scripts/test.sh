@@ -42,6 +42,13 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1 ||
     fi
 fi
 need cpio cpio
+# The in-guest sampler is a static C program the agent builds for the
+# guest's arch: the host's gcc and C library (static) for x86_64 guests,
+# Debian's cross gcc and s390x C library for s390x guests.
+need x86_64-linux-gnu-gcc gcc
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
+need s390x-linux-gnu-gcc gcc-s390x-linux-gnu
+[ -f /usr/s390x-linux-gnu/lib/libc.a ] || missing+=(libc6-dev-s390x-cross)
 # The ELF reader that finds a foreign binary's shared libraries.
 need readelf binutils
 # The metrics test checks the coordinator's /metrics with promtool, which

@@ -245,6 +245,18 @@ fn a_guest_that_never_powers_off_is_killed_at_the_timeout() {
 /// The `farm-workload` binary of this build: `target/<profile>/farm-workload`,
 /// beside the `deps` directory of this test binary, unless `FARM_WORKLOAD_BIN`
 /// says otherwise.
+/// `files` and the in-guest sampler for `arch`, as the executor gives
+/// every image (built by gcc, or Debian's s390x cross gcc).
+fn with_sampler(
+    mut files: Vec<(PathBuf, String)>,
+    cache: &Path,
+    arch: GuestArch,
+) -> Vec<(PathBuf, String)> {
+    let bin = image::sampler::build(cache, arch).unwrap_or_else(|e| panic!("{e}"));
+    files.push((bin, image::sampler::GUEST_PATH.to_string()));
+    files
+}
+
 fn workload_bin() -> PathBuf {
     if let Some(bin) = std::env::var_os("FARM_WORKLOAD_BIN") {
         return bin.into();
@@ -285,7 +297,11 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
         &image::Image {
             busybox: Path::new(initramfs::BUSYBOX),
             busybox_native: true,
-            files: image::native_files(&bin).unwrap_or_else(|e| panic!("{e}")),
+            files: with_sampler(
+                image::native_files(&bin).unwrap_or_else(|e| panic!("{e}")),
+                &cache,
+                GuestArch::X86_64,
+            ),
             modules: Vec::new(),
             init: job::RUNNER,
             job: &job.file(),
@@ -410,8 +426,11 @@ fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
     let tools = sysroot::fetch(&cache, "s390x", &["stress-ng"]).unwrap_or_else(|e| panic!("{e}"));
     let busybox =
         sysroot::fetch(&cache, "s390x", &["busybox-static"]).unwrap_or_else(|e| panic!("{e}"));
-    let files =
-        sysroot::closure(&tools.root, "usr/bin/stress-ng").unwrap_or_else(|e| panic!("{e}"));
+    let files = with_sampler(
+        sysroot::closure(&tools.root, "usr/bin/stress-ng").unwrap_or_else(|e| panic!("{e}")),
+        &cache,
+        GuestArch::S390x,
+    );
     let modules =
         modules::load_order(&kernel.modules, "virtio_console").unwrap_or_else(|e| panic!("{e}"));
     let job = job::Job::new(
@@ -477,6 +496,16 @@ fn an_s390x_guest_runs_stress_ng_from_debian_packages() {
         .map(|m| m.value)
         .sum();
     assert!(cpu_s > 2.0, "two workers for 2 s: {cpu_s} CPU-s");
+    // The static sampler's figures, which the shell loop never gave.
+    let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+    for name in [
+        "runqueue_wait_s",
+        "runqueue_wait_p99_us",
+        "telemetry_overhead_pct",
+        "cpu_migrations",
+    ] {
+        assert!(names.contains(&name), "no {name} in {names:?}");
+    }
     // One node: s390x has no NUMA in sysfs.
     assert_eq!(t.nodes.len(), 1, "{:?}", t.nodes);
     assert!(!t.irqs.is_empty(), "no interrupt deltas");

@@ -151,11 +151,23 @@ fn a_loads_cpu_time_is_its_whole_tree_live_and_reaped() {
     let root = Path::new("/");
     std::thread::sleep(Duration::from_millis(500));
     // Live: two CPUs busy for half a second.
-    let live = loads::tree_ticks(root, child.id()) as f64 / hz;
+    let live_tree = loads::tree(root, child.id());
+    let live = live_tree.ticks as f64 / hz;
     std::thread::sleep(Duration::from_millis(1000));
     // Reaped: the children are gone, their time is the shell's cutime.
-    let reaped = loads::tree_ticks(root, child.id()) as f64 / hz;
+    let reaped_tree = loads::tree(root, child.id());
+    let reaped = reaped_tree.ticks as f64 / hz;
     assert!(child.wait().unwrap().success());
+    // Where its threads were: the shell, two `timeout`s and the two busy
+    // shells pinned to CPUs 0 and 1; then the shell and its `sleep`.
+    let mut cpus = live_tree.cpus.clone();
+    cpus.sort_unstable();
+    assert_eq!(cpus.len(), 5, "{cpus:?}");
+    assert!(cpus.contains(&0) && cpus.contains(&1), "{cpus:?}");
+    assert_eq!(reaped_tree.cpus.len(), 2, "{:?}", reaped_tree.cpus);
+    let two_nodes = |cpu: u32| Some(cpu % 2);
+    let per_node = loads::threads_per_node(&[live_tree], &[reaped_tree], 0..2, two_nodes);
+    assert_eq!(per_node.values().sum::<f64>(), 3.5, "{per_node:?}");
     assert!(
         (0.85..=1.05).contains(&live),
         "live tree {live:.2} CPU-s at 0.5 s"

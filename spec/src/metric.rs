@@ -245,12 +245,41 @@ pub mod balancing {
     }
 }
 
+/// Where the competing loads' threads were: `loads_node<N>_threads`, the
+/// mean of their counts on NUMA node N at the workload's start and end.
+/// Neither more nor fewer is better in itself: which node they crowd is
+/// what explains a workload's placement.
+pub mod loads_node {
+    const PREFIX: &str = "loads_node";
+    const SUFFIX: &str = "_threads";
+
+    pub fn name(node: u32) -> String {
+        format!("{PREFIX}{node}{SUFFIX}")
+    }
+
+    /// The node of such a metric's name (digits as `name` writes them).
+    pub fn parse(name: &str) -> Option<u32> {
+        let n = name.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
+        let ok = !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+            && (n == "0" || !n.starts_with('0'));
+        ok.then(|| n.parse().ok()).flatten()
+    }
+
+    /// How a diagnosis names it: "competing loads' threads on node 1".
+    pub fn display(name: &str) -> Option<String> {
+        parse(name).map(|n| format!("competing loads' threads on node {n}"))
+    }
+}
+
 /// How a diagnosis names a metric: the table's display name, a balancing
-/// counter's words, else the name itself.
+/// counter's or a node's words, else the name itself.
 pub fn display(name: &str) -> String {
     match telemetry(name) {
         Some(m) => m.display.to_owned(),
-        None => balancing::display(name).unwrap_or_else(|| name.to_owned()),
+        None => balancing::display(name)
+            .or_else(|| loads_node::display(name))
+            .unwrap_or_else(|| name.to_owned()),
     }
 }
 
@@ -262,7 +291,10 @@ pub fn is_primary(name: &str) -> bool {
     let per_instance = name
         .strip_prefix("instance")
         .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
-    telemetry(name).is_none() && !per_instance && balancing::parse(name).is_none()
+    telemetry(name).is_none()
+        && !per_instance
+        && balancing::parse(name).is_none()
+        && loads_node::parse(name).is_none()
 }
 
 #[cfg(test)]
@@ -283,6 +315,8 @@ mod tests {
             ("lb_mc_wake_affine", false),
             ("lb_", true),
             ("lb_numa_sideways", true),
+            ("loads_node1_threads", false),
+            ("loads_node01_threads", true),
         ] {
             assert_eq!(is_primary(name), primary, "{name}");
         }
@@ -300,6 +334,13 @@ mod tests {
         assert_eq!(display("lb_numa_newidle"), "NUMA-level newidle balancing");
         assert_eq!(display("cpu_migrations"), "cpu-migrations");
         assert_eq!(display("mops"), "mops");
+        assert_eq!(loads_node::name(12), "loads_node12_threads");
+        assert_eq!(loads_node::parse("loads_node12_threads"), Some(12));
+        assert_eq!(loads_node::parse("loads_node_threads"), None);
+        assert_eq!(
+            display("loads_node1_threads"),
+            "competing loads' threads on node 1"
+        );
         assert_eq!(TELEMETRY.len(), 18);
         for d in [Up, Down] {
             assert_eq!(d.to_string().parse::<Direction>(), Ok(d));

@@ -4,12 +4,7 @@
 //! ```text
 //! farm-workload <name> [--param NAME=VALUE]...
 //! farm-workload --list
-//! farm-workload --sample (--session SID | --session-from PATH) --interval-ms N --stop PATH
 //! ```
-//!
-//! `--sample` is the guest runner's sampler ([`crate::sampler`]), not a
-//! workload: it is this binary because the binary is already in x86_64
-//! guests.
 //!
 //! The agent runs this binary on the host or copies it into a guest. Its
 //! arguments come from a run the coordinator pushed, so they are checked
@@ -32,8 +27,7 @@ use crate::{cpu_hog, lu, oltp, stream, udp_stream};
 #[cfg(test)]
 mod tests;
 
-const USAGE: &str = "usage: farm-workload <name> [--param NAME=VALUE]... | farm-workload --list \
-| farm-workload --sample (--session SID | --session-from PATH) --interval-ms N --stop PATH";
+const USAGE: &str = "usage: farm-workload <name> [--param NAME=VALUE]... | farm-workload --list";
 
 /// Runs the binary with `args` (without the program name) and returns its
 /// exit status.
@@ -46,9 +40,6 @@ fn run(args: &[String], stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
     let outcome = match parse(args) {
         Ok(Command::Help) => writeln!(stdout, "{USAGE}").map_err(Failure::Output),
         Ok(Command::List) => list(stdout).map_err(Failure::Output),
-        Ok(Command::Sample(o)) => {
-            crate::sampler::run(std::path::Path::new("/"), &o, stdout).map_err(Failure::Output)
-        }
         Ok(Command::Run { workload, params }) => execute(workload, &params, stdout, stderr),
         Err(failure) => Err(failure),
     };
@@ -66,7 +57,6 @@ fn run(args: &[String], stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
 enum Command {
     Help,
     List,
-    Sample(crate::sampler::Options),
     Run {
         workload: &'static WorkloadSpec,
         params: Vec<(&'static str, Value)>,
@@ -142,7 +132,6 @@ fn parse(args: &[String]) -> Result<Command, Failure> {
     match first {
         "--help" | "-h" if rest.is_empty() => return Ok(Command::Help),
         "--list" if rest.is_empty() => return Ok(Command::List),
-        "--sample" => return parse_sample(rest).map(Command::Sample),
         "--help" | "-h" | "--list" => {
             return Err(Failure::Usage(format!("`{first}` takes no arguments")));
         }
@@ -179,73 +168,6 @@ fn parse(args: &[String]) -> Result<Command, Failure> {
     }
     let params = catalogue::resolve(workload.name, &given)?;
     Ok(Command::Run { workload, params })
-}
-
-/// `--session SID --interval-ms N --stop PATH`, each once, in any order.
-fn parse_sample(args: &[String]) -> Result<crate::sampler::Options, Failure> {
-    use crate::sampler::{MAX_INTERVAL_MS, MIN_INTERVAL_MS};
-    let (mut session, mut interval, mut stop) = (None, None, None);
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let value = it
-            .next()
-            .ok_or_else(|| Failure::Usage(format!("`{flag}` needs a value")))?;
-        let number = |max: u64| {
-            value
-                .parse::<u64>()
-                .ok()
-                .filter(|v| *v <= max)
-                .ok_or_else(|| {
-                    Failure::Invalid(format!("`{flag} {value}`: not a number up to {max}"))
-                })
-        };
-        let slot_taken = match flag.as_str() {
-            "--session" => session
-                .replace(crate::sampler::Session::Id(
-                    number(u64::from(u32::MAX))? as u32
-                ))
-                .is_some(),
-            "--session-from" if value.starts_with('/') => session
-                .replace(crate::sampler::Session::From(value.clone()))
-                .is_some(),
-            "--session-from" => {
-                return Err(Failure::Invalid(format!(
-                    "`--session-from {value}`: not an absolute path"
-                )));
-            }
-            "--interval-ms" => {
-                let ms = number(MAX_INTERVAL_MS)?;
-                if ms < MIN_INTERVAL_MS {
-                    return Err(Failure::Invalid(format!(
-                        "`--interval-ms {ms}`: at least {MIN_INTERVAL_MS}"
-                    )));
-                }
-                interval
-                    .replace(std::time::Duration::from_millis(ms))
-                    .is_some()
-            }
-            "--stop" if value.starts_with('/') => stop.replace(value.clone()).is_some(),
-            "--stop" => {
-                return Err(Failure::Invalid(format!(
-                    "`--stop {value}`: not an absolute path"
-                )));
-            }
-            _ => return Err(Failure::Usage(format!("unexpected argument `{flag}`"))),
-        };
-        if slot_taken {
-            return Err(Failure::Invalid(format!("`{flag}` is given twice")));
-        }
-    }
-    match (session, interval, stop) {
-        (Some(session), Some(interval), Some(stop)) => Ok(crate::sampler::Options {
-            session,
-            interval,
-            stop,
-        }),
-        _ => Err(Failure::Usage(
-            "`--sample` needs --session (or --session-from), --interval-ms and --stop".into(),
-        )),
-    }
 }
 
 /// Parses `NAME=VALUE`. The value is read as an integer if it is one and as a

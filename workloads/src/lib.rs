@@ -25,6 +25,5 @@ pub mod hackbench;
 pub mod lu;
 pub mod oltp;
 pub mod output;
-pub mod sampler;
 pub mod stream;
 pub mod udp_stream;

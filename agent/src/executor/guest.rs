@@ -109,6 +109,8 @@ pub(crate) enum Error {
     Sysroot(#[from] sysroot::Error),
     #[error(transparent)]
     Modules(#[from] modules::Error),
+    #[error(transparent)]
+    Sampler(#[from] image::sampler::Error),
     #[error("executor `kvm` asked, but KVM does not boot {0} guests here ({1})")]
     NoKvm(GuestArch, String),
     #[error("executor `{0}` cannot run a guest kernel (tcg or kvm can)")]
@@ -548,6 +550,19 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
     let mut machine = machine::of_assignment(a, arch, accel, timeout)?;
     machine.cmdline = state.cmdline.clone();
     let (busybox, busybox_native, modules) = match arch {
+        // Debian's kernels have virtio-serial as modules (virtio_pci the
+        // transport, virtio_console the port); the farm's own builds have
+        // no modules, and report on the second serial port.
+        GuestArch::X86_64 if kernel.modules.exists() => {
+            let mut mods = modules::load_order(&kernel.modules, "virtio_pci")?;
+            for m in modules::load_order(&kernel.modules, "virtio_console")? {
+                if !mods.contains(&m) {
+                    mods.push(m);
+                }
+            }
+            machine.channel = qemu::Channel::VirtioSerial;
+            (PathBuf::from(initramfs::BUSYBOX), true, mods)
+        }
         GuestArch::X86_64 => (PathBuf::from(initramfs::BUSYBOX), true, Vec::new()),
         GuestArch::S390x => {
             let root = sysroot::fetch(cache, arch.deb_arch(), &["busybox-static"])?;
@@ -561,12 +576,17 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
             (root.root.join("bin/busybox"), false, mods)
         }
     };
+    let mut files = w.files;
+    files.push((
+        image::sampler::build(cache, arch)?,
+        image::sampler::GUEST_PATH.to_string(),
+    ));
     let image = image::build(
         &cache.join("images"),
         &image::Image {
             busybox: &busybox,
             busybox_native,
-            files: w.files,
+            files,
             modules,
             init: runner::RUNNER,
             job: &w.job.file(),

@@ -38,6 +38,7 @@ use super::launch::{self, Launch, Output};
 use super::{Context, End, Executor, Outcome, Run, known_metric, lock, unix_ms};
 use crate::state::journal::Journal;
 use crate::state::{Applier, Placement};
+use crate::telemetry::loads::Tree;
 use crate::telemetry::placement::NodeMap;
 use crate::telemetry::sampler::{self, Collected, Sampler};
 use crate::telemetry::{interrupts, procstat, report, topology};
@@ -238,7 +239,7 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         server.stop();
     }
     loads.stop();
-    let (out, collected, irqs, load_ticks) = measured?;
+    let (out, collected, irqs, load_trees) = measured?;
     let map = if ctx.caps.numa_nodes.is_empty() {
         NodeMap::single(&ctx.caps.online_cpus)
     } else {
@@ -255,11 +256,18 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         user_hz: procstat::user_hz(),
         topology: topology_before.as_ref().zip(topology_after.as_ref()),
     });
-    let (before, after) = load_ticks;
+    let (before, after) = load_trees;
     if let Some(cpus) =
         crate::telemetry::loads::cpus(&before, &after, procstat::user_hz(), out.wall.as_secs_f64())
     {
         metrics.push(report::known(farm_spec::metric::LOADS_CPUS, cpus));
+        // Fewer of them on a node is less competition there.
+        for (node, threads) in
+            crate::telemetry::loads::threads_per_node(&before, &after, map.nodes(), |c| map.node(c))
+        {
+            let name = farm_spec::metric::loads_node::name(node);
+            metrics.push(report::known_named(name, "threads", threads));
+        }
     }
     Ok((outcome(out, metrics, telemetry), launch.output))
 }
@@ -300,12 +308,12 @@ fn start_server(
 }
 
 /// What [`measure`] returns: the workload's outcome, the sampler's sweeps,
-/// the interrupts' deltas, and the loads' CPU ticks at its start and end.
+/// the interrupts' deltas, and the loads' trees at its start and end.
 type Measured = (
     process::Outcome,
     Collected,
     Vec<interrupts::IrqDelta>,
-    (Vec<u64>, Vec<u64>),
+    (Vec<Tree>, Vec<Tree>),
 );
 
 /// Runs the workload under the sampler, with /proc/interrupts and the
@@ -317,10 +325,10 @@ fn measure(
     launch: &Launch,
     loads: &[i32],
 ) -> Result<Measured, Error> {
-    let load_ticks = || -> Vec<u64> {
+    let load_trees = || -> Vec<Tree> {
         loads
             .iter()
-            .map(|&p| crate::telemetry::loads::tree_ticks(root, p as u32))
+            .map(|&p| crate::telemetry::loads::tree(root, p as u32))
             .collect()
     };
     // Started before the workload so that they do not inherit its counters.
@@ -332,13 +340,13 @@ fn measure(
     let mut loads_before = Vec::new();
     let mut loads_after = Vec::new();
     let out = process::start(spec, ctx.killer).and_then(|running| {
-        loads_before = load_ticks();
+        loads_before = load_trees();
         sampler.track(running.pid() as u32);
         if let Some(pinner) = &pinner {
             pinner.pin(running.pid());
         }
         let out = running.wait();
-        loads_after = load_ticks();
+        loads_after = load_trees();
         out
     });
     if let Some(pinner) = pinner {

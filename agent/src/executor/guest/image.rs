@@ -18,6 +18,7 @@ pub mod cache;
 pub mod initramfs;
 pub mod kernels;
 pub mod modules;
+pub mod sampler;
 pub mod sysroot;
 
 use std::ffi::OsStr;

@@ -1,7 +1,7 @@
 //! The guest machine: its architecture ([`arch`]: what differs between
 //! x86_64 and s390x guests, and TCG/KVM), QEMU booting it ([`qemu`]: the
-//! console to a log and the report on a channel of its own, ttyS1 on x86_64
-//! and virtio-serial on s390x, with a timeout and cancellation that kill and
+//! console to a log and the report on a channel of its own, virtio-serial
+//! where the kernel has the driver and ttyS1 otherwise, with a timeout and cancellation that kill and
 //! reap QEMU), and whether KVM really boots guests here ([`kvm`]: probed
 //! once, kept). [`available`] says whether this machine can boot guests of
 //! an arch at all; [`of_assignment`] is the machine a run asks for.
@@ -53,12 +53,17 @@ pub fn of_assignment(
         nodes: shape.numa_nodes,
         timeout,
         cmdline: Vec::new(),
+        // The executor picks virtio-serial where the kernel has its driver.
+        channel: match arch {
+            GuestArch::X86_64 => qemu::Channel::Serial,
+            GuestArch::S390x => qemu::Channel::VirtioSerial,
+        },
     })
 }
 
 /// Why this machine cannot boot guests of `arch`, if it cannot: the
 /// programs guests need (QEMU, a static busybox, apt and dpkg for kernels
-/// and packages, gzip, ldd or readelf, sha256sum), each named with its
+/// and packages, gzip, ldd or readelf, sha256sum, gcc for the arch), each named with its
 /// Debian package, and for a foreign arch its registration with dpkg.
 pub fn available(arch: GuestArch) -> Result<(), Unavailable> {
     let mut missing = Vec::new();
@@ -70,6 +75,8 @@ pub fn available(arch: GuestArch) -> Result<(), Unavailable> {
         ("/usr/bin/sha256sum", "coreutils"),
         // The external tools' libraries, from Debian's packages of the arch.
         ("/usr/bin/readelf", "binutils"),
+        // The in-guest sampler, a static C program built for the arch.
+        arch.gcc(),
     ];
     match arch {
         // The farm's own binaries with their libraries, and the host's busybox.

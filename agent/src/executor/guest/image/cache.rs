@@ -19,6 +19,9 @@
 //! - temporary siblings of entries being built: `<version>.tmp-<pid>-<n>`,
 //!   `<key>.tmp-<pid>-<n>`, `images/initramfs/tmp-<pid>-<n>[.gz]` (names
 //!   made by [`super::unique_suffix`]);
+//! - `samplers/<arch>-<sha256>` (the in-guest sampler, [`super::sampler`]:
+//!   under a megabyte, built once per arch, source and compiler; neither
+//!   counted nor evicted);
 //! - `kvm-probe` (the KVM verdict: small, never removed) and the temporary
 //!   directories of runs (`run-*`) and of the probe (`kvm-probe-*`).
 //!

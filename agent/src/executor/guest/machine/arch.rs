@@ -84,6 +84,20 @@ impl GuestArch {
         }
     }
 
+    /// The C compiler that builds static programs for this arch (the
+    /// in-guest sampler), and the Debian packages it takes: the native gcc
+    /// on an x86_64 host is also `x86_64-linux-gnu-gcc`; s390x takes
+    /// Debian's cross compiler and its C library.
+    pub fn gcc(self) -> (&'static str, &'static str) {
+        match self {
+            GuestArch::X86_64 => ("/usr/bin/x86_64-linux-gnu-gcc", "gcc libc6-dev"),
+            GuestArch::S390x => (
+                "/usr/bin/s390x-linux-gnu-gcc",
+                "gcc-s390x-linux-gnu libc6-dev-s390x-cross",
+            ),
+        }
+    }
+
     /// The guest's console device (`console=` on the kernel command line).
     pub fn console(self) -> &'static str {
         match self {

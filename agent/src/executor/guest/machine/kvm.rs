@@ -211,6 +211,8 @@ fn probe(cache: &Path, vmlinuz: &Path) -> Probe {
         nodes: 1,
         timeout: PROBE_TIMEOUT,
         cmdline: Vec::new(),
+        // The probe's init speaks on ttyS1: no modules to load.
+        channel: qemu::Channel::Serial,
     };
     let channel = dir.path().join("channel.log");
     let watch = qemu::Watch {

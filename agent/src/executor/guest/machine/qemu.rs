@@ -3,9 +3,10 @@
 //!
 //! The console goes to `console.log`, the report channel to `channel.log`,
 //! QEMU's own stderr to `qemu.log`, all in the boot's directory. The channel
-//! is a second serial port on x86_64 (guest ttyS1, built into Debian's
-//! kernels) and a virtio-serial port named `farm` on s390x (which has no
-//! second serial port; its modules travel in the initramfs). QEMU is killed
+//! ([`Channel`]) is a virtio-serial port named `farm` where the kernel has
+//! the driver (Debian's kernels, as modules that travel in the initramfs;
+//! s390x has no second serial port), else a second serial port (guest
+//! ttyS1: the farm's own builds, which have no modules). QEMU is killed
 //! and reaped when it outlives the timeout, when the run is cancelled, and
 //! whenever its guard is dropped, so no process is left behind. A guest is
 //! not waited for once its report is complete, nor once its console says it
@@ -72,6 +73,22 @@ pub enum Error {
     Panicked { line: String, console_tail: String },
 }
 
+/// How the guest's report reaches the host.
+///
+/// A 16550 UART under TCG costs the guest a trap per byte and an interrupt
+/// per 16: the in-guest sampler's sweeps of 40 threads (6 KB) cost more
+/// than their reads of `/proc`. A virtio-serial port takes a sweep in one
+/// buffer and one notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// The second serial port (guest `ttyS1`): x86_64 only, always there.
+    Serial,
+    /// A virtio-serial port named [`PORT_NAME`] (virtio-serial-pci on
+    /// x86_64, virtio-serial-ccw on s390x); the kernel needs
+    /// `virtio_console` (and on x86_64 `virtio_pci`).
+    VirtioSerial,
+}
+
 /// A guest machine: `cpus` CPUs and `memory_mib` split evenly over `nodes`
 /// NUMA nodes (node i gets a contiguous range of CPUs; s390x has no NUMA).
 #[derive(Debug, Clone)]
@@ -85,6 +102,8 @@ pub struct Machine {
     /// Words added to the kernel's command line, each checked by
     /// `farm_spec::sched::CmdlineWord` (no space, no quote).
     pub cmdline: Vec<String>,
+    /// The report channel (s390x has only [`Channel::VirtioSerial`]).
+    pub channel: Channel,
 }
 
 impl Default for Machine {
@@ -97,6 +116,7 @@ impl Default for Machine {
             nodes: 2,
             timeout: Duration::from_secs(120),
             cmdline: Vec::new(),
+            channel: Channel::Serial,
         }
     }
 }
@@ -160,11 +180,18 @@ pub fn argv(machine: &Machine, vmlinuz: &Path, initrd: &Path, dir: &Path) -> Vec
         format!("file:{}", dir.join("console.log").display()),
     ]);
     let channel = dir.join("channel.log");
-    match machine.arch {
-        GuestArch::X86_64 => a.extend(["-serial".into(), format!("file:{}", channel.display())]),
-        GuestArch::S390x => a.extend([
+    let bus = match machine.arch {
+        GuestArch::X86_64 => "virtio-serial-pci",
+        GuestArch::S390x => "virtio-serial-ccw",
+    };
+    match (machine.channel, machine.arch) {
+        (Channel::Serial, GuestArch::X86_64) => {
+            a.extend(["-serial".into(), format!("file:{}", channel.display())])
+        }
+        // s390x has no second serial port.
+        (Channel::VirtioSerial, _) | (Channel::Serial, GuestArch::S390x) => a.extend([
             "-device".into(),
-            "virtio-serial-ccw,id=vser".into(),
+            format!("{bus},id=vser"),
             "-chardev".into(),
             format!("file,id=farmch,path={}", channel.display()),
             "-device".into(),

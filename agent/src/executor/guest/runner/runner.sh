@@ -10,7 +10,8 @@ fi
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-# The channel's modules (virtio-serial on s390x), dependencies first.
+# The channel's modules (virtio-serial, where the kernel has it as modules),
+# dependencies first; without them the channel is the second serial port.
 if [ -f /modules ]; then
   while IFS= read -r m || [ -n "$m" ]; do
     insmod "$m" 2>/dev/console || echo "farm: insmod $m failed" > /dev/console
@@ -96,24 +97,6 @@ set --
 while IFS= read -r a || [ -n "$a" ]; do
   set -- "$@" "$a"
 done < /job
-# Under TCG every exec costs tens of milliseconds: a sweep runs one sed for
-# the tasks, a grep and a sed for the migrations, one sed for the CPUs (a
-# file that vanishes meanwhile is skipped, not fatal).
-sampler() {
-  while [ ! -e /tmp/stop ]; do
-    read up x < /proc/uptime
-    r "sample $up"
-    sed 's/^/task /' /proc/[0-9]*/task/*/stat 2>/dev/null >&3
-    grep -H '^se.nr_migrations' /proc/[0-9]*/task/*/sched 2>/dev/null | sed 's/^/mig /' >&3
-    sed -n 's/^cpu/cpu &/p' /proc/stat >&3
-    # Every 500 ms: coarser than the host's 100 ms, as every sweep forks.
-    sleep 0.5
-  done
-  # What the sweeps cost: this shell's own CPU time and its children's.
-  times > /tmp/sampler.times
-  { read -r su ss; read -r cu cs; } < /tmp/sampler.times
-  r "sampler $su $ss $cu $cs"
-}
 # Counters right before and after the workload, kept in files and sent
 # once the workload and the sampler are done, so that neither the sending
 # (forked seds) nor the sampler lands between them; `times` is the shell's
@@ -136,16 +119,15 @@ send() {
 # The load balancer's counters for the run (the guest is thrown away
 # after it: nothing to restore).
 [ -f /proc/sys/kernel/sched_schedstats ] && echo 1 > /proc/sys/kernel/sched_schedstats
-# Where the farm's binary is in the guest (x86_64, built-in workloads) it
-# samples without forking, every 100 ms as on hosts (or less often, to keep
-# within its budget), the workload's session only. It starts now, so that
-# its start-up is paid before the workload, and waits on a FIFO for the
-# session; elsewhere the shell loop above starts with the workload.
-spid=
-if [ -x /bin/farm-workload ] && mkfifo /tmp/sid; then
-  /bin/farm-workload --sample --session-from /tmp/sid --interval-ms 100 --stop /tmp/stop >&3 &
-  spid=$!
-fi
+# The sampler (farm-sample, a static program built by the host for this
+# arch) reads /proc without forking, every 100 ms as on hosts (or less
+# often, to keep within its budget), the workload's session only. It starts
+# now, so that its start-up is paid before the workload, and waits on a
+# FIFO for the session; SIGUSR1 wakes it to stop, and is ignored until it
+# has set its handler.
+mkfifo /tmp/sid
+(trap '' USR1; exec /bin/farm-sample --session-from /tmp/sid --interval-ms 100 --stop /tmp/stop) >&3 &
+spid=$!
 # The workload does not get the channel (3>&-): it could write report
 # lines, and would hold the port open past poweroff.
 snap before
@@ -158,13 +140,8 @@ else
 fi
 pid=$!
 r "session $pid"
-if [ -n "$spid" ]; then
-  # In the background: a sampler that died would never open the FIFO.
-  (echo $pid > /tmp/sid) &
-else
-  sampler &
-  spid=$!
-fi
+# In the background: a sampler that died would never open the FIFO.
+(echo $pid > /tmp/sid) &
 # Under TCG a busy workload would starve the sweeps until it ends: the
 # sampler runs at a higher priority, and reports what it cost.
 renice -n -5 -p $spid > /dev/null 2>&1
@@ -173,6 +150,7 @@ rc=$?
 read t1 x < /proc/uptime
 snap after
 touch /tmp/stop
+kill -USR1 $spid 2>/dev/null
 wait $spid
 send before
 send after

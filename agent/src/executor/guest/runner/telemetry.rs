@@ -13,17 +13,17 @@
 //! | `irq <before\|after> <line>` | every line of `/proc/interrupts`, header first, in order |
 //! | `session <sid>` | the workload's session: it runs under `setsid`, its pid is its sid |
 //! | `sample <uptime>` | starts a sweep at `/proc/uptime`'s first field (`12.34`) |
-//! | `task <line>` | a `/proc/PID/task/TID/stat` line, every task of the guest |
-//! | `sampler <u> <s> <cu> <cs>` | the sampler's own `times` (itself, then its children) when it stops |
-//! | `mig <line>` | `grep -H '^se.nr_migrations' /proc/PID/task/TID/sched`: a task's migrations so far |
+//! | `task <line>` | a `/proc/PID/task/TID/stat` line (cut after field 39), a thread of the workload's session |
+//! | `sampler <u> <s> <cu> <cs>` | the sampler's own CPU time when it stops, in `times`' form (itself, then its children: none) |
+//! | `mig <path>:se.nr_migrations : N` | that thread's `sched`, every tenth sweep: a task's migrations so far |
 //! | `rq <path>:<run> <wait> <slices>` | a task's `/proc/PID/task/TID/schedstat`: time on a CPU and waiting for one (ns), timeslices |
 //! | `cpu <line>` | a `cpu` or `cpu<N>` line of `/proc/stat` |
 //! | `schedstat <before\|after> <line>` | every line of `/proc/schedstat`, with kernel.sched_schedstats=1 ([`balancing`]) |
 //!
 //! `task`, `mig`, `rq` and `cpu` lines belong to the last `sample` line
-//! before them. The x86_64 runner sweeps with `farm-workload --sample`
-//! (no fork: [`farm_workload::sampler`]), which reads the workload's
-//! session only; the s390x runner with a shell loop reading every task.
+//! before them. The runner sweeps with `farm-sample`, a static C program
+//! built for the guest's arch ([`crate::executor::guest::image::sampler`]:
+//! no fork), which reads the workload's session only.
 //!
 //! All of it comes from the guest, whose kernel is the one under test:
 //! every line is checked when it arrives and a malformed one is an error
@@ -35,8 +35,7 @@
 //! parse is an error.
 //!
 //! What the host sampler measures and the guest measures otherwise:
-//! - the sampling cost: the runner's sampler is a shell loop; its CPU time
-//!   (itself and the programs it forks, by `times`) is `Collected::cost`,
+//! - the sampling cost: the sampler's own CPU time is `Collected::cost`,
 //!   and `telemetry_overhead_pct` is that against the workload's CPU time;
 //! - perf's counts (`task_clock_s`, `page_faults`): the workload's
 //!   `context_switches` are replaced by the guest-wide `ctxt` delta, its CPU

@@ -49,3 +49,21 @@ fn s390x_has_no_numa_and_a_virtio_serial_channel() {
     let a = argv(&kvm, Path::new("/k"), Path::new("/i"), Path::new("/d")).join(" ");
     assert!(a.starts_with("-accel kvm -cpu host "), "{a}");
 }
+
+#[test]
+fn x86_64_reports_on_virtio_serial_when_the_kernel_has_it() {
+    let m = Machine {
+        channel: Channel::VirtioSerial,
+        ..Machine::default()
+    };
+    let a = argv(&m, Path::new("/k"), Path::new("/i"), Path::new("/d")).join(" ");
+    assert!(
+        a.ends_with(
+            "-serial file:/d/console.log -device virtio-serial-pci,id=vser \
+             -chardev file,id=farmch,path=/d/channel.log \
+             -device virtserialport,bus=vser.0,chardev=farmch,name=farm"
+        ),
+        "{a}"
+    );
+    assert_eq!(a.matches("-serial file:").count(), 1, "{a}");
+}
