@@ -230,6 +230,22 @@ fn group_imbalance_example_shows_separate_groups_slower_and_restores_the_machine
         (1.2..=1.45).contains(&c),
         "separate: the loads took {c} CPUs"
     );
+    // Where the hogs' threads were: each is a main thread and one worker,
+    // on this machine's one node, in both states.
+    let on_node0 = separate["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "loads_node0_threads")
+        .unwrap_or_else(|| panic!("no loads_node0_threads: {separate}"));
+    assert_eq!(
+        (
+            on_node0["baseline_median"].as_f64(),
+            on_node0["median"].as_f64()
+        ),
+        (Some(4.0), Some(4.0)),
+        "{on_node0}"
+    );
     assert!(
         diagnosis.iter().any(|l| {
             let l = l.as_str().unwrap();

@@ -559,6 +559,10 @@ int main(int argc, char **argv)
 		 * since the last one sets how long until the next. */
 		unsigned long long cpu = own_cpu();
 		double t = now_s();
+		/* Not after the first sweep, which opens every thread's files
+		 * (the dearest) and would stretch a short run's interval past
+		 * its end: a run of under a second would then have one sweep,
+		 * and no waits to show. */
 		if (have_last) {
 			double cost = (double)(cpu > last_cpu ? cpu - last_cpu : 0) / 1e9;
 			double rate = (double)(run_ns > last_run ? run_ns - last_run : 0) / 1e9 /
