@@ -681,3 +681,148 @@ fn a_guest_that_never_powers_off_ends_when_its_report_is_complete() {
         ("r-test", 3, 0.5)
     );
 }
+
+/// The `/init` of the knob crash test: the agent's own code for the
+/// scheduler-knob state (`examples/sched_state.rs`: `state::sched` and the
+/// journal) applied in a guest whose debugfs is writable, killed at its
+/// N-th step (`FARM_AGENT_CRASH_AT`) for N = 1, 2, … until a run goes
+/// through, each time restored from the journal by a new process; then
+/// applied whole and its restoring killed at each step in turn. After each,
+/// the knobs must read as before. One `out` line per case on the report
+/// channel, in the runner's protocol.
+const KNOB_CRASHES: &str = r#"#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug
+stty -F /dev/ttyS1 raw -echo
+exec 3>/dev/ttyS1
+r() { printf '%s\n' "$*" >&3; }
+sd=/sys/kernel/debug/sched
+knobs() { cat $sd/features $sd/base_slice_ns $sd/migration_cost_ns /proc/sys/kernel/numa_balancing; }
+# The tunables and the sysctl on one line.
+values() { echo $(cat $sd/base_slice_ns $sd/migration_cost_ns /proc/sys/kernel/numa_balancing); }
+r "farm-job 2"
+r "release $(uname -r)"
+knobs > /tmp/before
+r "out before $(values)"
+set -- NO_RUN_TO_PARITY HRTICK base_slice_ns=3000000 migration_cost_ns=1000000 numa_balancing=0
+j=/tmp/journal
+verdict() {
+  knobs > /tmp/now
+  if cmp -s /tmp/before /tmp/now; then echo restored; else echo DIFFERS; fi
+}
+n=1
+while [ $n -lt 30 ]; do
+  FARM_AGENT_CRASH_AT=$n /bin/sched_state apply $j "$@" 2>> /tmp/err
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    r "out applied at $n: $(values) $(echo $(tr ' ' '\n' < $sd/features | grep -x -e NO_RUN_TO_PARITY -e RUN_TO_PARITY -e NO_HRTICK -e HRTICK))"
+    /bin/sched_state restore $j 2>> /tmp/err
+    r "out apply whole: $(verdict)"
+    break
+  fi
+  knobs > /tmp/crashed
+  if cmp -s /tmp/before /tmp/crashed; then left=unchanged; else left=changed; fi
+  /bin/sched_state restore $j 2>> /tmp/err || r "out restore failed after apply crash $n"
+  r "out apply crash $n $left: $(verdict)"
+  n=$((n + 1))
+done
+m=1
+while [ $m -lt 30 ]; do
+  /bin/sched_state apply $j "$@" 2>> /tmp/err || r "out apply failed before restore crash $m"
+  FARM_AGENT_CRASH_AT=$m /bin/sched_state restore $j 2>> /tmp/err
+  rc=$?
+  /bin/sched_state restore $j 2>> /tmp/err || r "out restore failed after restore crash $m"
+  if [ $rc -eq 0 ]; then
+    r "out restore whole: $(verdict)"
+    break
+  fi
+  r "out restore crash $m: $(verdict)"
+  m=$((m + 1))
+done
+sed 's/^/err /' /tmp/err >&3
+r "exit 0"
+r "wall_s 0.01"
+r "done"
+exec 3>&-
+poweroff -f
+"#;
+
+/// The sched knobs' journal in a real kernel's debugfs: a crash at any
+/// step of applying or restoring leaves the knobs as they were once the
+/// journal is replayed. The farm's hosts refuse debugfs writes (EPERM), so
+/// this runs the agent's code in a 6.12 guest (EEVDF: RUN_TO_PARITY and
+/// base_slice_ns), as root there.
+#[test]
+fn sched_knobs_are_restored_after_a_crash_at_any_step_in_a_guest() {
+    let (_one, cache) = guest_test(GuestArch::X86_64);
+    let kernel = kernels::resolve("debian:6.12.107+deb12-cloud-amd64", &cache)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let exe = std::env::current_exe().expect("this test's path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("examples/sched_state"))
+        .unwrap_or_default();
+    assert!(
+        bin.is_file(),
+        "{} not found: run `cargo build -p farm-agent --example sched_state` (cargo test builds it)",
+        bin.display()
+    );
+    let mut files = image::native_files(&bin).unwrap_or_else(|e| panic!("{e}"));
+    files[0].1 = "/bin/sched_state".into();
+    let initrd = image::build(
+        &cache.join("images"),
+        &image::Image {
+            busybox: Path::new(initramfs::BUSYBOX),
+            busybox_native: true,
+            files,
+            modules: Vec::new(),
+            init: KNOB_CRASHES,
+            job: &job::Job::new("/bin/true", Vec::new()).unwrap().file(),
+            state: &job::GuestState::default().file(),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = job::run(
+        &qemu::Machine::default(),
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{}\nstderr:\n{}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    // Defaults of 6.12 on a 2-node guest of 4 CPUs: base_slice_ns 0.7 ms
+    // scaled by 1 + log2(4) = 3, migration_cost_ns 0.5 ms, NUMA balancing on.
+    assert_eq!(lines[0], "before 2100000 500000 1", "{lines:?}");
+    // Five changes (two features, two tunables, the sysctl), each two
+    // steps: its journal entry, then its write; restoring undoes five.
+    let crashes = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(crashes("apply crash "), 10, "{lines:?}");
+    assert!(
+        lines.contains(&"applied at 11: 3000000 1000000 0 NO_RUN_TO_PARITY HRTICK"),
+        "{lines:?}"
+    );
+    assert!(lines.contains(&"apply whole: restored"), "{lines:?}");
+    assert_eq!(crashes("restore crash "), 5, "{lines:?}");
+    assert!(lines.contains(&"restore whole: restored"), "{lines:?}");
+    // Every crash left the knobs as they were once restored, and some left
+    // a change behind for the journal to undo.
+    let differs: Vec<&&str> = lines.iter().filter(|l| l.contains("DIFFERS")).collect();
+    assert!(differs.is_empty(), "{differs:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("apply crash ") && l.contains(" changed:")),
+        "no crash left a change behind: {lines:?}"
+    );
+    // Nothing failed but the 15 processes killed on purpose.
+    let stderr: Vec<&str> = r.stderr.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(stderr, ["Killed"; 15], "{}", r.stderr);
+}
