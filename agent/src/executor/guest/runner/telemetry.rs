@@ -29,8 +29,9 @@
 //! every line is checked when it arrives and a malformed one is an error
 //! naming it, cut to a readable length. One exception: a `task` line that is
 //! empty, or a prefix of a stat line (cut in the comm or before field 39),
-//! is what reading the stat of a thread that exits meanwhile gives. Such a
-//! line is skipped and counted ([`Observed::skipped_tasks`]): the thread
+//! is what reading the stat of a thread that exits meanwhile gives, as is
+//! a line whose session is -1 (a thread whose pids are already unlinked).
+//! Such a line is skipped and counted ([`Observed::skipped_tasks`]): the thread
 //! was gone, the host sampler skips it alike. Anything else that does not
 //! parse is an error.
 //!
@@ -724,9 +725,14 @@ fn parse_task(raw: &str) -> Result<Option<Task>, Reason> {
     // Field 6, counted from after the comm like `taskstat` does: rest[i] is
     // field i + 3.
     let close = raw.rfind(')').expect("parsed: the comm is closed");
-    let session = raw[close + 1..]
-        .split_ascii_whitespace()
-        .nth(3)
+    let field = raw[close + 1..].split_ascii_whitespace().nth(3);
+    // A thread on its way out whose pids are already unlinked shows its
+    // process group and session as -1 (seen on 6.1: `Z 0 -1 -1`): it is
+    // gone, as a thread whose stat no longer reads.
+    if field == Some("-1") {
+        return Ok(None);
+    }
+    let session = field
         .and_then(number)
         .and_then(|s| u32::try_from(s).ok())
         .ok_or(Reason::SessionField)?;

@@ -399,10 +399,13 @@ fn tasks_cut_short_by_an_exiting_thread_are_skipped() {
         "231 (cpu-hog-0)",
         "231 (cpu-hog-0) R 229 230 230 0 -1 4194368 181 0 0 0 10 1 0 0 20 0 6",
         "231 (cpu-hog-0) R 229 230 230 0 -1 4194368 181 0 0 0 10 1 0 0 20 0 6 0 512 13840",
+        // Seen from a 6.1 guest: a zombie thread whose pids are unlinked.
+        "147 (farm-workload) Z 0 -1 -1 0 -1 4227084 158 0 0 0 3 1 0 0 20 0 0 0 201 0 0 0 0 \
+         0 0 0 0 0 0 0 0 1 0 0 17 0",
     ] {
         assert_eq!(obs.line("task", rest), Ok(true), "{rest:?}");
     }
-    assert_eq!(obs.skipped_tasks(), 6);
+    assert_eq!(obs.skipped_tasks(), 7);
     assert!(obs.sweeps[0].tasks.is_empty());
 }
 
