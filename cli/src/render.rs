@@ -145,6 +145,9 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
                 "agent_id": run.agent_id,
                 "ok": res.ok,
                 "error": res.error,
+                // What the workload (or the guest's console) last said: the
+                // why of a failed run; bounded by the agent.
+                "log_tail": (!res.ok && !res.log_tail.is_empty()).then_some(&res.log_tail),
                 "executor": res.executor,
                 "arch": res.arch,
                 "kernel_release": res.kernel_release,

@@ -408,3 +408,51 @@ state = "spread"
     assert!(crowding[0].starts_with("instances "), "{crowding:?}");
     assert!(qemus().is_empty(), "{:?}", qemus());
 }
+
+/// Seed 002's example in a guest (`examples/udp-stream-guest.toml`, cut to
+/// one short run a state): the loopback UDP stream runs (the guest brings
+/// `lo` up), and each result carries the load balancer's counters per
+/// domain level beside the IPIs per kind.
+#[test]
+fn the_udp_stream_guest_example_shows_balancing_beside_ipis() {
+    let _g = serial();
+    let farm = guest_farm();
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/udp-stream-guest.toml"
+    ))
+    .unwrap();
+    assert!(
+        example.contains("repetitions = 5") && example.contains("seconds = 3"),
+        "the example changed shape: update this test"
+    );
+    let text = example
+        .replace("repetitions = 5", "repetitions = 1")
+        .replace("seconds = 3", "seconds = 1")
+        + "\n[verdict]\nmax_runs = 1\n";
+    let file = farm.write("udp.toml", &text);
+    let id = farm.submit(&file);
+    wait_for(Duration::from_secs(600), "the matrix to finish", || {
+        farm.results(&id)["state"] == "done"
+    });
+    let v = farm.results(&id);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{v}");
+    for r in results {
+        assert_eq!(r["ok"], true, "{r}");
+        let m = &r["metrics"];
+        assert!(m["messages_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        for name in [
+            "lb_mc_newidle",
+            "lb_numa_newidle",
+            "rescheduling_ipis",
+            "function_call_ipis",
+        ] {
+            assert!(m[name].as_f64().is_some(), "no {name}: {r}");
+        }
+        // Every message wakes the receiver on the other node: 6.1 queues
+        // those wake-ups on the remote CPU with a function-call IPI.
+        assert!(m["function_call_ipis"].as_f64().unwrap() > 100.0, "{r}");
+    }
+    assert!(qemus().is_empty(), "{:?}", qemus());
+}

@@ -10,6 +10,8 @@ fi
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# Loopback, for workloads that talk to themselves (udp-stream, seed 002).
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
 # The channel's modules (virtio-serial, where the kernel has it as modules),
 # dependencies first; without them the channel is the second serial port.
 if [ -f /modules ]; then
