@@ -6,11 +6,13 @@
 //! crashes the agent.
 //!
 //! ```text
-//! sched_state apply JOURNAL [FEATURE | NAME=VALUE | numa_balancing=N]...
+//! sched_state apply JOURNAL [FEATURE | NAME=VALUE | numa_balancing=N | schedstats]...
 //! sched_state restore JOURNAL
 //! ```
 //!
-//! FEATURE is `NAME` or `NO_NAME`, NAME=VALUE a debugfs tunable. Exit 0
+//! FEATURE is `NAME` or `NO_NAME`, NAME=VALUE a debugfs tunable;
+//! `schedstats` then turns kernel.sched_schedstats on as the host executor
+//! does for every run. Exit 0
 //! when done, 1 with the error on stderr.
 
 use std::path::Path;
@@ -34,8 +36,10 @@ fn main() -> ExitCode {
                 let mut features = Vec::new();
                 let mut tunables = Vec::new();
                 let mut numa = None;
+                let mut schedstats = false;
                 for w in words {
                     match w.split_once('=') {
+                        None if w == "schedstats" => schedstats = true,
                         Some(("numa_balancing", n)) => {
                             numa = Some(n.parse().map_err(|_| format!("`{w}`"))?)
                         }
@@ -51,7 +55,13 @@ fn main() -> ExitCode {
                     ..Default::default()
                 })
                 .map_err(|e| e.to_string())?;
-                sched::apply(&mut j, root, &state).map_err(|e| e.to_string())
+                sched::apply(&mut j, root, &state).map_err(|e| e.to_string())?;
+                if schedstats
+                    && !sched::enable_schedstats(&mut j, root).map_err(|e| e.to_string())?
+                {
+                    return Err("the kernel has no kernel.sched_schedstats".into());
+                }
+                Ok(())
             }
             "restore" => j.restore().map(|_| ()).map_err(|e| e.to_string()),
             other => Err(format!("unknown verb `{other}`")),

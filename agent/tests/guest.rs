@@ -700,14 +700,14 @@ stty -F /dev/ttyS1 raw -echo
 exec 3>/dev/ttyS1
 r() { printf '%s\n' "$*" >&3; }
 sd=/sys/kernel/debug/sched
-knobs() { cat $sd/features $sd/base_slice_ns $sd/migration_cost_ns /proc/sys/kernel/numa_balancing; }
+knobs() { cat $sd/features $sd/base_slice_ns $sd/migration_cost_ns /proc/sys/kernel/numa_balancing /proc/sys/kernel/sched_schedstats; }
 # The tunables and the sysctl on one line.
-values() { echo $(cat $sd/base_slice_ns $sd/migration_cost_ns /proc/sys/kernel/numa_balancing); }
+values() { echo $(cat $sd/base_slice_ns $sd/migration_cost_ns /proc/sys/kernel/numa_balancing /proc/sys/kernel/sched_schedstats); }
 r "farm-job 2"
 r "release $(uname -r)"
 knobs > /tmp/before
 r "out before $(values)"
-set -- NO_RUN_TO_PARITY HRTICK base_slice_ns=3000000 migration_cost_ns=1000000 numa_balancing=0
+set -- NO_RUN_TO_PARITY HRTICK base_slice_ns=3000000 migration_cost_ns=1000000 numa_balancing=0 schedstats
 j=/tmp/journal
 verdict() {
   knobs > /tmp/now
@@ -799,18 +799,20 @@ fn sched_knobs_are_restored_after_a_crash_at_any_step_in_a_guest() {
     eprintln!("{}\nstderr:\n{}", r.stdout, r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
     // Defaults of 6.12 on a 2-node guest of 4 CPUs: base_slice_ns 0.7 ms
-    // scaled by 1 + log2(4) = 3, migration_cost_ns 0.5 ms, NUMA balancing on.
-    assert_eq!(lines[0], "before 2100000 500000 1", "{lines:?}");
-    // Five changes (two features, two tunables, the sysctl), each two
-    // steps: its journal entry, then its write; restoring undoes five.
+    // scaled by 1 + log2(4) = 3, migration_cost_ns 0.5 ms, NUMA balancing
+    // on, schedstats off.
+    assert_eq!(lines[0], "before 2100000 500000 1 0", "{lines:?}");
+    // Six changes (two features, two tunables, NUMA balancing, then
+    // schedstats as the host executor turns them on for a run), each two
+    // steps: its journal entry, then its write; restoring undoes six.
     let crashes = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();
-    assert_eq!(crashes("apply crash "), 10, "{lines:?}");
+    assert_eq!(crashes("apply crash "), 12, "{lines:?}");
     assert!(
-        lines.contains(&"applied at 11: 3000000 1000000 0 NO_RUN_TO_PARITY HRTICK"),
+        lines.contains(&"applied at 13: 3000000 1000000 0 1 NO_RUN_TO_PARITY HRTICK"),
         "{lines:?}"
     );
     assert!(lines.contains(&"apply whole: restored"), "{lines:?}");
-    assert_eq!(crashes("restore crash "), 5, "{lines:?}");
+    assert_eq!(crashes("restore crash "), 6, "{lines:?}");
     assert!(lines.contains(&"restore whole: restored"), "{lines:?}");
     // Every crash left the knobs as they were once restored, and some left
     // a change behind for the journal to undo.
@@ -822,7 +824,7 @@ fn sched_knobs_are_restored_after_a_crash_at_any_step_in_a_guest() {
             .any(|l| l.starts_with("apply crash ") && l.contains(" changed:")),
         "no crash left a change behind: {lines:?}"
     );
-    // Nothing failed but the 15 processes killed on purpose.
+    // Nothing failed but the 18 processes killed on purpose.
     let stderr: Vec<&str> = r.stderr.lines().filter(|l| !l.is_empty()).collect();
-    assert_eq!(stderr, ["Killed"; 15], "{}", r.stderr);
+    assert_eq!(stderr, ["Killed"; 18], "{}", r.stderr);
 }

@@ -207,6 +207,10 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
             loads: vec![Vec::new(); a.loads.len()],
         },
     };
+    // Every run, whatever its state, where the kernel has them: the
+    // balancing counters of /proc/schedstat count only with them on
+    // (journalled, undone with the state).
+    let schedstats = crate::state::sched::enable_schedstats(&mut lock(ctx.journal), &root)?;
     let load_specs: Vec<Spec> = loads
         .iter()
         .zip(placement.loads)
@@ -234,12 +238,12 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
     };
     let spec = spec(&launch.program, placement.workload, timeout, true);
     let measured = info_span!(target: TARGET, "workload", program = %spec.program.display())
-        .in_scope(|| measure(ctx, &root, &spec, &launch, loads.pids()));
+        .in_scope(|| measure(ctx, &root, &spec, &launch, loads.pids(), schedstats));
     if let Some(server) = server {
         server.stop();
     }
     loads.stop();
-    let (out, collected, irqs, load_trees) = measured?;
+    let (out, collected, irqs, load_trees, balancing) = measured?;
     let map = if ctx.caps.numa_nodes.is_empty() {
         NodeMap::single(&ctx.caps.online_cpus)
     } else {
@@ -256,6 +260,23 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         user_hz: procstat::user_hz(),
         topology: topology_before.as_ref().zip(topology_after.as_ref()),
     });
+    if let Some((before, after)) = balancing {
+        // Level names by index from the kernel's own domains; a version 17
+        // line names its level itself (synthesized levels may not be the
+        // kernel's: a degenerate one is not there).
+        let names = topology_after
+            .as_ref()
+            .filter(|t| t.source != topology::Source::Sysfs)
+            .map(level_names)
+            .unwrap_or_default();
+        match crate::telemetry::schedstat::balancing(&before, &after, &names) {
+            Ok(lb) => metrics.extend(
+                lb.into_iter()
+                    .map(|(name, unit, v)| report::known_named(name, unit, v as f64)),
+            ),
+            Err(e) => warn!("schedstat: {e}"),
+        }
+    }
     let (before, after) = load_trees;
     if let Some(cpus) =
         crate::telemetry::loads::cpus(&before, &after, procstat::user_hz(), out.wall.as_secs_f64())
@@ -308,13 +329,24 @@ fn start_server(
 }
 
 /// What [`measure`] returns: the workload's outcome, the sampler's sweeps,
-/// the interrupts' deltas, and the loads' trees at its start and end.
+/// the interrupts' deltas, the loads' trees at its start and end, and
+/// `/proc/schedstat` before and after it.
 type Measured = (
     process::Outcome,
     Collected,
     Vec<interrupts::IrqDelta>,
     (Vec<Tree>, Vec<Tree>),
+    Option<(String, String)>,
 );
+
+/// Each CPU's domain level names, innermost first.
+fn level_names(t: &topology::Topology) -> std::collections::BTreeMap<u32, Vec<String>> {
+    t.domains
+        .per_cpu
+        .iter()
+        .map(|(cpu, levels)| (*cpu, levels.iter().map(|l| l.name.clone()).collect()))
+        .collect()
+}
 
 /// Runs the workload under the sampler, with /proc/interrupts and the
 /// competing loads' CPU time (`loads`: their pids) read around it.
@@ -324,7 +356,13 @@ fn measure(
     spec: &Spec,
     launch: &Launch,
     loads: &[i32],
+    schedstats: bool,
 ) -> Result<Measured, Error> {
+    let schedstat = || {
+        schedstats
+            .then(|| std::fs::read_to_string(root.join("proc/schedstat")))
+            .and_then(|r| r.map_err(|e| warn!("schedstat: {e}")).ok())
+    };
     let load_trees = || -> Vec<Tree> {
         loads
             .iter()
@@ -337,6 +375,7 @@ fn measure(
     let irq_before = interrupts::read(root)
         .map_err(|e| warn!("interrupts: {e}"))
         .ok();
+    let schedstat_before = schedstat();
     let mut loads_before = Vec::new();
     let mut loads_after = Vec::new();
     let out = process::start(spec, ctx.killer).and_then(|running| {
@@ -355,6 +394,7 @@ fn measure(
     let irq_after = interrupts::read(root)
         .map_err(|e| warn!("interrupts: {e}"))
         .ok();
+    let balancing = schedstat_before.zip(schedstat());
     let collected = sampler.finish();
     let out = out.map_err(|source| Error::Run {
         program: spec.program.clone(),
@@ -366,5 +406,5 @@ fn measure(
             .unwrap_or_default(),
         _ => Vec::new(),
     };
-    Ok((out, collected, irqs, (loads_before, loads_after)))
+    Ok((out, collected, irqs, (loads_before, loads_after), balancing))
 }

@@ -32,7 +32,11 @@ use nix::unistd::Pid;
 use tracing::{info, warn};
 
 /// Sysctls a journal may restore; anything else in a journal is refused.
-pub const SYSCTLS: &[&str] = &["kernel/sched_autogroup_enabled", "kernel/numa_balancing"];
+pub const SYSCTLS: &[&str] = &[
+    "kernel/sched_autogroup_enabled",
+    "kernel/numa_balancing",
+    "kernel/sched_schedstats",
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

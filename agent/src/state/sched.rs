@@ -94,6 +94,28 @@ pub fn apply(journal: &mut Journal, root: &Path, state: &MachineState) -> Result
     Ok(())
 }
 
+/// Turns the scheduler's statistics on for the run
+/// (`kernel.sched_schedstats=1`, journalled and undone with the rest of the
+/// state) where the kernel has them: `/proc/schedstat`'s load-balancing
+/// counters only count while it is on. Whether the kernel has them.
+pub fn enable_schedstats(journal: &mut Journal, root: &Path) -> Result<bool> {
+    let key = journal::SYSCTLS[2];
+    let path = journal::sysctl_path(root, key);
+    if !path.exists() {
+        return Ok(false);
+    }
+    let was = read_trimmed(&path)?;
+    if was != "1" {
+        journal.record(&Entry::Sysctl {
+            key: key.into(),
+            was,
+        })?;
+        write(&path, "1")?;
+        journal::step("sched_schedstats written");
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +255,28 @@ mod tests {
         ] {
             assert!(Entry::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn schedstats_are_turned_on_journalled_and_restored() {
+        let root = fake_root();
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(&dir.path().join("journal"), root.path()).unwrap();
+        // A kernel without CONFIG_SCHEDSTATS: nothing to turn on.
+        assert!(!enable_schedstats(&mut j, root.path()).unwrap());
+        assert!(j.is_empty().unwrap());
+        let sysctl = "proc/sys/kernel/sched_schedstats";
+        std::fs::write(root.path().join(sysctl), "0\n").unwrap();
+        assert!(enable_schedstats(&mut j, root.path()).unwrap());
+        assert_eq!(read(root.path(), sysctl), "1");
+        assert_eq!(
+            format!("{:?}", j.entries().unwrap()),
+            r#"[Sysctl { key: "kernel/sched_schedstats", was: "0" }]"#
+        );
+        // On already (a second run, or the operator's): left, not journalled.
+        assert!(enable_schedstats(&mut j, root.path()).unwrap());
+        assert_eq!(j.entries().unwrap().len(), 1);
+        assert_eq!(j.restore().unwrap(), 1);
+        assert_eq!(read(root.path(), sysctl), "0");
     }
 }

@@ -213,6 +213,17 @@ pub fn delta(
     out
 }
 
+/// The load-balancing metrics of a run from `/proc/schedstat` read before
+/// and after it (`names`: each CPU's domain level names, as for
+/// [`delta`]).
+pub fn balancing(
+    before: &str,
+    after: &str,
+    names: &BTreeMap<u32, Vec<String>>,
+) -> Result<Vec<(String, &'static str, u64)>> {
+    Ok(metrics(&delta(&parse(before)?, &parse(after)?, names)))
+}
+
 /// The metrics of the levels' deltas: `lb_<level>_<counter>` each.
 pub fn metrics(levels: &BTreeMap<String, Domain>) -> Vec<(String, &'static str, u64)> {
     let mut out = Vec::new();
@@ -327,5 +338,15 @@ mod tests {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(why), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_runs_balancing_comes_from_two_readings() {
+        // The same reading twice: every counter of both levels, all zero.
+        let lb = balancing(V16, V16, &names()).unwrap();
+        assert_eq!(lb.len(), 14, "{lb:?}");
+        assert!(lb.iter().all(|(_, _, v)| *v == 0), "{lb:?}");
+        assert_eq!((lb[0].0.as_str(), lb[0].1), ("lb_mc_busy", "balances"));
+        assert!(balancing("not a schedstat", V16, &names()).is_err());
     }
 }

@@ -41,19 +41,18 @@ impl Readings {
         &self,
         domains: &BTreeMap<u32, Vec<String>>,
     ) -> Result<Vec<Metric>, BuildError> {
-        let parse = |lines: &[String]| {
-            schedstat::parse(&lines.join("\n")).map_err(|e| BuildError::Schedstat(e.to_string()))
-        };
         match (self.before.is_empty(), self.after.is_empty()) {
             (true, true) => Ok(Vec::new()),
             (false, true) => Err(BuildError::BeforeOnly("schedstat")),
             (true, false) => Err(BuildError::AfterOnly("schedstat")),
             (false, false) => {
-                let levels = schedstat::delta(&parse(&self.before)?, &parse(&self.after)?, domains);
-                Ok(schedstat::metrics(&levels)
-                    .into_iter()
-                    .map(|(name, unit, v)| known_named(name, unit, v as f64))
-                    .collect())
+                Ok(
+                    schedstat::balancing(&self.before.join("\n"), &self.after.join("\n"), domains)
+                        .map_err(|e| BuildError::Schedstat(e.to_string()))?
+                        .into_iter()
+                        .map(|(name, unit, v)| known_named(name, unit, v as f64))
+                        .collect(),
+                )
             }
         }
     }
