@@ -27,7 +27,10 @@
  * thread's files are opened and closed per sweep instead. Like the host's
  * sampler it keeps to a budget of 0.4% of the workload's CPU time by
  * spacing its sweeps (never closer than --interval-ms, never further than
- * 2 s). It starts before the workload, reads the session id from
+ * 2 s, as on hosts, for the first 20 s; 4 s after that: an emulated s390x
+ * guest's sweep costs some three times an x86_64 one's, and at 2 s a 31-s
+ * s390x run cost 0.54%, while a 4-s cap from the start left a 3-s run two
+ * sweeps and lost most of its runqueue wait). It starts before the workload, reads the session id from
  * --session-from (a FIFO the runner writes once the workload started), and
  * counts its cost from then. It stops at the sweep after --stop's file
  * appears (SIGUSR1 cuts its sleep short). A file that vanishes meanwhile (a thread that exited) is skipped.
@@ -47,6 +50,8 @@
 
 #define BUDGET 0.004
 #define MAX_STRETCH_MS 2000
+#define LONG_RUN_S 20
+#define LONG_RUN_MAX_STRETCH_MS 4000
 #define MIN_INTERVAL_MS 10
 #define MAX_INTERVAL_MS 10000
 #define MIGRATIONS_EVERY 10
@@ -259,6 +264,25 @@ static long session_of(const char *stat)
 	return end == p ? -1 : v;
 }
 
+/* Field 20 of a stat line (num_threads); 0 if it does not read. */
+static long num_threads(const char *stat)
+{
+	const char *p = strrchr(stat, ')');
+	if (!p)
+		return 0;
+	p++;
+	/* After the comm, field n is the (n - 2)th word: field 20 the 18th. */
+	for (int word = 0; word < 17; word++) {
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ' ')
+			p++;
+	}
+	char *end;
+	long v = strtol(p, &end, 10);
+	return end == p ? 0 : v;
+}
+
 /* The length of a stat line through field 39 (the 37th word after the
  * comm), without its trailing whitespace. */
 static size_t through_processor(const char *stat, size_t n)
@@ -303,7 +327,7 @@ static double now_s(void)
 }
 
 /* Set by SIGUSR1, which the runner sends with the stop file: a sampler
- * that stretched its interval to 2 s does not keep the guest up that long. */
+ * that stretched its interval to 4 s does not keep the guest up that long. */
 static volatile sig_atomic_t woken;
 
 static void on_wake(int sig) { (void)sig; woken = 1; }
@@ -373,13 +397,38 @@ static unsigned long long sweep(struct sweeper *s, const char *up, long session,
 			}
 			set_add(&s->ours, pid);
 		}
-		snprintf(path, sizeof path, "%s/proc/%u/task", root, pid);
-		size_t ntids = numbered(path, &s->tids, &s->tids_cap);
+		/* A process of one thread (each of a forking workload's) is read
+		 * through its own thread's stat, whose num_threads says so: its
+		 * task directory is listed only when it has more (three system
+		 * calls fewer a process, each a trap under TCG). */
+		struct handle *own = handle_of(&s->kept, pid);
+		snprintf(path, sizeof path, "%s/proc/%u/task/%u/stat", root, pid, pid);
+		ssize_t own_n = read_kept(&own->stat, path, text, sizeof text);
+		size_t ntids;
+		if (own_n > 0 && num_threads(text) == 1) {
+			if (!s->tids_cap) {
+				s->tids_cap = 256;
+				s->tids = malloc(s->tids_cap * sizeof *s->tids);
+				if (!s->tids) {
+					fputs("farm-sample: out of memory\n", stderr);
+					exit(1);
+				}
+			}
+			s->tids[0] = pid;
+			ntids = 1;
+		} else {
+			own_n = -1;
+			snprintf(path, sizeof path, "%s/proc/%u/task", root, pid);
+			ntids = numbered(path, &s->tids, &s->tids_cap);
+		}
 		for (size_t j = 0; j < ntids; j++) {
 			unsigned tid = s->tids[j];
 			struct handle *h = handle_of(&s->kept, tid);
-			snprintf(path, sizeof path, "%s/proc/%u/task/%u/stat", root, pid, tid);
-			ssize_t n = read_kept(&h->stat, path, text, sizeof text);
+			ssize_t n = own_n;
+			if (tid != pid || own_n < 0) {
+				snprintf(path, sizeof path, "%s/proc/%u/task/%u/stat", root, pid, tid);
+				n = read_kept(&h->stat, path, text, sizeof text);
+			}
 			if (n < 0)
 				continue;
 			puts_(out, "task ");
@@ -529,7 +578,7 @@ int main(int argc, char **argv)
 	struct sweeper s;
 	memset(&s, 0, sizeof s);
 	struct buf out = {NULL, 0, 0};
-	double interval = (double)interval_ms / 1000, next = now_s();
+	double interval = (double)interval_ms / 1000, next = now_s(), started_t = next;
 	unsigned long long last_cs = 0, last_run = 0, last_cpu = 0;
 	int have_cs = 0, have_last = 0;
 	double last_t = 0;
@@ -569,7 +618,8 @@ int main(int argc, char **argv)
 				      (t - last_t > 1e-9 ? t - last_t : 1e-9);
 			double wanted = cost / (BUDGET * (rate > 1e-3 ? rate : 1e-3));
 			double lo = (double)interval_ms / 1000;
-			double hi = (double)MAX_STRETCH_MS / 1000 > lo ? (double)MAX_STRETCH_MS / 1000 : lo;
+			double cap = (t - started_t > LONG_RUN_S ? LONG_RUN_MAX_STRETCH_MS : MAX_STRETCH_MS) / 1000.0;
+			double hi = cap > lo ? cap : lo;
 			interval = wanted < lo ? lo : wanted > hi ? hi : wanted;
 		}
 		have_last = 1;
