@@ -261,17 +261,23 @@ fn workload_bin() -> PathBuf {
     if let Some(bin) = std::env::var_os("FARM_WORKLOAD_BIN") {
         return bin.into();
     }
+    built(
+        "farm-workload",
+        "cargo build --workspace --bins (or set FARM_WORKLOAD_BIN)",
+    )
+}
+
+/// A program cargo built beside this test's directory (`rel` under the
+/// profile's directory: `farm-workload`, `examples/sched_state`); `how`
+/// says how to build it when it is not there.
+fn built(rel: &str, how: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("this test's path");
     let bin = exe
         .parent()
         .and_then(Path::parent)
-        .map(|dir| dir.join("farm-workload"))
+        .map(|dir| dir.join(rel))
         .unwrap_or_default();
-    assert!(
-        bin.is_file(),
-        "{} not found: run `cargo build --workspace --bins` (or set FARM_WORKLOAD_BIN)",
-        bin.display()
-    );
+    assert!(bin.is_file(), "{} not found: {how}", bin.display());
     bin
 }
 
@@ -760,16 +766,9 @@ fn sched_knobs_are_restored_after_a_crash_at_any_step_in_a_guest() {
     let (_one, cache) = guest_test(GuestArch::X86_64);
     let kernel = kernels::resolve("debian:6.12.107+deb12-cloud-amd64", &cache)
         .unwrap_or_else(|e| panic!("{e}"));
-    let exe = std::env::current_exe().expect("this test's path");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("examples/sched_state"))
-        .unwrap_or_default();
-    assert!(
-        bin.is_file(),
-        "{} not found: run `cargo build -p farm-agent --example sched_state` (cargo test builds it)",
-        bin.display()
+    let bin = built(
+        "examples/sched_state",
+        "run `cargo build -p farm-agent --example sched_state` (cargo test builds it)",
     );
     let mut files = image::native_files(&bin).unwrap_or_else(|e| panic!("{e}"));
     files[0].1 = "/bin/sched_state".into();
