@@ -97,7 +97,9 @@ pub fn apply(journal: &mut Journal, root: &Path, state: &MachineState) -> Result
 /// Turns the scheduler's statistics on for the run
 /// (`kernel.sched_schedstats=1`, journalled and undone with the rest of the
 /// state) where the kernel has them: `/proc/schedstat`'s load-balancing
-/// counters only count while it is on. Whether the kernel has them.
+/// counters only count while it is on. Whether they are on; false too
+/// where the sysctl cannot be written (a read-only /proc/sys): nothing is
+/// journalled that could not be undone.
 pub fn enable_schedstats(journal: &mut Journal, root: &Path) -> Result<bool> {
     let key = journal::SYSCTLS[2];
     let path = journal::sysctl_path(root, key);
@@ -105,6 +107,10 @@ pub fn enable_schedstats(journal: &mut Journal, root: &Path) -> Result<bool> {
         return Ok(false);
     }
     let was = read_trimmed(&path)?;
+    if was != "1" && std::fs::OpenOptions::new().write(true).open(&path).is_err() {
+        tracing::warn!(path = %path.display(), "not writable: no load-balancing counters");
+        return Ok(false);
+    }
     if was != "1" {
         journal.record(&Entry::Sysctl {
             key: key.into(),
