@@ -417,15 +417,16 @@ static unsigned long long sweep(struct sweeper *s, const char *up, long session,
 			s->tids[0] = pid;
 			ntids = 1;
 		} else {
-			own_n = -1;
 			snprintf(path, sizeof path, "%s/proc/%u/task", root, pid);
 			ntids = numbered(path, &s->tids, &s->tids_cap);
 		}
 		for (size_t j = 0; j < ntids; j++) {
 			unsigned tid = s->tids[j];
 			struct handle *h = handle_of(&s->kept, tid);
+			/* The main thread, listed first, was read just above: `text`
+			 * still holds it (listing the directory does not touch it). */
 			ssize_t n = own_n;
-			if (tid != pid || own_n < 0) {
+			if (j > 0 || tid != pid || own_n < 0) {
 				snprintf(path, sizeof path, "%s/proc/%u/task/%u/stat", root, pid, tid);
 				n = read_kept(&h->stat, path, text, sizeof text);
 			}
