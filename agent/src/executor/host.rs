@@ -272,7 +272,7 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         let names = topology_after
             .as_ref()
             .filter(|t| t.source != topology::Source::Sysfs)
-            .map(level_names)
+            .map(|t| t.domains.level_names())
             .unwrap_or_default();
         match crate::telemetry::schedstat::balancing(&before, &after, &names) {
             Ok(lb) => metrics.extend(
@@ -343,15 +343,6 @@ type Measured = (
     (Vec<Tree>, Vec<Tree>),
     Option<(String, String)>,
 );
-
-/// Each CPU's domain level names, innermost first.
-fn level_names(t: &topology::Topology) -> std::collections::BTreeMap<u32, Vec<String>> {
-    t.domains
-        .per_cpu
-        .iter()
-        .map(|(cpu, levels)| (*cpu, levels.iter().map(|l| l.name.clone()).collect()))
-        .collect()
-}
 
 /// Runs the workload under the sampler, with /proc/interrupts and the
 /// competing loads' CPU time (`loads`: their pids) read around it.

@@ -55,6 +55,17 @@ pub struct Domains {
     pub per_cpu: BTreeMap<u32, Vec<Level>>,
 }
 
+impl Domains {
+    /// Each CPU's level names, innermost first (what `/proc/schedstat`'s
+    /// unnamed `domain<N>` lines are named by).
+    pub fn level_names(&self) -> BTreeMap<u32, Vec<String>> {
+        self.per_cpu
+            .iter()
+            .map(|(cpu, levels)| (*cpu, levels.iter().map(|l| l.name.clone()).collect()))
+            .collect()
+    }
+}
+
 /// Where a snapshot came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
