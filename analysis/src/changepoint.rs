@@ -19,6 +19,22 @@
 //!    stretch between its neighbours and must be a significant split of that
 //!    stretch; the weakest that is not is dropped, one at a time.
 //!
+//! 4. **Dependence** ([`serial`]): when the residuals around the segments
+//!    are serially correlated (their lag-one autocorrelation is above
+//!    chance), the noise is fitted as white plus AR(1) from its variogram
+//!    within the segments, and every change point's step must reach a `z`
+//!    under that noise's variance (Bonferroni over the positions of its
+//!    stretch); the weakest that does not is dropped, the variogram fitted
+//!    again, until all do. AR(1) noise, a slow wander and short-period
+//!    seasons make a permutation test far too confident.
+//! 5. **Trend** ([`trend`]): every run of two or more change points
+//!    stepping the same way is a staircase a trend may explain; a
+//!    penalised likelihood between the staircase and a line (plus the
+//!    run's steps that still improve on the line) decides, and the steps
+//!    the line does not need are dropped. A step on top of a trend stays.
+//!
+//! A history that drifts rather than steps is [`crate::drift`]'s.
+//!
 //! Why not Otava's way: Otava slides 50-point windows over the series, runs
 //! E-divisive in each with a t-test at ten times the requested p-value, then
 //! merges the union back with t-tests. On a long series that is hundreds of
@@ -36,13 +52,16 @@
 //! so strong that no permutation could match them skip the permutations
 //! (Serfling's bound), the others stop as soon as the outcome is settled
 //! (sequential Monte Carlo), and a segment without change stops after a few
-//! permutations. 10,000 points take about 3 ms, 100 points about 0.2 ms.
+//! permutations. 10,000 points take about 3 ms, 100 points about 0.2 ms;
+//! steps 4 and 5 add a few tenths (docs/BENCHMARKS.md).
 
 mod multiscale;
 mod ranks;
+mod serial;
 mod significance;
 #[cfg(test)]
 mod tests;
+mod trend;
 
 use std::collections::HashMap;
 
@@ -137,7 +156,30 @@ pub fn try_detect(series: &[f64], options: &Options) -> Result<Vec<ChangePoint>,
         return Err(Error::TooLong(series.len()));
     }
     let splits = segment(series, options);
-    Ok(with_means(series, &splits))
+    Ok(with_means(series, &confirm(series, splits, options)))
+}
+
+/// The change points binary segmentation found (`splits`) that remain
+/// steps once serially dependent noise and trends are allowed for
+/// ([`serial`], [`trend`]).
+fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<(usize, f64)> {
+    let bounds = |splits: &[(usize, f64)]| {
+        let mut b = vec![0];
+        b.extend(splits.iter().map(|&(at, _)| at));
+        b.push(series.len());
+        b
+    };
+    let splits = if serial::dependent(series, &bounds(&splits)) {
+        serial::confirm(series, splits, options.max_p_value)
+    } else {
+        splits
+    };
+    let noise = serial::Variogram::estimate(series, &bounds(&splits)).at(1);
+    let kept = trend::resolve(series, splits.iter().map(|&(at, _)| at).collect(), noise);
+    splits
+        .into_iter()
+        .filter(|(at, _)| kept.contains(at))
+        .collect()
 }
 
 /// Binary segmentation, then pruning: the significant splits, as

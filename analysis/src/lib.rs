@@ -11,6 +11,7 @@ pub mod bisect;
 pub mod changepoint;
 pub mod compare;
 pub mod diagnosis;
+pub mod drift;
 pub mod summary;
 
 pub use summary::{median, ratio};

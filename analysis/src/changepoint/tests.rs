@@ -340,3 +340,112 @@ fn seeded_intervals_cover_the_segment() {
     }
     assert!(multiscale::intervals(15, 5).is_empty());
 }
+
+/// What a history looks like besides its steps: each no-change family of
+/// `bench/changepoints/bench.py` (standard deviation 3 around 100).
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// A line moving the level by this much over the series.
+    Trend(f64),
+    /// A random walk of steps of this standard deviation.
+    Walk(f64),
+    /// AR(1) noise with this coefficient, of standard deviation 3, alone.
+    Ar(f64),
+}
+
+/// `n` points around 100 with `shape` and the steps `(index, step)`,
+/// which multiply the level as in [`series`].
+fn shaped(seed: u64, n: usize, shape: Shape, steps: &[(usize, f64)]) -> Vec<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut level = 100.0;
+    let mut walk = 0.0;
+    let mut ar = 3.0 * gauss(&mut rng);
+    (0..n)
+        .map(|i| {
+            for &(at, step) in steps {
+                if at == i {
+                    level *= 1.0 + step;
+                }
+            }
+            match shape {
+                Shape::Trend(total) => {
+                    level + total * i as f64 / (n - 1) as f64 + 3.0 * gauss(&mut rng)
+                }
+                Shape::Walk(sd) => {
+                    walk += sd * gauss(&mut rng);
+                    level + walk + 3.0 * gauss(&mut rng)
+                }
+                Shape::Ar(phi) => {
+                    let v = level + ar;
+                    ar = phi * ar + 3.0 * (1.0 - phi * phi).sqrt() * gauss(&mut rng);
+                    v
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_trend_is_not_cut_into_a_staircase() {
+    // Twenty series of 1,000 points each way, moving the level by 10 to 30:
+    // binary segmentation alone cut each into a staircase (6.45 false
+    // change points per 1,000 points in the benchmark).
+    let mut false_points = 0;
+    for j in 0..20u64 {
+        let total = (if j % 2 == 0 { 1.0 } else { -1.0 }) * (10.0 + j as f64);
+        let values = shaped(1_000 + j, 1_000, Shape::Trend(total), &[]);
+        false_points += detect(&values, &Options::default()).len();
+    }
+    assert_eq!(false_points, 0);
+}
+
+#[test]
+fn ar1_noise_does_not_make_change_points() {
+    // φ = 0.8 makes a mean over n points vary as if over n / 9: the
+    // permutation test alone, which assumes exchangeable values, found
+    // 11.85 false change points per 1,000 points in the benchmark.
+    let mut false_points = 0;
+    for j in 0..20u64 {
+        let values = shaped(1_100 + j, 1_000, Shape::Ar(0.8), &[]);
+        false_points += detect(&values, &Options::default()).len();
+    }
+    // 2 in 20,000 points when written.
+    assert!(false_points <= 20, "{false_points} in 20,000 points");
+}
+
+#[test]
+fn steps_on_a_trend_are_still_found() {
+    // A rise of 20 over the series and steps of 8% and −10% on top: each
+    // found within 5 points in every series. A stretch of the trend between
+    // a step and the end may keep one stair (a run of one is not judged:
+    // see `trend::MIN_RUN`).
+    let steps = [(300, 0.08), (700, -0.10)];
+    let mut extra = 0;
+    for j in 0..5u64 {
+        let values = shaped(1_200 + j, 1_000, Shape::Trend(20.0), &steps);
+        let found = indices(&detect(&values, &Options::default()));
+        for truth in [300, 700] {
+            assert!(
+                found.iter().any(|&f| f.abs_diff(truth) <= 5),
+                "{j}: {found:?}"
+            );
+        }
+        extra += found.len() - 2;
+    }
+    // 2 when written.
+    assert!(extra <= 2, "{extra} false change points");
+}
+
+#[test]
+fn a_wander_keeps_fewer_change_points_than_binary_segmentation_alone() {
+    // A random walk of 0.3 a point under noise of 3: over 1,000 points it
+    // wanders by ±10. Binary segmentation alone kept 7.75 per 1,000 in the
+    // benchmark; the goal of one is not met (docs/BENCHMARKS.md): 146 in
+    // 20,000 points when written.
+    let mut found = 0;
+    for j in 0..20u64 {
+        let values = shaped(1_300 + j, 1_000, Shape::Walk(0.3), &[]);
+        found += detect(&values, &Options::default()).len();
+    }
+    assert!(found <= 150, "{found} in 20,000 points");
+}

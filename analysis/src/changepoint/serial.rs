@@ -1,0 +1,482 @@
+//! Serially dependent noise and local trends: what keeps a drift from
+//! passing for a step.
+//!
+//! The permutation test of [`super::significance`] is exact when the values
+//! of a segment are exchangeable. Fleet histories often are not: a host that
+//! ages drifts, a kernel series improves a little with each release, noise
+//! is correlated from one matrix to the next (AR(1)), or wanders (a random
+//! walk), or repeats weekly. Under such noise every ordering is no longer
+//! equally likely, the permutation test is far too confident, and binary
+//! segmentation cuts a smooth curve into a staircase.
+//!
+//! So each change point binary segmentation keeps is checked again, when the
+//! residuals around its segments' means show serial correlation
+//! ([`dependent`]), by a test that allows for both:
+//!
+//! - **Dependence**: the variance of a contrast `Σ wₜ xₜ` whose weights sum
+//!   to zero is `−Σᵢ Σⱼ wᵢ wⱼ γ(|i − j|)` for any noise with stationary
+//!   increments, where `γ(h) = ½ E[(xₜ₊ₕ − xₜ)²]` is the semivariogram
+//!   ([`Variogram`]). White noise has a flat `γ` and gives back the usual
+//!   `σ² (1/a + 1/b)`; AR(1) noise a `γ` that rises to its sill within a few
+//!   lags, and so the long-run variance; a random walk a `γ` that grows
+//!   without bound, and so a variance that grows with the segments' length.
+//!   One formula covers them all, with no model to choose.
+//! - **Trend**: the step is measured in the model `level + slope · t + step`
+//!   over the stretch between its neighbouring change points, the slope
+//!   taken from within the two segments, so a smooth trend across them
+//!   explains no step (a contrast orthogonal to a line). The slope is only
+//!   allowed for when it is itself significant: it costs a step in the
+//!   middle of its stretch half its `z` under white noise, which is too much
+//!   to pay where nothing trends.
+//!
+//! The variogram is estimated from lag-`h` differences within the segments
+//! (never across a change point), as the squared MAD about their median:
+//! the median removes a linear trend's constant difference, the MAD is
+//! robust to outliers and to a missed step.
+
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// The residuals' lag-one autocorrelation, standardised (`r₁ √N`), above
+/// which a series is treated as serially dependent. Under white noise it is
+/// about standard normal, so 3 lets one white series in 700 through: that
+/// one only meets a stricter test, it does not lose its change points.
+pub(super) const DEPENDENCE_Z: f64 = 3.0;
+
+/// Fewest lag-`h` differences for `γ(h)` to be estimated; longer lags are
+/// extrapolated. 30 differences give the MAD a relative error of about 25%.
+const MIN_PAIRS: usize = 30;
+
+/// The residuals' lag-one autocorrelation around the means of the segments
+/// `bounds` (`0, …, n`), pairs within a segment only, and how many pairs.
+pub(super) fn lag_one(series: &[f64], bounds: &[usize]) -> (f64, usize) {
+    let (mut num, mut den, mut pairs) = (0.0, 0.0, 0usize);
+    for w in bounds.windows(2) {
+        let part = &series[w[0]..w[1]];
+        if part.is_empty() {
+            continue;
+        }
+        let mean = part.iter().sum::<f64>() / part.len() as f64;
+        den += part.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+        num += part
+            .windows(2)
+            .map(|p| (p[0] - mean) * (p[1] - mean))
+            .sum::<f64>();
+        pairs += part.len() - 1;
+    }
+    if den <= 0.0 || pairs == 0 {
+        return (0.0, pairs);
+    }
+    (num / den, pairs)
+}
+
+/// Whether the residuals around the segments' means are serially
+/// correlated, positively, beyond chance ([`DEPENDENCE_Z`]).
+pub(super) fn dependent(series: &[f64], bounds: &[usize]) -> bool {
+    let (r1, pairs) = lag_one(series, bounds);
+    r1 * (pairs as f64).sqrt() > DEPENDENCE_Z
+}
+
+/// The noise's semivariogram, fitted as white noise plus AR(1):
+/// `γ(h) = white + ar · (1 − φʰ)` for `h ≥ 1`, `γ(0) = 0`.
+///
+/// A model, not the raw estimates: the variance of a contrast of long
+/// segments is a sum over thousands of lags whose terms cancel to a
+/// thousandth of their size, so any estimation noise at long lags would
+/// swamp it. AR(1) with `φ` up to [`MAX_PHI`] also stands in for a slow
+/// wander (a random walk rises like an AR(1) with `φ` near one over the
+/// lags that can be estimated) and for a seasonal pattern (its variogram
+/// rises over half a period).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Variogram {
+    pub white: f64,
+    pub ar: f64,
+    pub phi: f64,
+}
+
+/// Largest AR(1) coefficient fitted: beyond, the lags that can be estimated
+/// cannot tell `φ` from one.
+const MAX_PHI: f64 = 0.98;
+
+/// Lags at which the variogram is estimated: all up to eight, then
+/// spreading out to 64, which AR(1) with `φ = 0.9` needs to come within 1%
+/// of its sill.
+const LAGS: [usize; 17] = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64];
+
+impl Variogram {
+    /// Fitted to the squared MADs of lag-`h` differences within the
+    /// segments `bounds` (see [`LAGS`]; a lag is used while it has at least
+    /// [`MIN_PAIRS`] differences), by least squares over a grid of `φ`
+    /// with `white` and `ar` not negative.
+    pub(super) fn estimate(series: &[f64], bounds: &[usize]) -> Variogram {
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        let mut diffs: Vec<f64> = Vec::new();
+        for &h in &LAGS {
+            diffs.clear();
+            for w in bounds.windows(2) {
+                let part = &series[w[0]..w[1]];
+                if part.len() > h {
+                    diffs.extend(part.windows(h + 1).map(|p| p[h] - p[0]));
+                }
+            }
+            if diffs.len() < MIN_PAIRS {
+                break;
+            }
+            // MAD · 1.4826 estimates the differences' standard deviation.
+            points.push((h as f64, 0.5 * (1.4826 * mad(&mut diffs)).powi(2)));
+        }
+        fit(&points)
+    }
+
+    /// `γ(h)`.
+    pub(super) fn at(&self, h: usize) -> f64 {
+        if h == 0 {
+            0.0
+        } else {
+            self.white + self.ar * (1.0 - self.phi.powi(h.min(i32::MAX as usize) as i32))
+        }
+    }
+
+    /// The marginal variance, `γ` at infinity.
+    pub(super) fn sill(&self) -> f64 {
+        self.white + self.ar
+    }
+}
+
+/// The white-plus-AR(1) variogram closest to `points` (lag, estimate).
+fn fit(points: &[(f64, f64)]) -> Variogram {
+    let flat = |points: &[(f64, f64)]| Variogram {
+        white: points.iter().map(|p| p.1).sum::<f64>() / points.len().max(1) as f64,
+        ar: 0.0,
+        phi: 0.0,
+    };
+    if points.len() < 3 {
+        return flat(points);
+    }
+    let sse = |v: &Variogram| -> f64 {
+        points
+            .iter()
+            .map(|&(h, g)| (v.at(h as usize) - g).powi(2))
+            .sum()
+    };
+    let mut best = flat(points);
+    let mut best_sse = sse(&best);
+    for step in 1..=49 {
+        let phi = (f64::from(step) * 0.02).min(MAX_PHI);
+        // g ≈ white + ar · u, u = 1 − φʰ: least squares in (white, ar).
+        let k = points.len() as f64;
+        let (su, sg) = points.iter().fold((0.0, 0.0), |(su, sg), &(h, g)| {
+            (su + 1.0 - phi.powf(h), sg + g)
+        });
+        let (mu, mg) = (su / k, sg / k);
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        for &(h, g) in points {
+            let u = 1.0 - phi.powf(h) - mu;
+            sxy += u * (g - mg);
+            sxx += u * u;
+        }
+        if sxx <= 0.0 {
+            continue;
+        }
+        let ar = (sxy / sxx).max(0.0);
+        let white = mg - ar * mu;
+        let v = if white < 0.0 {
+            // Through the origin: all of it AR.
+            let (suu, sug) = points.iter().fold((0.0, 0.0), |(a, b), &(h, g)| {
+                let u = 1.0 - phi.powf(h);
+                (a + u * u, b + u * g)
+            });
+            Variogram {
+                white: 0.0,
+                ar: (sug / suu).max(0.0),
+                phi,
+            }
+        } else {
+            Variogram { white, ar, phi }
+        };
+        let e = sse(&v);
+        if e < best_sse {
+            best = v;
+            best_sse = e;
+        }
+    }
+    best
+}
+
+/// The median absolute deviation about the median; reorders `v`.
+fn mad(v: &mut [f64]) -> f64 {
+    let median = median_of(v);
+    for x in v.iter_mut() {
+        *x = (*x - median).abs();
+    }
+    median_of(v)
+}
+
+fn median_of(v: &mut [f64]) -> f64 {
+    let mid = v.len() / 2;
+    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    *m
+}
+
+/// Weights `p + q (t − c)` over one part of a stretch.
+#[derive(Debug, Clone, Copy)]
+struct Linear {
+    p: f64,
+    q: f64,
+    c: f64,
+}
+
+/// `Σ_{t0 ≤ t < t1} (p₁ + q₁ (t − c₁)) (p₂ + q₂ (t + h − c₂))`, in closed
+/// form (the sums of `u` and `u²` over a run of consecutive integers).
+fn pair_sum(w1: Linear, w2: Linear, h: usize, t0: usize, t1: usize) -> f64 {
+    if t1 <= t0 {
+        return 0.0;
+    }
+    let n = (t1 - t0) as f64;
+    let d = t0 as f64 - w1.c;
+    let s1 = n * d + n * (n - 1.0) / 2.0;
+    let s2 = n * d * d + d * n * (n - 1.0) + (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
+    let p2 = w2.p + w2.q * (w1.c + h as f64 - w2.c);
+    w1.p * p2 * n + (w1.p * w2.q + w1.q * p2) * s1 + w1.q * w2.q * s2
+}
+
+/// The variance of `Σ wₜ xₜ` over a stretch of `a + b` points whose weights
+/// are `left` on the first `a` and `right` on the last `b`, and sum to zero:
+/// `−2 Σ_{h ≥ 1} γ(h) Σₜ wₜ wₜ₊ₕ`, which for `γ(h) = sill − ar · φʰ` is
+/// `sill · Σ wₜ² + 2 ar Σ_{h ≥ 1} φʰ Σₜ wₜ wₜ₊ₕ` (the weights summing to
+/// zero, `Σ_{h ≥ 1} Σₜ wₜ wₜ₊ₕ = −½ Σ wₜ²`). The second sum stops once `φʰ`
+/// is negligible: O(min(a + b, 1 / (1 − φ))).
+fn variance(v: &Variogram, a: usize, b: usize, left: Linear, right: Linear) -> f64 {
+    let m = a + b;
+    let squares = pair_sum(left, left, 0, 0, a) + pair_sum(right, right, 0, a, m);
+    let mut total = v.sill() * squares;
+    if v.ar > 0.0 && v.phi > 0.0 {
+        let mut decay = 1.0;
+        for h in 1..m {
+            decay *= v.phi;
+            if decay < 1e-12 {
+                break;
+            }
+            let mut acf = pair_sum(left, left, h, 0, a.saturating_sub(h));
+            acf += pair_sum(left, right, h, a.saturating_sub(h), a.min(m - h));
+            if h < b {
+                acf += pair_sum(right, right, h, a, m - h);
+            }
+            total += 2.0 * v.ar * decay * acf;
+        }
+    }
+    total.max(0.0)
+}
+
+/// The step at change point `i` of `at` (in order) over its standard error
+/// under the variogram `v`: the difference of the means of the segments on
+/// either side. `None` when a side has fewer than two points or the
+/// variance vanishes.
+fn step_z(series: &[f64], at: &[usize], v: &Variogram, i: usize) -> Option<f64> {
+    let lo = if i == 0 { 0 } else { at[i - 1] };
+    let hi = at.get(i + 1).copied().unwrap_or(series.len());
+    let tau = at[i];
+    let (a, b) = (tau - lo, hi - tau);
+    if a < 2 || b < 2 {
+        return None;
+    }
+    let mean = |part: &[f64]| part.iter().sum::<f64>() / part.len() as f64;
+    let step = mean(&series[tau..hi]) - mean(&series[lo..tau]);
+    let var = variance(
+        v,
+        a,
+        b,
+        Linear {
+            p: -1.0 / a as f64,
+            q: 0.0,
+            c: (a as f64 - 1.0) / 2.0,
+        },
+        Linear {
+            p: 1.0 / b as f64,
+            q: 0.0,
+            c: a as f64 + (b as f64 - 1.0) / 2.0,
+        },
+    );
+    if var <= 0.0 {
+        // Noiseless segments: any step is certain, no step is none.
+        return (step != 0.0).then_some(step.signum() * f64::INFINITY);
+    }
+    Some(step / var.sqrt())
+}
+
+/// `|z|` a step must reach in a stretch of `m` points at level `alpha`:
+/// Bonferroni over the stretch's `m` possible positions, two-sided. The
+/// positions are strongly correlated, so this is conservative; it is only
+/// applied where the series showed dependence.
+pub(super) fn critical_z(m: usize, alpha: f64) -> f64 {
+    let normal = Normal::standard();
+    normal.inverse_cdf(1.0 - alpha / (2.0 * m.max(1) as f64))
+}
+
+/// The two-sided p-value of `z`, Bonferroni over `m` positions, at most 1.
+pub(super) fn p_value(z: f64, m: usize) -> f64 {
+    let normal = Normal::standard();
+    (2.0 * m.max(1) as f64 * normal.cdf(-z.abs())).min(1.0)
+}
+
+/// The change points `found` (index, p-value; in order) of a series with
+/// dependent noise that remain steps under it: each step's `|z|` under the
+/// variogram must reach [`critical_z`] of the stretch between its
+/// neighbours. The weakest that fails is dropped, one at a time (dropping
+/// one widens its neighbours' stretches), until none does. The p-value of
+/// each is the larger of its permutation p-value and [`p_value`] of its `z`.
+pub(super) fn confirm(series: &[f64], found: Vec<(usize, f64)>, alpha: f64) -> Vec<(usize, f64)> {
+    let n = series.len();
+    let mut kept = found;
+    // The variogram is fitted within the segments, and a staircase of
+    // false change points hides the slow part of the noise it cut up: once
+    // some are dropped, the longer segments show more of it. A few rounds
+    // settle it.
+    for _ in 0..VARIOGRAM_ROUNDS {
+        let mut bounds = vec![0];
+        bounds.extend(kept.iter().map(|&(at, _)| at));
+        bounds.push(n);
+        let v = Variogram::estimate(series, &bounds);
+        let before = kept.len();
+        kept = drop_weakest(series, kept, &v, alpha);
+        if kept.len() == before {
+            break;
+        }
+    }
+    kept
+}
+
+/// Rounds of fitting the variogram and dropping change points.
+const VARIOGRAM_ROUNDS: usize = 6;
+
+/// The change points of `kept` left when, under the variogram `v`, the
+/// weakest whose `|z|` does not reach [`critical_z`] is dropped, one at a
+/// time, until none is; their p-values raised to [`p_value`] of their `z`.
+fn drop_weakest(
+    series: &[f64],
+    mut kept: Vec<(usize, f64)>,
+    v: &Variogram,
+    alpha: f64,
+) -> Vec<(usize, f64)> {
+    let n = series.len();
+    loop {
+        let at: Vec<usize> = kept.iter().map(|c| c.0).collect();
+        let mut weakest: Option<(usize, f64)> = None;
+        let mut p = Vec::with_capacity(at.len());
+        for i in 0..at.len() {
+            let m = at.get(i + 1).copied().unwrap_or(n) - if i == 0 { 0 } else { at[i - 1] };
+            let z = step_z(series, &at, v, i).unwrap_or(0.0);
+            p.push(p_value(z, m));
+            let margin = z.abs() / critical_z(m, alpha);
+            if margin < 1.0 && weakest.is_none_or(|(_, w)| margin < w) {
+                weakest = Some((i, margin));
+            }
+        }
+        match weakest {
+            Some((i, _)) => {
+                kept.remove(i);
+            }
+            None => {
+                for (c, p) in kept.iter_mut().zip(p) {
+                    c.1 = c.1.max(p);
+                }
+                return kept;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The variance of the contrast by its definition, `O(m²)`.
+    fn brute(v: &Variogram, w: &[f64]) -> f64 {
+        let mut total = 0.0;
+        for i in 0..w.len() {
+            for j in 0..w.len() {
+                total -= w[i] * w[j] * v.at(i.abs_diff(j));
+            }
+        }
+        total
+    }
+
+    fn weights(a: usize, b: usize, left: Linear, right: Linear) -> Vec<f64> {
+        (0..a + b)
+            .map(|t| {
+                let w = if t < a { left } else { right };
+                w.p + w.q * (t as f64 - w.c)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_closed_form_variance_is_the_double_sum() {
+        let white = Variogram {
+            white: 9.0,
+            ar: 0.0,
+            phi: 0.0,
+        };
+        let ar = Variogram {
+            white: 1.0,
+            ar: 4.0,
+            phi: 0.7,
+        };
+        for v in [&white, &ar] {
+            for (a, b) in [(5, 5), (7, 12), (20, 3), (2, 2), (300, 900)] {
+                let (cl, cr) = ((a as f64 - 1.0) / 2.0, a as f64 + (b as f64 - 1.0) / 2.0);
+                let sxx = ((a * a * a - a) + (b * b * b - b)) as f64 / 12.0;
+                let lin = |p, q, c| Linear { p, q, c };
+                let cases = [
+                    (lin(-1.0 / a as f64, 0.0, cl), lin(1.0 / b as f64, 0.0, cr)),
+                    (lin(0.0, 1.0 / sxx, cl), lin(0.0, 1.0 / sxx, cr)),
+                ];
+                for (l, r) in cases {
+                    let w = weights(a, b, l, r);
+                    assert!(w.iter().sum::<f64>().abs() < 1e-12);
+                    let exact = brute(v, &w);
+                    let fast = variance(v, a, b, l, r);
+                    assert!(
+                        (exact - fast).abs() < 1e-9 * exact.abs().max(1e-6),
+                        "{a} {b}: {exact} {fast}"
+                    );
+                }
+            }
+        }
+        // White noise: the two-sample variance.
+        let (a, b) = (30, 70);
+        let fast = variance(
+            &white,
+            a,
+            b,
+            Linear {
+                p: -1.0 / 30.0,
+                q: 0.0,
+                c: 14.5,
+            },
+            Linear {
+                p: 1.0 / 70.0,
+                q: 0.0,
+                c: 64.5,
+            },
+        );
+        assert!((fast - 9.0 * (1.0 / 30.0 + 1.0 / 70.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_fit_recovers_white_noise_and_ar1() {
+        let white: Vec<(f64, f64)> = LAGS.iter().map(|&h| (h as f64, 9.0)).collect();
+        let v = fit(&white);
+        assert!((v.sill() - 9.0).abs() < 1e-9 && v.ar < 1e-9, "{v:?}");
+        let truth = Variogram {
+            white: 1.0,
+            ar: 8.0,
+            phi: 0.8,
+        };
+        let ar: Vec<(f64, f64)> = LAGS.iter().map(|&h| (h as f64, truth.at(h))).collect();
+        let v = fit(&ar);
+        assert!(
+            (v.phi - 0.8).abs() < 1e-9 && (v.ar - 8.0).abs() < 1e-6,
+            "{v:?}"
+        );
+    }
+}
