@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Change-point detection, ours against Apache Otava's defaults, side by side.
+# Change-point detection, ours against Apache Otava's defaults and ruptures'
+# binary segmentation and PELT, side by side.
 #
-#   bench/changepoints/run.sh [--repeat N] [--series 30,20,10] [--details]
+#   bench/changepoints/run.sh [--repeat N] [--series 200,50,10] [--families a,b] [--methods a,b] [--details]
 #
-# Makes (once) a venv with apache-otava from PyPI under the cache directory
+# Makes (once) a venv with apache-otava and ruptures from PyPI under the cache directory
 # ($FARM_BENCH_CACHE, else $XDG_CACHE_HOME/farm-bench, else ~/.cache/farm-bench),
 # builds our side (analysis/examples/changepoints.rs, release), generates the
 # series into a temporary directory and prints the markdown table
@@ -15,6 +16,7 @@ root=$(cd "$here/../.." && pwd)
 cache=${FARM_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/farm-bench}
 venv=$cache/otava-venv
 otava_version=${OTAVA_VERSION:-0.8.0}
+ruptures_version=${RUPTURES_VERSION:-1.1.9}
 
 if [ ! -x "$venv/bin/python" ]; then
     mkdir -p "$cache"
@@ -25,7 +27,8 @@ if [ ! -x "$venv/bin/python" ]; then
         python3 -m venv "$venv"
     fi
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "apache-otava==$otava_version" >&2
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "apache-otava==$otava_version" "ruptures==$ruptures_version" >&2
 
 (cd "$root" && cargo build --release --quiet -p farm-analysis --example changepoints)
 target=${CARGO_TARGET_DIR:-$root/target}
