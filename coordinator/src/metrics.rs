@@ -151,6 +151,7 @@ struct Results {
     regression_extra_runs: Replaced,
     regression_diagnosis: Replaced,
     change_ratio: Replaced,
+    drift_ratio: Replaced,
     threads_per_node: Replaced,
     runnable_per_node: Replaced,
     dropped: IntGaugeVec,
@@ -313,9 +314,12 @@ impl Metrics {
              regression in the latest ended matrix of its series (the matrix label); \
              or, for a history over matrices and kernels (continuous matrices) that now \
              ends in a worse regime, mean after / mean before its last change point, \
-             labelled with the kernel and matrix where it began. `found_by` says which: \
-             baseline or history. Gone once a later matrix no longer regresses. Above 1 \
-             is slower for times, below 1 is less throughput.",
+             labelled with the kernel and matrix where it began; or, for a history that \
+             drifts the wrong way over its drift window by at least the minimum effect, the \
+             fitted level at the window's end / its start, labelled with the first point of \
+             the drifting regime. `found_by` says which: baseline, history or drift. Gone \
+             once a later matrix no longer regresses. Above 1 is slower for times, below 1 \
+             is less throughput.",
             &labels,
         );
         let regression_extra_runs = Replaced::new(
@@ -343,6 +347,16 @@ impl Metrics {
              history's newest matrix left it): mean after / mean before, labelled with the \
              kernel and matrix of the first point after the change. Annotations on trends.",
             &change_labels,
+        );
+        let drift_ratio = Replaced::new(
+            &registry,
+            "farm_series_drift_ratio",
+            "A metric's history over matrices and kernels that moves steadily over its \
+             last points since its last change point (the matrix's [verdict] drift_window, \
+             30 by default; the slope's 95% interval, allowing for correlated noise, \
+             excludes zero): the fitted level at the window's end / at its start, as the \
+             history's newest matrix left it. Absent when the history does not drift.",
+            &series::SERIES_LABELS,
         );
         let threads_per_node = Replaced::new(
             &registry,
@@ -394,6 +408,7 @@ impl Metrics {
             regression_extra_runs,
             regression_diagnosis,
             change_ratio,
+            drift_ratio,
             threads_per_node,
             runnable_per_node,
             dropped,
@@ -566,6 +581,7 @@ impl Results {
         self.regression_extra_runs
             .replace(&sel.regression_extra_runs);
         self.change_ratio.replace(&sel.change_ratio);
+        self.drift_ratio.replace(&sel.drift_ratio);
         self.regression_diagnosis.replace(&sel.regression_diagnosis);
         self.threads_per_node.replace(&sel.threads_per_node);
         self.runnable_per_node.replace(&sel.runnable_per_node);
@@ -581,12 +597,13 @@ impl Results {
 }
 
 /// The results families, in the order of `series::Selection::dropped`.
-const FAMILIES: [&str; 5] = [
+const FAMILIES: [&str; 6] = [
     "farm_series_median",
     "farm_series_baseline_median",
     "farm_regression_ratio",
     "farm_series_threads_per_node",
     "farm_series_change_ratio",
+    "farm_series_drift_ratio",
 ];
 
 #[cfg(test)]

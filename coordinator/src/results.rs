@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use farm_analysis::compare::{self, Comparison, Verdict};
 use farm_analysis::{Direction, changepoint, diagnosis};
 use farm_proto::{
-    Cell, CellSummary, ChangePoint, Direction as WireDirection, History, MetricSummary,
+    Cell, CellSummary, ChangePoint, Direction as WireDirection, Drift, History, MetricSummary,
     SeriesPoint, Telemetry, Verdict as WireVerdict, VerdictPolicy,
 };
 use farm_spec::Executor;
@@ -105,7 +105,17 @@ pub fn policy(cell: &Cell) -> VerdictPolicy {
         max_runs: 0,
         repetitions: 0,
         mix_executors: false,
+        drift_window: 0,
     })
+}
+
+/// The drift window of a policy: the matrix's, or the default for cells
+/// stored before it existed (0).
+pub fn drift_window(policy: &VerdictPolicy) -> usize {
+    match policy.drift_window {
+        0 => farm_analysis::drift::DEFAULT_WINDOW,
+        w => w as usize,
+    }
 }
 
 /// Whether the finished runs of both sides may be compared: runs of
@@ -336,8 +346,9 @@ pub fn merge(archived: Vec<Point>, live: Vec<Point>) -> Vec<Point> {
 }
 
 /// The series of each primary metric over `points` (in order), with its
-/// change points.
-pub fn histories(points: &[Point]) -> Vec<History> {
+/// change points and, when its last `drift_window` points since the last
+/// change point move steadily, its drift.
+pub fn histories(points: &[Point], drift_window: usize) -> Vec<History> {
     let mut out: Vec<History> = Vec::new();
     for point in points {
         for v in &point.medians {
@@ -373,6 +384,59 @@ pub fn histories(points: &[Point]) -> Vec<History> {
                 p_value: c.p_value,
             })
             .collect();
+        let since = h.change_points.last().map_or(0, |c| c.index as usize);
+        h.drift = farm_analysis::drift::drift(&ys, since, drift_window).map(|d| Drift {
+            start_index: d.start as u32,
+            points: d.points as u32,
+            slope: d.slope,
+            slope_low: d.slope_low,
+            slope_high: d.slope_high,
+            level_start: d.level_start,
+            level_end: d.level_end,
+        });
+    }
+    out
+}
+
+/// The cell's primary metrics whose history drifts the wrong way over its
+/// drift window by at least the cell's minimum effect for it (the fitted
+/// level at the window's end over its start). Labelled with the first
+/// point of the regime the drift is in (after the last change point, or
+/// the history's first): that point does not move as matrices come, so one
+/// drift is one alert.
+pub fn drift_regressions(cell: &Cell, summary: &CellSummary) -> Vec<ChangeRegression> {
+    let policy = policy(cell);
+    let mut out = Vec::new();
+    for h in &summary.history {
+        let (Some(d), Some(m)) = (
+            &h.drift,
+            summary.metrics.iter().find(|m| m.name == h.metric),
+        ) else {
+            continue;
+        };
+        let since = h.change_points.last().map_or(0, |c| c.index as usize);
+        let Some(p) = h.points.get(since) else {
+            continue;
+        };
+        let ratio = d.level_end / d.level_start;
+        let min_effect = policy
+            .min_effect_by_metric
+            .get(&h.metric)
+            .copied()
+            .unwrap_or(policy.min_effect);
+        let worse = match direction(m.direction) {
+            Direction::LowerIsBetter => ratio >= 1.0 + min_effect,
+            Direction::HigherIsBetter => ratio <= 1.0 - min_effect,
+        };
+        if ratio.is_finite() && worse {
+            out.push(ChangeRegression {
+                metric: h.metric.clone(),
+                ratio,
+                kernel: p.kernel.clone(),
+                matrix_id: p.matrix_id.clone(),
+                t_ms: p.t_ms,
+            });
+        }
     }
     out
 }

@@ -126,7 +126,7 @@ fn key() -> impl Strategy<Value = String> {
             "cgroup_cpu_weight", "cgroup_cpu_max", "cgroup_cpuset", "autogroup", "arch",
             "min_cpus", "min_numa_nodes", "executor", "kernel", "state", "host", "workload",
             "cron", "on_new_kernel", "cpus", "numa_nodes", "memory_mib", "min_effect_pct",
-            "max_runs", "mix_executors",
+            "max_runs", "mix_executors", "drift_window",
         ])
         .prop_map(str::to_owned),
         1 => "[a-z_]{1,12}",
@@ -297,6 +297,7 @@ fn document() -> impl Strategy<Value = String> {
                         ("min_effect_pct", "int"),
                         ("max_runs", "int"),
                         ("mix_executors", "bool"),
+                        ("drift_window", "int"),
                     ])
                     .boxed(),
                 ),

@@ -61,6 +61,7 @@ pub(super) struct RawGuest {
 pub(super) struct RawVerdict {
     pub min_effect_pct: Option<Spanned<Number>>,
     pub max_runs: Option<Spanned<Int>>,
+    pub drift_window: Option<Spanned<Int>>,
     #[serde(default)]
     pub mix_executors: bool,
     #[serde(default)]

@@ -42,6 +42,7 @@ pub(super) fn verdict_policy(
             max_runs: default_max,
             repetitions,
             mix_executors: false,
+            drift_window: farm_analysis::drift::DEFAULT_WINDOW as u32,
         });
     };
     let raw = raw.get_ref();
@@ -55,6 +56,14 @@ pub(super) fn verdict_policy(
         i64::from(repetitions)..=i64::from(MAX_RUNS_PER_CELL.max(repetitions)),
         default_max.max(repetitions),
     )?;
+    // At least the points a drift needs; at most the points a history
+    // keeps.
+    let drift_window = bounded(
+        raw.drift_window.as_ref(),
+        "verdict.drift_window",
+        farm_analysis::drift::MIN_POINTS as i64..=crate::results::HISTORY_POINTS as i64,
+        farm_analysis::drift::DEFAULT_WINDOW as u32,
+    )?;
     let mut by_metric = HashMap::new();
     for (name, v) in &raw.min_effect_pct_by_metric {
         let key = format!("verdict.min_effect_pct_by_metric.{}", name.get_ref());
@@ -66,6 +75,7 @@ pub(super) fn verdict_policy(
         max_runs,
         repetitions,
         mix_executors: raw.mix_executors,
+        drift_window,
     })
 }
 

@@ -52,6 +52,10 @@ pub struct Sample {
     /// left it: every change point, and whether it ends in a worse regime.
     pub changes: Vec<Change>,
     pub change_regression: Option<Change>,
+    /// The history's drift over its window (fitted level at its end over
+    /// its start), when it drifts; and whether that is a regression.
+    pub drift_ratio: Option<f64>,
+    pub drift_regression: Option<Change>,
     /// Why, in scheduler terms: the cell's diagnosis (strongest first).
     pub diagnosis: Vec<String>,
 }
@@ -76,6 +80,8 @@ fn diagnosis_label(lines: &[String]) -> String {
 /// baseline in one matrix, or a series' history over matrices and kernels.
 pub const FOUND_BY_BASELINE: &str = "baseline";
 pub const FOUND_BY_HISTORY: &str = "history";
+/// A series' history drifting the wrong way over its drift window.
+pub const FOUND_BY_DRIFT: &str = "drift";
 
 /// What names a history in the metrics: workload, metric, state, host,
 /// guest arch class, and whether it is a trigger's trend of new kernels.
@@ -223,6 +229,7 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
         // Once per cell, not per metric: each walks the cell's histories.
         let change_points = crate::results::change_points(s);
         let change_regressions = crate::results::change_regressions(cell, s);
+        let drift_regressions = crate::results::drift_regressions(cell, s);
         for m in &s.metrics {
             if !shown(&m.name) || !m.median.is_finite() {
                 continue;
@@ -246,6 +253,22 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                         matrix_id: c.matrix_id.clone(),
                         ratio: c.ratio,
                     });
+            let drift_ratio = s
+                .history
+                .iter()
+                .find(|h| h.metric == m.name)
+                .and_then(|h| h.drift.as_ref())
+                .map(|d| d.level_end / d.level_start)
+                .filter(|r| r.is_finite());
+            let drift_regression =
+                drift_regressions
+                    .iter()
+                    .find(|c| c.metric == m.name)
+                    .map(|c| Change {
+                        kernel: c.kernel.clone(),
+                        matrix_id: c.matrix_id.clone(),
+                        ratio: c.ratio,
+                    });
             out.push(Sample {
                 series: series(cell, &m.name),
                 median: m.median,
@@ -254,6 +277,8 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                 extra_runs: s.extra_runs,
                 changes,
                 change_regression,
+                drift_ratio,
+                drift_regression,
                 diagnosis: s.diagnosis.clone(),
             });
         }
@@ -316,12 +341,16 @@ pub struct Selection {
     /// Every change point of each history's newest matrix; labels as
     /// `regression_ratio`, the kernel and matrix where the change begins.
     pub change_ratio: Vec<Point>,
+    /// Each drifting history's drift ratio, as its newest matrix left it;
+    /// labels: the series' (that matrix's kernel).
+    pub drift_ratio: Vec<Point>,
     /// Labels: [`NODE_LABELS`].
     pub threads_per_node: Vec<Point>,
     pub runnable_per_node: Vec<Point>,
     /// Series left out by the cap: median, baseline median, regression
-    /// ratio, threads per node (runnable ones go with them), change ratio.
-    pub dropped: [usize; 5],
+    /// ratio, threads per node (runnable ones go with them), change ratio,
+    /// drift ratio.
+    pub dropped: [usize; 6],
     /// The matrices something above comes from; the others need not be kept.
     pub shown: BTreeSet<u64>,
 }
@@ -414,6 +443,39 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
                 ));
                 sel.regression_diagnosis.push((with_diagnosis, 1.0));
                 regressions.insert(labels);
+            }
+        }
+        if let Some(r) = s.drift_ratio {
+            push_capped(
+                &mut sel.drift_ratio,
+                &mut sel.dropped[5],
+                &mut sel.shown,
+                limit,
+                (s.series.labels(), r),
+                e.seq,
+            );
+        }
+        if let Some(c) = &s.drift_regression {
+            let mut found = s.change_labels(c);
+            found.push(FOUND_BY_DRIFT.into());
+            let kept = sel.regression_ratio.len();
+            push_capped(
+                &mut sel.regression_ratio,
+                &mut sel.dropped[2],
+                &mut sel.shown,
+                limit,
+                (found.clone(), c.ratio),
+                e.seq,
+            );
+            if sel.regression_ratio.len() > kept {
+                sel.regression_extra_runs.push((found.clone(), 0.0));
+                let mut with_diagnosis = found;
+                // No figure in a label (see the history's).
+                with_diagnosis.push(format!(
+                    "the series' history drifts the wrong way since {}",
+                    c.kernel
+                ));
+                sel.regression_diagnosis.push((with_diagnosis, 1.0));
             }
         }
     }

@@ -35,6 +35,8 @@ fn ended(seq: u64, workloads: &[(&str, Option<f64>)]) -> Ended {
                 extra_runs: 0,
                 changes: Vec::new(),
                 change_regression: None,
+                drift_ratio: None,
+                drift_regression: None,
                 diagnosis: Vec::new(),
             })
             .collect(),

@@ -207,3 +207,86 @@ fn many_metrics_in_a_result_are_summarised_in_linear_time() {
     assert_eq!(s[0].metrics[N].name, format!("instance_{}_ops", N - 1));
     assert!(took < std::time::Duration::from_secs(2), "took {took:?}");
 }
+
+/// A cell's series point: matrix `m{i}` on kernel `k{i}`, one wall_s.
+fn point(i: u64, wall: f64) -> Point {
+    Point {
+        matrix_id: format!("m{i}"),
+        matrix_seq: i,
+        cell: 0,
+        submitted_ms: i,
+        kernel: format!("k{i}"),
+        medians: vec![Median {
+            name: "wall_s".into(),
+            unit: "s".into(),
+            value: wall,
+        }],
+    }
+}
+
+#[test]
+fn a_steady_drift_is_a_drift_not_a_staircase() {
+    // 40 matrices, wall time up 0.5% of 10 s each, ±0.5% noise (fixed).
+    let wobble = [0.05, -0.03, 0.0, 0.04, -0.05, 0.02, -0.01, 0.03, -0.04, 0.01];
+    let points: Vec<Point> = (0..40u64)
+        .map(|i| point(i, 10.0 + 0.05 * i as f64 + wobble[i as usize % 10]))
+        .collect();
+    let h = &histories(&points, 30)[0];
+    assert_eq!(h.change_points, vec![], "a drift is not cut into steps");
+    let d = h.drift.as_ref().expect("a drift");
+    assert_eq!((d.start_index, d.points), (10, 30));
+    assert!(d.slope_low < 0.05 && 0.05 < d.slope_high, "{d:?}");
+    // Over the last 30 points the level moved by 29 × 0.05 from about 10.5.
+    assert!((d.level_end / d.level_start - 11.95 / 10.5).abs() < 0.01, "{d:?}");
+    // As a regression, it is labelled with the regime's first point (the
+    // history's first: no change point), with the 2% minimum effect.
+    let summary = CellSummary {
+        metrics: vec![MetricSummary {
+            name: "wall_s".into(),
+            direction: WireDirection::LowerIsBetter as i32,
+            ..Default::default()
+        }],
+        history: vec![h.clone()],
+        ..Default::default()
+    };
+    let r = drift_regressions(&Cell::default(), &summary);
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].kernel.as_str(), r[0].matrix_id.as_str()), ("k0", "m0"));
+    assert!((r[0].ratio - d.level_end / d.level_start).abs() < 1e-12);
+    // A window of 10 sees 9 × 0.05 = 4%; a minimum effect of 5% does not
+    // call that a regression, and a throughput rising so is no regression.
+    let h10 = &histories(&points, 10)[0];
+    let mut cell = Cell::default();
+    cell.verdict = Some(VerdictPolicy {
+        min_effect: 0.05,
+        ..Default::default()
+    });
+    let short = CellSummary {
+        history: vec![h10.clone()],
+        ..summary.clone()
+    };
+    assert!(h10.drift.is_some());
+    assert_eq!(drift_regressions(&cell, &short), vec![]);
+    let faster = CellSummary {
+        metrics: vec![MetricSummary {
+            name: "wall_s".into(),
+            direction: WireDirection::HigherIsBetter as i32,
+            ..Default::default()
+        }],
+        ..summary
+    };
+    assert_eq!(drift_regressions(&Cell::default(), &faster), vec![]);
+}
+
+#[test]
+fn a_step_is_a_change_point_and_no_drift() {
+    let wobble = [0.05, -0.03, 0.0, 0.04, -0.05, 0.02, -0.01, 0.03, -0.04, 0.01];
+    let points: Vec<Point> = (0..30u64)
+        .map(|i| point(i, if i < 15 { 10.0 } else { 12.0 } + wobble[i as usize % 10]))
+        .collect();
+    let h = &histories(&points, 30)[0];
+    let at: Vec<u32> = h.change_points.iter().map(|c| c.index).collect();
+    assert_eq!(at, vec![15]);
+    // The 15 points after it are flat.
+    assert_eq!(h.drift, None);
+}

@@ -51,7 +51,7 @@ pub(super) struct Verdicts {
 }
 
 /// Counts the cells' verdicts against their baselines and lists the
-/// histories that now end in a worse regime.
+/// histories that now end in a worse regime or drift the wrong way.
 pub(super) fn verdicts(cells: &[Cell], summaries: &[CellSummary]) -> Verdicts {
     let mut v = Verdicts::default();
     for c in summaries {
@@ -66,6 +66,12 @@ pub(super) fn verdicts(cells: &[Cell], summaries: &[CellSummary]) -> Verdicts {
         for ch in results::change_regressions(cell, c) {
             v.change_regressions.push(format!(
                 "{}: {} ×{:.3} since {} ({})",
+                c.cell_name, ch.metric, ch.ratio, ch.kernel, ch.matrix_id
+            ));
+        }
+        for ch in results::drift_regressions(cell, c) {
+            v.change_regressions.push(format!(
+                "{}: {} drifts ×{:.3} over its drift window, since {} ({})",
                 c.cell_name, ch.metric, ch.ratio, ch.kernel, ch.matrix_id
             ));
         }

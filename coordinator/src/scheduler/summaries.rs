@@ -230,7 +230,11 @@ impl Worker {
 /// cell's summary with its history, and the ended runs. `series[i]` is cell
 /// i's series, oldest first.
 fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetResultsResponse {
-    let histories = series.iter().map(|s| results::histories(s)).collect();
+    let histories = series
+        .iter()
+        .zip(cells)
+        .map(|(s, cell)| results::histories(s, results::drift_window(&results::policy(cell))))
+        .collect();
     GetResultsResponse {
         status: None,
         cells: results::summarise(cells, runs, histories),

@@ -59,6 +59,8 @@ fn sample(workload: &str, metric: &str, median: f64, ratio: Option<f64>) -> Samp
         extra_runs: 0,
         changes: Vec::new(),
         change_regression: None,
+        drift_ratio: None,
+        drift_regression: None,
         diagnosis: Vec::new(),
     }
 }
@@ -150,7 +152,7 @@ fn the_newest_matrix_of_a_series_wins_and_stale_series_go() {
     assert!(sel.regression_ratio.is_empty(), "{sel:?}");
     assert!(sel.baseline_median.is_empty(), "{sel:?}");
     assert_eq!(sel.shown, BTreeSet::from([1, 2]));
-    assert_eq!(sel.dropped, [0, 0, 0, 0, 0]);
+    assert_eq!(sel.dropped, [0, 0, 0, 0, 0, 0]);
 }
 
 #[test]
@@ -195,7 +197,7 @@ fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
     assert_eq!(sel.median.len(), 7);
     assert_eq!(sel.regression_ratio.len(), 7);
     assert_eq!(sel.regression_extra_runs.len(), 7);
-    assert_eq!(sel.dropped, [8, 8, 8, 0, 0]);
+    assert_eq!(sel.dropped, [8, 8, 8, 0, 0, 0]);
     // Matrices 4 and 3 whole, then the first cell of matrix 2.
     let workloads: Vec<&str> = sel.median.iter().map(|(l, _)| l[0].as_str()).collect();
     assert_eq!(
@@ -206,7 +208,7 @@ fn the_cap_keeps_the_newest_matrices_and_counts_what_it_drops() {
     assert_eq!(
         select(&matrices, 0),
         Selection {
-            dropped: [15, 15, 15, 0, 0],
+            dropped: [15, 15, 15, 0, 0, 0],
             ..Default::default()
         }
     );
@@ -360,4 +362,44 @@ fn a_triggers_new_kernels_trend_apart_from_the_files_fixed_kernel() {
         .map(|(l, _)| l[2].as_str())
         .collect();
     assert_eq!(kernels, ["debian:6.1.0-47-amd64", "file:/k/rc5"]);
+}
+
+#[test]
+fn a_drifting_history_shows_its_ratio_and_a_drift_regression() {
+    let drift = Change {
+        kernel: "6.12".into(),
+        matrix_id: "m1".into(),
+        ratio: 1.08,
+    };
+    let newest = ended(
+        30,
+        vec![
+            Sample {
+                drift_ratio: Some(1.08),
+                drift_regression: Some(drift),
+                ..sample("lu", "wall_s", 2.0, None)
+            },
+            // Drifting, but not by the minimum effect: a ratio, no alert.
+            Sample {
+                drift_ratio: Some(1.01),
+                ..sample("hackbench", "wall_s", 1.0, None)
+            },
+        ],
+    );
+    let sel = select([&newest], 100);
+    let series_labels = |w: &str| sample(w, "wall_s", 0.0, None).series.labels();
+    assert_eq!(
+        sel.drift_ratio,
+        vec![(series_labels("lu"), 1.08), (series_labels("hackbench"), 1.01)]
+    );
+    let mut found_by = series_labels("lu");
+    found_by[2] = "6.12".into();
+    found_by.push("m1".into());
+    found_by.push("drift".into());
+    assert_eq!(sel.regression_ratio, vec![(found_by.clone(), 1.08)]);
+    assert_eq!(sel.regression_extra_runs, vec![(found_by.clone(), 0.0)]);
+    let d = &sel.regression_diagnosis[0].0;
+    assert_eq!(d[..7], found_by[..]);
+    assert_eq!(d[7], "the series' history drifts the wrong way since 6.12");
+    assert_eq!(sel.dropped, [0, 0, 0, 0, 0, 0]);
 }
