@@ -160,8 +160,12 @@ pub fn try_detect(series: &[f64], options: &Options) -> Result<Vec<ChangePoint>,
 }
 
 /// The change points binary segmentation found (`splits`) that remain
-/// steps once serially dependent noise and trends are allowed for
-/// ([`serial`], [`trend`]).
+/// steps once trends and serially dependent noise are allowed for
+/// ([`trend`], [`serial`]). Dependence is judged around the segments
+/// binary segmentation found, before trends merge any: a trend's staircase
+/// leaves residuals that look white, a trend's line does not. Trends are
+/// resolved first, so that a staircase is judged whole, not what the
+/// dependence test leaves of it, and again after it.
 fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<(usize, f64)> {
     let bounds = |splits: &[(usize, f64)]| {
         let mut b = vec![0];
@@ -169,17 +173,26 @@ fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<
         b.push(series.len());
         b
     };
-    let splits = if serial::dependent(series, &bounds(&splits)) {
-        serial::confirm(series, splits, options.max_p_value)
+    let dependent = serial::dependent(series, &bounds(&splits));
+    let noise = serial::Variogram::estimate(series, &bounds(&splits)).at(1);
+    let resolve = |splits: Vec<(usize, f64)>| -> Vec<(usize, f64)> {
+        let kept = trend::resolve(
+            series,
+            splits.iter().map(|&(at, _)| at).collect(),
+            noise,
+            options.max_p_value,
+        );
+        splits
+            .into_iter()
+            .filter(|(at, _)| kept.contains(at))
+            .collect()
+    };
+    let splits = resolve(splits);
+    if dependent {
+        resolve(serial::confirm(series, splits, options.max_p_value))
     } else {
         splits
-    };
-    let noise = serial::Variogram::estimate(series, &bounds(&splits)).at(1);
-    let kept = trend::resolve(series, splits.iter().map(|&(at, _)| at).collect(), noise);
-    splits
-        .into_iter()
-        .filter(|(at, _)| kept.contains(at))
-        .collect()
+    }
 }
 
 /// Binary segmentation, then pruning: the significant splits, as

@@ -95,12 +95,23 @@ pub fn compare(a: &CompareArgs<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn changepoints(series: &Path, json: bool) -> anyhow::Result<()> {
+pub fn changepoints(series: &Path, drift_window: usize, json: bool) -> anyhow::Result<()> {
     let values = read_numbers(series)?;
     let points = changepoint::try_detect(&values, &changepoint::Options::default())
         .map_err(|e| BadInput(format!("{}: {e}", series.display())))?;
+    let since = points.last().map_or(0, |p| p.index);
+    let drift =
+        farm_analysis::drift::drift(&values, since, drift_window).map(|d| farm_proto::Drift {
+            start_index: d.start as u32,
+            points: d.points as u32,
+            slope: d.slope,
+            slope_low: d.slope_low,
+            slope_high: d.slope_high,
+            level_start: d.level_start,
+            level_end: d.level_end,
+        });
     if json {
-        let out = json!({
+        let mut out = json!({
             "change_points": points.iter().map(|p| json!({
                 "index": p.index,
                 "mean_before": p.mean_before,
@@ -108,8 +119,16 @@ pub fn changepoints(series: &Path, json: bool) -> anyhow::Result<()> {
                 "p_value": p.p_value,
             })).collect::<Vec<_>>(),
         });
+        if let Some(d) = &drift {
+            out["drift"] = crate::render::drift_json(d);
+        }
         println!("{out}");
-    } else if points.is_empty() {
+        return Ok(());
+    }
+    if let Some(d) = &drift {
+        println!("{}", crate::render::drift_text("the series", d, "point"));
+    }
+    if points.is_empty() {
         println!("no change points in {} values", values.len());
     } else {
         for p in &points {

@@ -234,10 +234,15 @@ enum Analyze {
         #[arg(long)]
         json: bool,
     },
-    /// Find the change points of a series, in order.
+    /// Find the change points of a series, in order, and its drift over its
+    /// last points since the last change point, if it drifts.
     Changepoints {
         #[arg(long)]
         series: PathBuf,
+        /// The last points over which a drift is judged (10 to 1,000, as a
+        /// matrix's `[verdict] drift_window`).
+        #[arg(long, value_name = "POINTS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(10..=1000))]
+        drift_window: u64,
         #[arg(long)]
         json: bool,
     },
@@ -300,7 +305,11 @@ fn main() -> ExitCode {
                 min_effect: *min_effect,
                 json: *json,
             }),
-            Analyze::Changepoints { series, json } => analyze::changepoints(series, *json),
+            Analyze::Changepoints {
+                series,
+                drift_window,
+                json,
+            } => analyze::changepoints(series, *drift_window as usize, *json),
         };
         return match done {
             Ok(()) => ExitCode::SUCCESS,

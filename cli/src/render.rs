@@ -133,7 +133,12 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
                     "index": c.index, "mean_before": c.mean_before,
                     "mean_after": c.mean_after, "p_value": c.p_value,
                 })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
+            })).map(|mut v| {
+                if let Some(d) = v["metric"].as_str().and_then(|m| c.history.iter().find(|h| h.metric == m)).and_then(|h| h.drift.as_ref()) {
+                    v["drift"] = drift_json(d);
+                }
+                v
+            }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "results": r.runs.iter().map(|run| {
             let res = run.result.clone().unwrap_or_default();
@@ -160,6 +165,43 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
             })
         }).collect::<Vec<_>>(),
     })
+}
+
+/// A history's drift: its window, slope and interval (in the metric's unit
+/// per point), fitted levels, their ratio, and the slope as a percentage of
+/// the window's starting level per point.
+pub fn drift_json(d: &farm_proto::Drift) -> Value {
+    let (pct, low, high) = per_point_pct(d);
+    json!({
+        "start_index": d.start_index,
+        "points": d.points,
+        "slope": d.slope,
+        "slope_low": d.slope_low,
+        "slope_high": d.slope_high,
+        "level_start": d.level_start,
+        "level_end": d.level_end,
+        "ratio": d.level_end / d.level_start,
+        "per_point_pct": pct,
+        "per_point_pct_low": low,
+        "per_point_pct_high": high,
+    })
+}
+
+/// The slope and its interval as percentages of the starting level.
+fn per_point_pct(d: &farm_proto::Drift) -> (f64, f64, f64) {
+    let l = d.level_start / 100.0;
+    (d.slope / l, d.slope_low / l, d.slope_high / l)
+}
+
+/// "wall_s drifts +0.40% per matrix over the last 30 (95%: +0.21% to
+/// +0.59%), ×1.123 over them"; `per` names a point.
+pub fn drift_text(metric: &str, d: &farm_proto::Drift, per: &str) -> String {
+    let (pct, low, high) = per_point_pct(d);
+    format!(
+        "{metric} drifts {pct:+.2}% per {per} over the last {} (95%: {low:+.2}% to {high:+.2}%), ×{:.3} over them",
+        d.points,
+        d.level_end / d.level_start
+    )
 }
 
 /// A proto map as a JSON object with keys in order.
@@ -316,6 +358,27 @@ pub fn results_table(r: &GetResultsResponse) -> String {
         }
         for n in &c.notes {
             lines.push(Line::Note(format!("    · {n}")));
+        }
+        for h in &c.history {
+            if let Some(cp) = h.change_points.last()
+                && let Some(p) = h.points.get(cp.index as usize)
+            {
+                lines.push(Line::Note(format!(
+                    "    ^ {} changed ×{:.3} at matrix {} (kernel {}), point {} of its history's {}",
+                    h.metric,
+                    cp.mean_after / cp.mean_before,
+                    p.matrix_id,
+                    p.kernel,
+                    cp.index + 1,
+                    h.points.len()
+                )));
+            }
+            if let Some(d) = &h.drift {
+                lines.push(Line::Note(format!(
+                    "    ^ {}",
+                    drift_text(&h.metric, d, "matrix")
+                )));
+            }
         }
     }
     let mut widths = [0usize; 7];

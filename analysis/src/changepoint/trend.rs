@@ -31,6 +31,8 @@
 //! stretch a line recovers three quarters of the step's fit, and the
 //! comparison would drop real steps up to `z ≈ 6`.
 
+use super::serial::critical_z;
+
 /// Fewest change points in a run for it to be compared with a trend: two,
 /// the shortest staircase. (Three was tried: a trend of 100 points then
 /// kept 4.6 false change points per 1,000, against 1.2.)
@@ -149,7 +151,7 @@ fn solve(mut a: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 /// The change points `at` (in order) left once every run a trend explains
 /// has lost the steps the trend does not need; `sigma2` is the noise
 /// variance.
-pub(super) fn resolve(series: &[f64], mut at: Vec<usize>, sigma2: f64) -> Vec<usize> {
+pub(super) fn resolve(series: &[f64], mut at: Vec<usize>, sigma2: f64, alpha: f64) -> Vec<usize> {
     if sigma2 <= 0.0 {
         return at;
     }
@@ -171,7 +173,14 @@ pub(super) fn resolve(series: &[f64], mut at: Vec<usize>, sigma2: f64) -> Vec<us
                 last += 1;
             }
             if last + 1 - first >= MIN_RUN {
-                drop.extend(explained(series, &bounds, &means, (first, last), sigma2));
+                drop.extend(explained(
+                    series,
+                    &bounds,
+                    &means,
+                    (first, last),
+                    sigma2,
+                    alpha,
+                ));
             }
             first = last + 1;
         }
@@ -195,6 +204,7 @@ fn explained(
     means: &[f64],
     (first, last): (usize, usize),
     sigma2: f64,
+    alpha: f64,
 ) -> Vec<usize> {
     // The stretch reaches one change point past the run on either side,
     // which both models keep: a run next to a step the other way (a step on
@@ -205,6 +215,10 @@ fn explained(
     let (lo, hi) = (bounds[outer_first], bounds[outer_last + 2]);
     let stretch = Stretch::new(&series[lo..hi]);
     let pen = 2.0 * ((hi - lo) as f64).ln();
+    // A step joins the trend only when it is a change point against the
+    // line at the detector's level, its position chosen among the
+    // stretch's: the run's steps were chosen where the noise helped.
+    let admit = critical_z(hi - lo, alpha).powi(2);
     let staircase: f64 = (outer_first..=outer_last + 1)
         .map(|s| {
             series[bounds[s]..bounds[s + 1]]
@@ -237,7 +251,7 @@ fn explained(
             }
         }
         match best {
-            Some((j, r)) if (rss - r) / sigma2 > pen => {
+            Some((j, r)) if (rss - r) / sigma2 > admit => {
                 chosen.push(positions[j]);
                 rss = r;
             }
@@ -274,11 +288,11 @@ mod tests {
     fn a_staircase_on_a_line_is_explained_and_real_steps_are_not() {
         // A noiseless line cut into three: the trend fits exactly.
         let line: Vec<f64> = (0..60).map(|t| 100.0 + 0.3 * t as f64).collect();
-        assert_eq!(resolve(&line, vec![20, 40], 1.0), Vec::<usize>::new());
+        assert_eq!(resolve(&line, vec![20, 40], 1.0, 0.01), Vec::<usize>::new());
         // Two flat steps up: the staircase fits exactly, the line does not.
         let steps: Vec<f64> = (0..60)
             .map(|t| 100.0 + if t >= 20 { 6.0 } else { 0.0 } + if t >= 40 { 6.0 } else { 0.0 })
             .collect();
-        assert_eq!(resolve(&steps, vec![20, 40], 1.0), vec![20, 40]);
+        assert_eq!(resolve(&steps, vec![20, 40], 1.0, 0.01), vec![20, 40]);
     }
 }

@@ -257,6 +257,13 @@ pub(super) fn history(o: &mut String, c: &CellSummary, matrix_id: &str) {
                 }
                 card.push_str("</ul>");
             }
+            if let Some(d) = &h.drift {
+                let _ = write!(
+                    card,
+                    r#"<p class="drift">{}</p>"#,
+                    escape(&crate::render::drift_text(&h.metric, d, "matrix"))
+                );
+            }
             card.push_str("</div>");
             Some(card)
         })

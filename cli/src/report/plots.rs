@@ -431,7 +431,8 @@ pub fn heatmap(h: &Heat<'_>) -> String {
 
 /// A metric's history: the median of each past matrix, joined; the current
 /// matrix ringed; each change point a dashed line with the factor it moved
-/// by, and the mean of each stretch between change points as a level.
+/// by, and the mean of each stretch between change points as a level; a
+/// drift, its fitted line over its window with the factor it moved by.
 pub fn trend(h: &History, current_matrix: &str) -> String {
     // Change points index `h.points`: a value that cannot be drawn keeps
     // its place, without a dot.
@@ -447,6 +448,13 @@ pub fn trend(h: &History, current_matrix: &str) -> String {
         .collect();
     cps.sort_by_key(|c| c.index);
     cps.dedup_by_key(|c| c.index);
+    // A drift's window must lie within the points to be drawn.
+    let drift = h.drift.as_ref().filter(|d| {
+        d.points >= 2
+            && (d.start_index + d.points) as usize <= n
+            && d.level_start.is_finite()
+            && d.level_end.is_finite()
+    });
     let values = points
         .iter()
         .map(|p| p.value)
@@ -455,7 +463,8 @@ pub fn trend(h: &History, current_matrix: &str) -> String {
             cps.iter()
                 .flat_map(|c| [c.mean_before, c.mean_after])
                 .filter(|v| v.is_finite()),
-        );
+        )
+        .chain(drift.iter().flat_map(|d| [d.level_start, d.level_end]));
     let lo = values.clone().fold(f64::INFINITY, f64::min);
     let hi = values.fold(f64::NEG_INFINITY, f64::max);
     let (d0, d1) = svg::padded(lo, hi);
@@ -466,10 +475,11 @@ pub fn trend(h: &History, current_matrix: &str) -> String {
     let x = Linear::new((0.0, (n - 1) as f64), (left + 10.0, w - right - 10.0));
     let y = Linear::new((d0, d1), (hgt - bottom, top));
     let label = format!(
-        "trend of {} over {n} matrices with {} change point{}",
+        "trend of {} over {n} matrices with {} change point{}{}",
         h.metric,
         cps.len(),
-        if cps.len() == 1 { "" } else { "s" }
+        if cps.len() == 1 { "" } else { "s" },
+        if drift.is_some() { " and a drift" } else { "" }
     );
     let mut o = svg::open("trend", w, hgt, &label);
     for (t, label) in ticks.iter().zip(&labels) {
@@ -569,6 +579,23 @@ pub fn trend(h: &History, current_matrix: &str) -> String {
             top - 8.0 + 10.0,
             r##"font-size="11" font-weight="600" fill="#c92a2a""##,
             &factor,
+        );
+    }
+    // The drift: its fitted line over its window.
+    if let Some(d) = drift {
+        let (i0, i1) = (d.start_index as f64, (d.start_index + d.points - 1) as f64);
+        let (x0, x1) = (px(x.map(i0)), px(x.map(i1)));
+        let (y0, y1) = (px(y.map(d.level_start)), px(y.map(d.level_end)));
+        let _ = write!(
+            o,
+            r##"<line class="drift" x1="{x0}" x2="{x1}" y1="{y0}" y2="{y1}" stroke="#d9480f" stroke-width="2" stroke-dasharray="2 3">{}</line>"##,
+            title(&crate::render::drift_text(&h.metric, d, "matrix")),
+        );
+        o += &text(
+            x.map(i1) - 4.0,
+            y.map(d.level_end) - 8.0,
+            r##"text-anchor="end" font-size="11" font-weight="600" fill="#d9480f""##,
+            &format!("drift {}", format::ratio(d.level_end / d.level_start)),
         );
     }
     // The x axis: dates at the ends, the kernel wherever it changes.

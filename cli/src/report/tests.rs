@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use farm_proto::{
-    Cell, CellStatus, CellSummary, ChangePoint, Direction, GetResultsResponse, History,
+    Cell, CellStatus, CellSummary, ChangePoint, Direction, Drift, GetResultsResponse, History,
     InstancePlacement, MatrixState, MatrixStatus, Metric, MetricSummary, NodeLoad, NodeTick,
     RunCounts, RunRecord, RunResult, SeriesPoint, Telemetry, Verdict, Workload,
 };
@@ -210,6 +210,7 @@ fn sample() -> GetResultsResponse {
             mean_after: 41.8,
             p_value: 0.0004,
         }],
+        drift: None,
     };
     let mut runs: Vec<RunRecord> = Vec::new();
     for (rep, w) in NORMAL.iter().enumerate() {
@@ -401,6 +402,36 @@ fn change_points_are_marked_with_their_levels() {
     let html = render(&r);
     assert_eq!(count(&html, r#"class="plot trend""#), 1);
     assert_eq!(count(&html, r#"class="change-point""#), 0);
+}
+
+#[test]
+fn a_drift_is_drawn_over_its_window_and_said() {
+    let mut r = sample();
+    // The last 6 of the history's 12 points, 40 → 43.
+    r.cells[1].history[0].drift = Some(Drift {
+        start_index: 6,
+        points: 6,
+        slope: 0.6,
+        slope_low: 0.2,
+        slope_high: 1.0,
+        level_start: 40.0,
+        level_end: 43.0,
+    });
+    let html = render(&r);
+    assert_well_formed(&html);
+    assert_eq!(count(&html, r#"class="drift""#), 2, "the line and the sentence");
+    assert!(html.contains("drift ×1.075"), "the factor at the line's end");
+    assert!(
+        html.contains(
+            "wall_s drifts +1.50% per matrix over the last 6 (95%: +0.50% to +2.50%), ×1.075 over them"
+        ),
+        "the sentence"
+    );
+    assert!(html.contains("change point and a drift"));
+    // A window past the points is not drawn, but still said.
+    r.cells[1].history[0].drift.as_mut().unwrap().start_index = 10;
+    let html = render(&r);
+    assert_eq!(count(&html, r#"class="drift""#), 1);
 }
 
 #[test]

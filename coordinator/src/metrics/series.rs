@@ -260,15 +260,14 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                 .and_then(|h| h.drift.as_ref())
                 .map(|d| d.level_end / d.level_start)
                 .filter(|r| r.is_finite());
-            let drift_regression =
-                drift_regressions
-                    .iter()
-                    .find(|c| c.metric == m.name)
-                    .map(|c| Change {
-                        kernel: c.kernel.clone(),
-                        matrix_id: c.matrix_id.clone(),
-                        ratio: c.ratio,
-                    });
+            let drift_regression = drift_regressions
+                .iter()
+                .find(|c| c.metric == m.name)
+                .map(|c| Change {
+                    kernel: c.kernel.clone(),
+                    matrix_id: c.matrix_id.clone(),
+                    ratio: c.ratio,
+                });
             out.push(Sample {
                 series: series(cell, &m.name),
                 median: m.median,

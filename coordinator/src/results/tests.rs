@@ -227,7 +227,9 @@ fn point(i: u64, wall: f64) -> Point {
 #[test]
 fn a_steady_drift_is_a_drift_not_a_staircase() {
     // 40 matrices, wall time up 0.5% of 10 s each, ±0.5% noise (fixed).
-    let wobble = [0.05, -0.03, 0.0, 0.04, -0.05, 0.02, -0.01, 0.03, -0.04, 0.01];
+    let wobble = [
+        0.05, -0.03, 0.0, 0.04, -0.05, 0.02, -0.01, 0.03, -0.04, 0.01,
+    ];
     let points: Vec<Point> = (0..40u64)
         .map(|i| point(i, 10.0 + 0.05 * i as f64 + wobble[i as usize % 10]))
         .collect();
@@ -237,7 +239,10 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
     assert_eq!((d.start_index, d.points), (10, 30));
     assert!(d.slope_low < 0.05 && 0.05 < d.slope_high, "{d:?}");
     // Over the last 30 points the level moved by 29 × 0.05 from about 10.5.
-    assert!((d.level_end / d.level_start - 11.95 / 10.5).abs() < 0.01, "{d:?}");
+    assert!(
+        (d.level_end / d.level_start - 11.95 / 10.5).abs() < 0.01,
+        "{d:?}"
+    );
     // As a regression, it is labelled with the regime's first point (the
     // history's first: no change point), with the 2% minimum effect.
     let summary = CellSummary {
@@ -251,7 +256,10 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
     };
     let r = drift_regressions(&Cell::default(), &summary);
     assert_eq!(r.len(), 1);
-    assert_eq!((r[0].kernel.as_str(), r[0].matrix_id.as_str()), ("k0", "m0"));
+    assert_eq!(
+        (r[0].kernel.as_str(), r[0].matrix_id.as_str()),
+        ("k0", "m0")
+    );
     assert!((r[0].ratio - d.level_end / d.level_start).abs() < 1e-12);
     // A window of 10 sees 9 × 0.05 = 4%; a minimum effect of 5% does not
     // call that a regression, and a throughput rising so is no regression.
@@ -280,9 +288,16 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
 
 #[test]
 fn a_step_is_a_change_point_and_no_drift() {
-    let wobble = [0.05, -0.03, 0.0, 0.04, -0.05, 0.02, -0.01, 0.03, -0.04, 0.01];
+    let wobble = [
+        0.05, -0.03, 0.0, 0.04, -0.05, 0.02, -0.01, 0.03, -0.04, 0.01,
+    ];
     let points: Vec<Point> = (0..30u64)
-        .map(|i| point(i, if i < 15 { 10.0 } else { 12.0 } + wobble[i as usize % 10]))
+        .map(|i| {
+            point(
+                i,
+                if i < 15 { 10.0 } else { 12.0 } + wobble[i as usize % 10],
+            )
+        })
         .collect();
     let h = &histories(&points, 30)[0];
     let at: Vec<u32> = h.change_points.iter().map(|c| c.index).collect();

@@ -390,7 +390,10 @@ fn a_drifting_history_shows_its_ratio_and_a_drift_regression() {
     let series_labels = |w: &str| sample(w, "wall_s", 0.0, None).series.labels();
     assert_eq!(
         sel.drift_ratio,
-        vec![(series_labels("lu"), 1.08), (series_labels("hackbench"), 1.01)]
+        vec![
+            (series_labels("lu"), 1.08),
+            (series_labels("hackbench"), 1.01)
+        ]
     );
     let mut found_by = series_labels("lu");
     found_by[2] = "6.12".into();
