@@ -174,7 +174,7 @@ fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<
         b
     };
     let dependent = serial::dependent(series, &bounds(&splits));
-    let noise = serial::Variogram::estimate(series, &bounds(&splits)).at(1);
+    let noise = serial::noise(series, &bounds(&splits));
     let resolve = |splits: Vec<(usize, f64)>| -> Vec<(usize, f64)> {
         let kept = trend::resolve(
             series,

@@ -9,128 +9,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Farm, free_port, serial, wait_for};
-
-const PROMETHEUS: &str = "/usr/bin/prometheus";
-
-/// A Prometheus server, killed and reaped on drop.
-struct Prometheus {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Starts Prometheus scraping the coordinator and the agent every second,
-/// with the farm's recording rules (the dashboards use them).
-fn start_prometheus(coordinator: SocketAddr, agent: SocketAddr) -> Prometheus {
-    assert!(
-        Path::new(PROMETHEUS).is_file(),
-        "{PROMETHEUS} is missing: install the Debian package prometheus (scripts/test.sh does)"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let rules = repo().join("deploy/prometheus/rules/farm-recording.yml");
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             rule_files:\n  - {}\n\
-             scrape_configs:\n  - job_name: farm-coordinator\n    static_configs:\n      \
-             - targets: [\"{coordinator}\"]\n  - job_name: farm-agents\n    static_configs:\n      \
-             - targets: [\"{agent}\"]\n",
-            rules.display()
-        ),
-    )
-    .unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let child = Command::new(PROMETHEUS)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address={addr}"))
-        .arg("--log.level=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {PROMETHEUS}: {e}"));
-    Prometheus {
-        child,
-        addr,
-        _dir: dir,
-    }
-}
-
-/// Percent-encodes a query string value.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// `GET path` over a plain socket; the status line and the body. `None`
-/// while nothing listens yet.
-fn get(addr: SocketAddr, path: &str) -> Option<(String, String)> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = Vec::new();
-    s.read_to_end(&mut response).ok()?;
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    // Prometheus answers with chunked transfer-encoding at times: the JSON
-    // is the part between the first `{` and the last `}`.
-    let body = match (body.find('{'), body.rfind('}')) {
-        (Some(a), Some(b)) if a <= b => body[a..=b].to_string(),
-        _ => body.to_string(),
-    };
-    Some((head.lines().next().unwrap_or("").to_string(), body))
-}
-
-/// The series an instant query returns (empty while Prometheus is not up
-/// or not ready).
-fn query(prom: SocketAddr, expr: &str) -> Vec<serde_json::Value> {
-    let Some((status, body)) = get(prom, &format!("/api/v1/query?query={}", encode(expr))) else {
-        return Vec::new();
-    };
-    if status.contains(" 503 ") {
-        // Listening, still loading its storage and rules.
-        return Vec::new();
-    }
-    let v: serde_json::Value =
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{status}: not JSON ({e}): {body}"));
-    assert_eq!(v["status"], "success", "`{expr}`: {v}");
-    v["data"]["result"].as_array().cloned().unwrap_or_default()
-}
+use common::prometheus::{self, query, repo};
+use common::{Farm, serial, wait_for};
 
 /// Every query of a dashboard: panel targets and annotations, with where
 /// it came from.
@@ -208,7 +91,10 @@ fn every_dashboard_query_returns_series_from_a_real_prometheus() {
     let out = farm.farmctl(&["watch", &id]);
     assert!(out.status.success(), "{out:?}");
 
-    let prom = start_prometheus(target, agent);
+    let prom = prometheus::start(
+        &[("farm-coordinator", target), ("farm-agents", agent)],
+        false,
+    );
     wait_for(Duration::from_secs(60), "Prometheus to scrape", || {
         query(prom.addr, "up == 1").len() == 2
     });

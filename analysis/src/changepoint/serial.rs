@@ -202,6 +202,21 @@ fn fit(points: &[(f64, f64)]) -> Variogram {
     best
 }
 
+/// The noise variance: half the squared MAD (· 1.4826) of the differences
+/// of neighbouring points within the segments `bounds`, whatever their
+/// number (a series too short for the variogram still has a noise level);
+/// 0 with none.
+pub(super) fn noise(series: &[f64], bounds: &[usize]) -> f64 {
+    let mut diffs: Vec<f64> = bounds
+        .windows(2)
+        .flat_map(|w| series[w[0]..w[1]].windows(2).map(|p| p[1] - p[0]))
+        .collect();
+    if diffs.is_empty() {
+        return 0.0;
+    }
+    0.5 * (1.4826 * mad(&mut diffs)).powi(2)
+}
+
 /// The median absolute deviation about the median; reorders `v`.
 fn mad(v: &mut [f64]) -> f64 {
     let median = median_of(v);

@@ -449,3 +449,21 @@ fn a_wander_keeps_fewer_change_points_than_binary_segmentation_alone() {
     }
     assert!(found <= 150, "{found} in 20,000 points");
 }
+
+#[test]
+fn a_short_steady_drift_has_no_change_points() {
+    // 24 matrices losing 0.4% each, ±0.25% of noise: too few points for
+    // the variogram, not too few for the noise level the trend is judged by.
+    let wobble = [
+        0.002, -0.0015, 0.0, 0.001, -0.002, 0.0025, -0.001, 0.0005, -0.0025, 0.0015, -0.0005, 0.001,
+    ];
+    let values: Vec<f64> = (0..24)
+        .map(|i| 10_000.0 * (1.0 - 0.004 * f64::from(i)) * (1.0 + wobble[i as usize % 12]))
+        .collect();
+    assert_eq!(detect(&values, &Options::default()), vec![]);
+    // The same noise with a 20% step in the middle: one change point.
+    let step: Vec<f64> = (0..24)
+        .map(|i| if i < 12 { 10_000.0 } else { 8_000.0 } * (1.0 + wobble[i as usize % 12]))
+        .collect();
+    assert_eq!(indices(&detect(&step, &Options::default())), vec![12]);
+}

@@ -419,8 +419,15 @@ fn a_drift_is_drawn_over_its_window_and_said() {
     });
     let html = render(&r);
     assert_well_formed(&html);
-    assert_eq!(count(&html, r#"class="drift""#), 2, "the line and the sentence");
-    assert!(html.contains("drift ×1.075"), "the factor at the line's end");
+    assert_eq!(
+        count(&html, r#"class="drift""#),
+        2,
+        "the line and the sentence"
+    );
+    assert!(
+        html.contains("drift ×1.075"),
+        "the factor at the line's end"
+    );
     assert!(
         html.contains(
             "wall_s drifts +1.50% per matrix over the last 6 (95%: +0.50% to +2.50%), ×1.075 over them"

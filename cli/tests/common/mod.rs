@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod prometheus;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
