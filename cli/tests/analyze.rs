@@ -150,6 +150,71 @@ fn changepoints_finds_a_step() {
         "--json",
     ]));
     assert_eq!(v["change_points"], serde_json::json!([]), "{v}");
+    assert!(v.get("drift").is_none(), "no drift in a flat series: {v}");
+}
+
+#[test]
+fn changepoints_says_a_drift_after_the_last_change() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 points at 100, then a step to 120 rising by 0.5 a point for 40,
+    // with the same wobble as above.
+    let series: Vec<f64> = (0..60)
+        .map(|i| {
+            let level = if i < 20 {
+                100.0
+            } else {
+                120.0 + 0.5 * f64::from(i - 20)
+            };
+            level + f64::from((i * 7) % 5) - 2.0
+        })
+        .collect();
+    let f = write(dir.path(), "s", &lines(series));
+    let path = f.to_str().unwrap();
+    let v = json(&analyze(&["changepoints", "--series", path, "--json"]));
+    let at: Vec<u64> = v["change_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(at, vec![20], "{v}");
+    // The last 30 points, all after the change.
+    let d = &v["drift"];
+    assert_eq!(
+        (d["start_index"].as_u64(), d["points"].as_u64()),
+        (Some(30), Some(30)),
+        "{v}"
+    );
+    let slope = d["slope"].as_f64().unwrap();
+    assert!((slope - 0.5).abs() < 0.05, "{v}");
+    assert!(
+        d["slope_low"].as_f64().unwrap() < 0.5 && 0.5 < d["slope_high"].as_f64().unwrap(),
+        "{v}"
+    );
+    // A window of 15: from point 45.
+    let v = json(&analyze(&[
+        "changepoints",
+        "--series",
+        path,
+        "--drift-window",
+        "15",
+        "--json",
+    ]));
+    assert_eq!(v["drift"]["start_index"], 45, "{v}");
+    // In words.
+    let out = analyze(&["changepoints", "--series", path]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("the series drifts +0.4"), "{text}");
+    assert!(text.contains("at 20: mean"), "{text}");
+    // Out of its bounds, the window is bad input.
+    for bad in ["9", "1001", "x"] {
+        let out = analyze(&["changepoints", "--series", path, "--drift-window", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--drift-window"),
+            "{bad}"
+        );
+    }
 }
 
 #[test]
