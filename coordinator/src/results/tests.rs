@@ -264,11 +264,13 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
     // A window of 10 sees 9 × 0.05 = 4%; a minimum effect of 5% does not
     // call that a regression, and a throughput rising so is no regression.
     let h10 = &histories(&points, 10)[0];
-    let mut cell = Cell::default();
-    cell.verdict = Some(VerdictPolicy {
-        min_effect: 0.05,
+    let cell = Cell {
+        verdict: Some(VerdictPolicy {
+            min_effect: 0.05,
+            ..Default::default()
+        }),
         ..Default::default()
-    });
+    };
     let short = CellSummary {
         history: vec![h10.clone()],
         ..summary.clone()
