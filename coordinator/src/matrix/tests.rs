@@ -1996,6 +1996,10 @@ fn verdict_policies() {
     // max_runs = repetitions: never add runs.
     let m = ok(&format!("repetitions = 4\n{HEAD}[verdict]\nmax_runs = 4\n"));
     assert_eq!(m.cells[0].verdict.as_ref().unwrap().max_runs, 4);
+    // A drift is judged over the last 30 points unless the matrix says.
+    assert_eq!(m.cells[0].verdict.as_ref().unwrap().drift_window, 30);
+    let m = ok(&format!("{HEAD}[verdict]\ndrift_window = 60\n"));
+    assert_eq!(m.cells[0].verdict.as_ref().unwrap().drift_window, 60);
 }
 
 #[test]
@@ -2021,6 +2025,16 @@ fn bad_verdict_policies() {
         "verdict.min_effect_pct_by_metric.wall_s",
         "-1 is out of range 0..=100",
     );
+    // Fewer points than a drift needs, more than a history keeps.
+    for bad in ["9", "1001"] {
+        check_err(
+            &format!("{HEAD}[verdict]\ndrift_window = {bad}\n"),
+            5,
+            16,
+            "verdict.drift_window",
+            &format!("{bad} is out of range 10..=1000"),
+        );
+    }
     check_err(
         &format!("{HEAD}[verdict]\nmin_effect = 2\n"),
         5,
