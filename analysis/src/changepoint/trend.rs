@@ -18,10 +18,10 @@
 //! - **trend**: a line, plus those of the run's steps that still improve on
 //!   it by more than a change point's `z²` (Bonferroni over the stretch's
 //!   positions), added greedily, strongest first (a step on top of a trend
-//!   stays a step); the line may change its slope where it steps (a
-//!   regression followed by a drift is one step, not a staircase; without
-//!   it the benchmark's trend-with-steps series kept 2 points more F1 at
-//!   100 and 1,000 points, but a step followed by a drift kept its stairs).
+//!   stays a step); the line may change its slope where one of the run's
+//!   own steps is kept (a regression followed by a drift is one step, not
+//!   a staircase), not at the neighbours (bending there too let a line
+//!   follow any three levels: five real steps of 100 points went).
 //!
 //! Each model costs its residual sum of squares over the noise variance,
 //! plus `2 ln m` per step over a stretch of `m` points (Schwarz's criterion
@@ -140,14 +140,12 @@ impl Stretch {
         (f.alpha + f.beta * self.centre) * self.y_from[f.from] + f.beta * self.ty_from[f.from]
     }
 
-    /// The residual sum of squares of a line with a step and a bend at each
-    /// of `steps`: the trend may change its slope where it steps.
-    fn rss(&self, steps: &[usize]) -> f64 {
+    /// The residual sum of squares of a line with a step at each of `steps`
+    /// and a bend at each of `bends`.
+    fn rss(&self, steps: &[usize], bends: &[usize]) -> f64 {
         let mut cols = vec![Column::CONSTANT, Column::bend(0)];
-        for &s in steps {
-            cols.push(Column::step(s));
-            cols.push(Column::bend(s));
-        }
+        cols.extend(steps.iter().map(|&s| Column::step(s)));
+        cols.extend(bends.iter().map(|&s| Column::bend(s)));
         let p = cols.len();
         let mut a = vec![0.0; p * p];
         let b: Vec<f64> = cols.iter().map(|&c| self.dot_y(c)).collect();
@@ -284,8 +282,16 @@ fn explained(
         .filter(|i| !(first..=last).contains(i))
         .map(|i| bounds[i + 1] - lo)
         .collect();
-    let mut chosen: Vec<usize> = forced.clone();
-    let mut rss = stretch.rss(&chosen);
+    // The neighbours step in both models; only the run's own steps the
+    // trend keeps may also bend it (bending at the neighbours too would let
+    // a line follow any three levels).
+    let mut chosen: Vec<usize> = Vec::new();
+    let with_forced = |chosen: &[usize]| -> f64 {
+        let mut steps = forced.clone();
+        steps.extend_from_slice(chosen);
+        stretch.rss(&steps, chosen)
+    };
+    let mut rss = with_forced(&chosen);
     loop {
         let mut best: Option<(usize, f64)> = None;
         for (j, &p) in positions.iter().enumerate() {
@@ -294,7 +300,7 @@ fn explained(
             }
             let mut with = chosen.clone();
             with.push(p);
-            let r = stretch.rss(&with);
+            let r = with_forced(&with);
             if best.is_none_or(|(_, b)| r < b) {
                 best = Some((j, r));
             }
@@ -307,10 +313,8 @@ fn explained(
             _ => break,
         }
     }
-    // Each step of the trend also bends it: a slope parameter more.
-    let trend_cost = rss / sigma2
-        + (chosen.len() - forced.len()) as f64 * pen
-        + (chosen.len() + 1) as f64 * SLOPE_PENALTY;
+    // Each step the trend keeps also bends it: a slope parameter more.
+    let trend_cost = rss / sigma2 + chosen.len() as f64 * (pen + SLOPE_PENALTY) + SLOPE_PENALTY;
     if trend_cost >= steps_cost {
         return Vec::new();
     }
@@ -330,10 +334,12 @@ mod tests {
             .map(|t| 2.0 + 0.5 * t as f64 + if t >= 6 { 3.0 } else { 0.0 })
             .collect();
         let s = Stretch::new(&x);
-        assert!(s.rss(&[6]) < 1e-9, "{}", s.rss(&[6]));
-        assert!(s.rss(&[]) > 1.0);
+        assert!(s.rss(&[6], &[]) < 1e-9, "{}", s.rss(&[6], &[]));
+        assert!(s.rss(&[], &[]) > 1.0);
         // A step elsewhere helps, but not fully.
-        assert!(s.rss(&[4]) > 1e-3 && s.rss(&[4]) < s.rss(&[]));
+        assert!(s.rss(&[4], &[]) > 1e-3 && s.rss(&[4], &[]) < s.rss(&[], &[]));
+        // A bend at 6 as well changes nothing: the slope is the same.
+        assert!(s.rss(&[6], &[6]) < 1e-9);
     }
 
     #[test]
