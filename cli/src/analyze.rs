@@ -100,16 +100,8 @@ pub fn changepoints(series: &Path, drift_window: usize, json: bool) -> anyhow::R
     let points = changepoint::try_detect(&values, &changepoint::Options::default())
         .map_err(|e| BadInput(format!("{}: {e}", series.display())))?;
     let since = points.last().map_or(0, |p| p.index);
-    let drift =
-        farm_analysis::drift::drift(&values, since, drift_window).map(|d| farm_proto::Drift {
-            start_index: d.start as u32,
-            points: d.points as u32,
-            slope: d.slope,
-            slope_low: d.slope_low,
-            slope_high: d.slope_high,
-            level_start: d.level_start,
-            level_end: d.level_end,
-        });
+    let drift = farm_analysis::drift::drift(&values, since, drift_window)
+        .map(|d| farm_coordinator::results::wire_drift(&d));
     if json {
         let mut out = json!({
             "change_points": points.iter().map(|p| json!({

@@ -268,27 +268,36 @@ pub fn change_regressions(cell: &Cell, summary: &CellSummary) -> Vec<ChangeRegre
         let Some(p) = h.points.get(cp.index as usize) else {
             continue;
         };
-        let ratio = cp.mean_after / cp.mean_before;
-        let min_effect = policy
-            .min_effect_by_metric
-            .get(&h.metric)
-            .copied()
-            .unwrap_or(policy.min_effect);
-        let worse = match direction(m.direction) {
-            Direction::LowerIsBetter => ratio >= 1.0 + min_effect,
-            Direction::HigherIsBetter => ratio <= 1.0 - min_effect,
-        };
-        if ratio.is_finite() && worse {
-            out.push(ChangeRegression {
-                metric: h.metric.clone(),
-                ratio,
-                kernel: p.kernel.clone(),
-                matrix_id: p.matrix_id.clone(),
-                t_ms: p.t_ms,
-            });
-        }
+        out.extend(worse(&policy, m, cp.mean_after / cp.mean_before, p));
     }
     out
+}
+
+/// The regression of metric `m` that moved by `ratio` from the point `p`
+/// on, when that is the wrong way for its direction by at least the
+/// policy's minimum effect for it.
+fn worse(
+    policy: &VerdictPolicy,
+    m: &MetricSummary,
+    ratio: f64,
+    p: &SeriesPoint,
+) -> Option<ChangeRegression> {
+    let min_effect = policy
+        .min_effect_by_metric
+        .get(&m.name)
+        .copied()
+        .unwrap_or(policy.min_effect);
+    let worse = match direction(m.direction) {
+        Direction::LowerIsBetter => ratio >= 1.0 + min_effect,
+        Direction::HigherIsBetter => ratio <= 1.0 - min_effect,
+    };
+    (ratio.is_finite() && worse).then(|| ChangeRegression {
+        metric: m.name.clone(),
+        ratio,
+        kernel: p.kernel.clone(),
+        matrix_id: p.matrix_id.clone(),
+        t_ms: p.t_ms,
+    })
 }
 
 /// The most points a history reads: the latest of its series. Change
@@ -385,17 +394,22 @@ pub fn histories(points: &[Point], drift_window: usize) -> Vec<History> {
             })
             .collect();
         let since = h.change_points.last().map_or(0, |c| c.index as usize);
-        h.drift = farm_analysis::drift::drift(&ys, since, drift_window).map(|d| Drift {
-            start_index: d.start as u32,
-            points: d.points as u32,
-            slope: d.slope,
-            slope_low: d.slope_low,
-            slope_high: d.slope_high,
-            level_start: d.level_start,
-            level_end: d.level_end,
-        });
+        h.drift = farm_analysis::drift::drift(&ys, since, drift_window).map(|d| wire_drift(&d));
     }
     out
+}
+
+/// A drift as the wire carries it.
+pub fn wire_drift(d: &farm_analysis::drift::Drift) -> Drift {
+    Drift {
+        start_index: d.start as u32,
+        points: d.points as u32,
+        slope: d.slope,
+        slope_low: d.slope_low,
+        slope_high: d.slope_high,
+        level_start: d.level_start,
+        level_end: d.level_end,
+    }
 }
 
 /// The cell's primary metrics whose history drifts the wrong way over its
@@ -418,25 +432,7 @@ pub fn drift_regressions(cell: &Cell, summary: &CellSummary) -> Vec<ChangeRegres
         let Some(p) = h.points.get(since) else {
             continue;
         };
-        let ratio = d.level_end / d.level_start;
-        let min_effect = policy
-            .min_effect_by_metric
-            .get(&h.metric)
-            .copied()
-            .unwrap_or(policy.min_effect);
-        let worse = match direction(m.direction) {
-            Direction::LowerIsBetter => ratio >= 1.0 + min_effect,
-            Direction::HigherIsBetter => ratio <= 1.0 - min_effect,
-        };
-        if ratio.is_finite() && worse {
-            out.push(ChangeRegression {
-                metric: h.metric.clone(),
-                ratio,
-                kernel: p.kernel.clone(),
-                matrix_id: p.matrix_id.clone(),
-                t_ms: p.t_ms,
-            });
-        }
+        out.extend(worse(&policy, m, d.level_end / d.level_start, p));
     }
     out
 }

@@ -1996,10 +1996,13 @@ fn verdict_policies() {
     // max_runs = repetitions: never add runs.
     let m = ok(&format!("repetitions = 4\n{HEAD}[verdict]\nmax_runs = 4\n"));
     assert_eq!(m.cells[0].verdict.as_ref().unwrap().max_runs, 4);
-    // A drift is judged over the last 30 points unless the matrix says.
-    assert_eq!(m.cells[0].verdict.as_ref().unwrap().drift_window, 30);
+    // A drift is judged over the last 30 points unless the matrix says
+    // (stored as 0, the default, so that it costs no bytes per cell).
+    let p = m.cells[0].verdict.as_ref().unwrap();
+    assert_eq!((p.drift_window, crate::results::drift_window(p)), (0, 30));
     let m = ok(&format!("{HEAD}[verdict]\ndrift_window = 60\n"));
-    assert_eq!(m.cells[0].verdict.as_ref().unwrap().drift_window, 60);
+    let p = m.cells[0].verdict.as_ref().unwrap();
+    assert_eq!((p.drift_window, crate::results::drift_window(p)), (60, 60));
 }
 
 #[test]

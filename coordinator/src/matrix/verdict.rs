@@ -42,7 +42,9 @@ pub(super) fn verdict_policy(
             max_runs: default_max,
             repetitions,
             mix_executors: false,
-            drift_window: farm_analysis::drift::DEFAULT_WINDOW as u32,
+            // 0: the default (`results::drift_window`); a field left at its
+            // default costs no bytes in every cell.
+            drift_window: 0,
         });
     };
     let raw = raw.get_ref();
@@ -62,7 +64,7 @@ pub(super) fn verdict_policy(
         raw.drift_window.as_ref(),
         "verdict.drift_window",
         farm_analysis::drift::MIN_POINTS as i64..=crate::results::HISTORY_POINTS as i64,
-        farm_analysis::drift::DEFAULT_WINDOW as u32,
+        0,
     )?;
     let mut by_metric = HashMap::new();
     for (name, v) in &raw.min_effect_pct_by_metric {

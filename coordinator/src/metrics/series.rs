@@ -419,28 +419,9 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         }
         if let Some(c) = &s.change_regression {
             let labels = s.change_labels(c);
-            let mut found = labels.clone();
-            found.push(FOUND_BY_HISTORY.into());
-            let kept = sel.regression_ratio.len();
-            push_capped(
-                &mut sel.regression_ratio,
-                &mut sel.dropped[2],
-                &mut sel.shown,
-                limit,
-                (found.clone(), c.ratio),
-                e.seq,
-            );
-            if sel.regression_ratio.len() > kept {
-                // Found by the history, not by adaptive reruns.
-                sel.regression_extra_runs.push((found.clone(), 0.0));
-                let mut with_diagnosis = found;
-                // No figure in a label: it would change with every new
-                // point, and each change would be a new alert.
-                with_diagnosis.push(format!(
-                    "the series' history: a worse regime since {}",
-                    c.kernel
-                ));
-                sel.regression_diagnosis.push((with_diagnosis, 1.0));
+            let why = format!("the series' history: a worse regime since {}", c.kernel);
+            let found = (labels.as_slice(), FOUND_BY_HISTORY);
+            if history_regression(&mut sel, (limit, e.seq), found, c.ratio, why) {
                 regressions.insert(labels);
             }
         }
@@ -455,27 +436,13 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
             );
         }
         if let Some(c) = &s.drift_regression {
-            let mut found = s.change_labels(c);
-            found.push(FOUND_BY_DRIFT.into());
-            let kept = sel.regression_ratio.len();
-            push_capped(
-                &mut sel.regression_ratio,
-                &mut sel.dropped[2],
-                &mut sel.shown,
-                limit,
-                (found.clone(), c.ratio),
-                e.seq,
+            let labels = s.change_labels(c);
+            let why = format!(
+                "the series' history drifts the wrong way since {}",
+                c.kernel
             );
-            if sel.regression_ratio.len() > kept {
-                sel.regression_extra_runs.push((found.clone(), 0.0));
-                let mut with_diagnosis = found;
-                // No figure in a label (see the history's).
-                with_diagnosis.push(format!(
-                    "the series' history drifts the wrong way since {}",
-                    c.kernel
-                ));
-                sel.regression_diagnosis.push((with_diagnosis, 1.0));
-            }
+            let found = (labels.as_slice(), FOUND_BY_DRIFT);
+            history_regression(&mut sel, (limit, e.seq), found, c.ratio, why);
         }
     }
     for (e, s) in &latest {
@@ -525,6 +492,39 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         }
     }
     sel
+}
+
+/// A regression a history found (`found_by`: its change or its drift) at
+/// `labels` (the series', with the kernel and matrix where it began), with
+/// its diagnosis `why`; no adaptive reruns behind it. Whether the cap (the
+/// `limit`, for matrix `seq`) let it in.
+fn history_regression(
+    sel: &mut Selection,
+    (limit, seq): (usize, u64),
+    (labels, found_by): (&[String], &str),
+    ratio: f64,
+    why: String,
+) -> bool {
+    let mut found = labels.to_vec();
+    found.push(found_by.into());
+    let kept = sel.regression_ratio.len();
+    push_capped(
+        &mut sel.regression_ratio,
+        &mut sel.dropped[2],
+        &mut sel.shown,
+        limit,
+        (found.clone(), ratio),
+        seq,
+    );
+    if sel.regression_ratio.len() == kept {
+        return false;
+    }
+    sel.regression_extra_runs.push((found.clone(), 0.0));
+    // No figure in a label: it would change with every new point, and each
+    // change would be a new alert.
+    found.push(why);
+    sel.regression_diagnosis.push((found, 1.0));
+    true
 }
 
 fn push_capped(
