@@ -420,8 +420,12 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
         if let Some(c) = &s.change_regression {
             let labels = s.change_labels(c);
             let why = format!("the series' history: a worse regime since {}", c.kernel);
-            let found = (labels.as_slice(), FOUND_BY_HISTORY);
-            if history_regression(&mut sel, (limit, e.seq), found, c.ratio, why) {
+            let mut found = labels.clone();
+            found.push(FOUND_BY_HISTORY.into());
+            // Found by the history, not by adaptive reruns. No figure in
+            // the diagnosis: it would change with every new point, and each
+            // change would be a new alert.
+            if push_regression(&mut sel, (limit, e.seq), found, (c.ratio, why), 0) {
                 regressions.insert(labels);
             }
         }
@@ -436,13 +440,13 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
             );
         }
         if let Some(c) = &s.drift_regression {
-            let labels = s.change_labels(c);
+            let mut found = s.change_labels(c);
+            found.push(FOUND_BY_DRIFT.into());
             let why = format!(
                 "the series' history drifts the wrong way since {}",
                 c.kernel
             );
-            let found = (labels.as_slice(), FOUND_BY_DRIFT);
-            history_regression(&mut sel, (limit, e.seq), found, c.ratio, why);
+            push_regression(&mut sel, (limit, e.seq), found, (c.ratio, why), 0);
         }
     }
     for (e, s) in &latest {
@@ -473,40 +477,23 @@ pub fn select<'a>(ended: impl IntoIterator<Item = &'a Ended>, limit: usize) -> S
                 continue;
             }
             labels.push(FOUND_BY_BASELINE.into());
-            let kept = sel.regression_ratio.len();
-            push_capped(
-                &mut sel.regression_ratio,
-                &mut sel.dropped[2],
-                &mut sel.shown,
-                limit,
-                (labels.clone(), r),
-                e.seq,
-            );
-            if sel.regression_ratio.len() > kept {
-                let mut with_diagnosis = labels.clone();
-                with_diagnosis.push(diagnosis_label(&s.diagnosis));
-                sel.regression_diagnosis.push((with_diagnosis, 1.0));
-                sel.regression_extra_runs
-                    .push((labels, f64::from(s.extra_runs)));
-            }
+            let why = diagnosis_label(&s.diagnosis);
+            push_regression(&mut sel, (limit, e.seq), labels, (r, why), s.extra_runs);
         }
     }
     sel
 }
 
-/// A regression a history found (`found_by`: its change or its drift) at
-/// `labels` (the series', with the kernel and matrix where it began), with
-/// its diagnosis `why`; no adaptive reruns behind it. Whether the cap (the
-/// `limit`, for matrix `seq`) let it in.
-fn history_regression(
+/// A regression at `found` (the series' labels, the matrix, `found_by`),
+/// its ratio and diagnosis `why`, and the runs adaptive reruns added:
+/// whether the cap (the `limit`, for matrix `seq`) let it in.
+fn push_regression(
     sel: &mut Selection,
     (limit, seq): (usize, u64),
-    (labels, found_by): (&[String], &str),
-    ratio: f64,
-    why: String,
+    mut found: Vec<String>,
+    (ratio, why): (f64, String),
+    extra_runs: u32,
 ) -> bool {
-    let mut found = labels.to_vec();
-    found.push(found_by.into());
     let kept = sel.regression_ratio.len();
     push_capped(
         &mut sel.regression_ratio,
@@ -519,9 +506,8 @@ fn history_regression(
     if sel.regression_ratio.len() == kept {
         return false;
     }
-    sel.regression_extra_runs.push((found.clone(), 0.0));
-    // No figure in a label: it would change with every new point, and each
-    // change would be a new alert.
+    sel.regression_extra_runs
+        .push((found.clone(), f64::from(extra_runs)));
     found.push(why);
     sel.regression_diagnosis.push((found, 1.0));
     true
