@@ -19,19 +19,19 @@
 //!    stretch between its neighbours and must be a significant split of that
 //!    stretch; the weakest that is not is dropped, one at a time.
 //!
-//! 4. **Dependence** ([`serial`]): when the residuals around the segments
-//!    are serially correlated (their lag-one autocorrelation is above
-//!    chance), the noise is fitted as white plus AR(1) from its variogram
-//!    within the segments, and every change point's step must reach a `z`
-//!    under that noise's variance (Bonferroni over the positions of its
-//!    stretch); the weakest that does not is dropped, the variogram fitted
-//!    again, until all do. AR(1) noise, a slow wander and short-period
-//!    seasons make a permutation test far too confident.
-//! 5. **Trend** ([`trend`]): every run of two or more change points
+//! 4. **Trend** ([`trend`]): every run of two or more change points
 //!    stepping the same way is a staircase a trend may explain; a
 //!    penalised likelihood between the staircase and a line (plus the
 //!    run's steps that still improve on the line) decides, and the steps
 //!    the line does not need are dropped. A step on top of a trend stays.
+//! 5. **Dependence** ([`serial`]): when the residuals around binary
+//!    segmentation's segments are serially correlated (their lag-one
+//!    autocorrelation is above chance), the noise is fitted as white plus
+//!    AR(1) from its variogram within the segments, and every change
+//!    point's step must reach a `z` under that noise's variance (Bonferroni
+//!    over the positions of its stretch); the weakest that does not is
+//!    dropped, the variogram fitted again, until all do; then step 4 again.
+//!    AR(1) noise makes a permutation test far too confident.
 //!
 //! A history that drifts rather than steps is [`crate::drift`]'s.
 //!
@@ -53,7 +53,7 @@
 //! (Serfling's bound), the others stop as soon as the outcome is settled
 //! (sequential Monte Carlo), and a segment without change stops after a few
 //! permutations. 10,000 points take about 3 ms, 100 points about 0.2 ms;
-//! steps 4 and 5 add a few tenths (docs/BENCHMARKS.md).
+//! steps 4 and 5 add up to 40% on series without change (docs/BENCHMARKS.md).
 
 mod multiscale;
 mod ranks;
@@ -167,14 +167,11 @@ pub fn try_detect(series: &[f64], options: &Options) -> Result<Vec<ChangePoint>,
 /// resolved first, so that a staircase is judged whole, not what the
 /// dependence test leaves of it, and again after it.
 fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<(usize, f64)> {
-    let bounds = |splits: &[(usize, f64)]| {
-        let mut b = vec![0];
-        b.extend(splits.iter().map(|&(at, _)| at));
-        b.push(series.len());
-        b
-    };
-    let dependent = serial::dependent(series, &bounds(&splits));
-    let noise = serial::noise(series, &bounds(&splits));
+    let mut bounds = vec![0];
+    bounds.extend(splits.iter().map(|&(at, _)| at));
+    bounds.push(series.len());
+    let dependent = serial::dependent(series, &bounds);
+    let noise = serial::noise(series, &bounds);
     let resolve = |splits: Vec<(usize, f64)>| -> Vec<(usize, f64)> {
         let kept = trend::resolve(
             series,

@@ -1,38 +1,27 @@
-//! Serially dependent noise and local trends: what keeps a drift from
-//! passing for a step.
+//! Serially dependent noise: what keeps a wander or correlated noise from
+//! passing for steps.
 //!
 //! The permutation test of [`super::significance`] is exact when the values
-//! of a segment are exchangeable. Fleet histories often are not: a host that
-//! ages drifts, a kernel series improves a little with each release, noise
-//! is correlated from one matrix to the next (AR(1)), or wanders (a random
-//! walk), or repeats weekly. Under such noise every ordering is no longer
-//! equally likely, the permutation test is far too confident, and binary
-//! segmentation cuts a smooth curve into a staircase.
+//! of a segment are exchangeable. Fleet histories often are not: noise is
+//! correlated from one matrix to the next (AR(1)), or wanders (a random
+//! walk), or repeats. Under such noise every ordering is no longer equally
+//! likely, the permutation test is far too confident, and binary
+//! segmentation cuts the noise into steps.
 //!
-//! So each change point binary segmentation keeps is checked again, when the
-//! residuals around its segments' means show serial correlation
-//! ([`dependent`]), by a test that allows for both:
-//!
-//! - **Dependence**: the variance of a contrast `Σ wₜ xₜ` whose weights sum
-//!   to zero is `−Σᵢ Σⱼ wᵢ wⱼ γ(|i − j|)` for any noise with stationary
-//!   increments, where `γ(h) = ½ E[(xₜ₊ₕ − xₜ)²]` is the semivariogram
-//!   ([`Variogram`]). White noise has a flat `γ` and gives back the usual
-//!   `σ² (1/a + 1/b)`; AR(1) noise a `γ` that rises to its sill within a few
-//!   lags, and so the long-run variance; a random walk a `γ` that grows
-//!   without bound, and so a variance that grows with the segments' length.
-//!   One formula covers them all, with no model to choose.
-//! - **Trend**: the step is measured in the model `level + slope · t + step`
-//!   over the stretch between its neighbouring change points, the slope
-//!   taken from within the two segments, so a smooth trend across them
-//!   explains no step (a contrast orthogonal to a line). The slope is only
-//!   allowed for when it is itself significant: it costs a step in the
-//!   middle of its stretch half its `z` under white noise, which is too much
-//!   to pay where nothing trends.
+//! So when the residuals around binary segmentation's segments show serial
+//! correlation ([`dependent`]), each change point is checked again: the
+//! variance of a contrast `Σ wₜ xₜ` whose weights sum to zero is
+//! `−Σᵢ Σⱼ wᵢ wⱼ γ(|i − j|)` for any noise with stationary increments, where
+//! `γ(h) = ½ E[(xₜ₊ₕ − xₜ)²]` is the semivariogram ([`Variogram`]). White
+//! noise has a flat `γ` and gives back the usual `σ² (1/a + 1/b)`; AR(1)
+//! noise a `γ` that rises to its sill within a few lags, and so the
+//! long-run variance. A step must reach a Bonferroni `z` over its stretch
+//! under that variance ([`confirm`]).
 //!
 //! The variogram is estimated from lag-`h` differences within the segments
 //! (never across a change point), as the squared MAD about their median:
 //! the median removes a linear trend's constant difference, the MAD is
-//! robust to outliers and to a missed step.
+//! robust to outliers and to a missed step. Trends are [`super::trend`]'s.
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -48,7 +37,7 @@ const MIN_PAIRS: usize = 30;
 
 /// The residuals' lag-one autocorrelation around the means of the segments
 /// `bounds` (`0, …, n`), pairs within a segment only, and how many pairs.
-pub(super) fn lag_one(series: &[f64], bounds: &[usize]) -> (f64, usize) {
+fn lag_one(series: &[f64], bounds: &[usize]) -> (f64, usize) {
     let (mut num, mut den, mut pairs) = (0.0, 0.0, 0usize);
     for w in bounds.windows(2) {
         let part = &series[w[0]..w[1]];
@@ -88,9 +77,9 @@ pub(super) fn dependent(series: &[f64], bounds: &[usize]) -> bool {
 /// rises over half a period).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Variogram {
-    pub white: f64,
-    pub ar: f64,
-    pub phi: f64,
+    white: f64,
+    ar: f64,
+    phi: f64,
 }
 
 /// Largest AR(1) coefficient fitted: beyond, the lags that can be estimated
@@ -107,7 +96,7 @@ impl Variogram {
     /// segments `bounds` (see [`LAGS`]; a lag is used while it has at least
     /// [`MIN_PAIRS`] differences), by least squares over a grid of `φ`
     /// with `white` and `ar` not negative.
-    pub(super) fn estimate(series: &[f64], bounds: &[usize]) -> Variogram {
+    fn estimate(series: &[f64], bounds: &[usize]) -> Variogram {
         let mut points: Vec<(f64, f64)> = Vec::new();
         let mut diffs: Vec<f64> = Vec::new();
         for &h in &LAGS {
@@ -128,7 +117,7 @@ impl Variogram {
     }
 
     /// `γ(h)`.
-    pub(super) fn at(&self, h: usize) -> f64 {
+    fn at(&self, h: usize) -> f64 {
         if h == 0 {
             0.0
         } else {

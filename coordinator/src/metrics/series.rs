@@ -244,15 +244,15 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                     ratio,
                 })
                 .collect();
-            let change_regression =
-                change_regressions
-                    .iter()
-                    .find(|c| c.metric == m.name)
-                    .map(|c| Change {
-                        kernel: c.kernel.clone(),
-                        matrix_id: c.matrix_id.clone(),
-                        ratio: c.ratio,
-                    });
+            // This metric's regression among a cell's (history or drift).
+            let of_metric = |found: &[crate::results::ChangeRegression]| {
+                found.iter().find(|c| c.metric == m.name).map(|c| Change {
+                    kernel: c.kernel.clone(),
+                    matrix_id: c.matrix_id.clone(),
+                    ratio: c.ratio,
+                })
+            };
+            let change_regression = of_metric(&change_regressions);
             let drift_ratio = s
                 .history
                 .iter()
@@ -260,14 +260,7 @@ pub fn samples(cells: &[Cell], summaries: &[CellSummary]) -> Vec<Sample> {
                 .and_then(|h| h.drift.as_ref())
                 .map(|d| d.level_end / d.level_start)
                 .filter(|r| r.is_finite());
-            let drift_regression = drift_regressions
-                .iter()
-                .find(|c| c.metric == m.name)
-                .map(|c| Change {
-                    kernel: c.kernel.clone(),
-                    matrix_id: c.matrix_id.clone(),
-                    ratio: c.ratio,
-                });
+            let drift_regression = of_metric(&drift_regressions);
             out.push(Sample {
                 series: series(cell, &m.name),
                 median: m.median,
