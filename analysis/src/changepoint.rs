@@ -167,9 +167,7 @@ pub fn try_detect(series: &[f64], options: &Options) -> Result<Vec<ChangePoint>,
 /// resolved first, so that a staircase is judged whole, not what the
 /// dependence test leaves of it, and again after it.
 fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<(usize, f64)> {
-    let mut bounds = vec![0];
-    bounds.extend(splits.iter().map(|&(at, _)| at));
-    bounds.push(series.len());
+    let bounds = bounds(series.len(), splits.iter().map(|&(at, _)| at));
     let dependent = serial::dependent(series, &bounds);
     let noise = serial::noise(series, &bounds);
     let resolve = |splits: Vec<(usize, f64)>| -> Vec<(usize, f64)> {
@@ -411,17 +409,10 @@ fn segment_seed(seed: u64, start: usize, end: usize) -> u64 {
 /// The change points at `splits`, with the means of the raw values between
 /// neighbouring change points.
 fn with_means(series: &[f64], splits: &[(usize, f64)]) -> Vec<ChangePoint> {
-    let mut bounds = Vec::with_capacity(splits.len() + 2);
-    bounds.push(0);
-    bounds.extend(splits.iter().map(|&(at, _)| at));
-    bounds.push(series.len());
-    let means: Vec<f64> = bounds
-        .windows(2)
-        .map(|w| {
-            let part = &series[w[0]..w[1]];
-            part.iter().sum::<f64>() / part.len() as f64
-        })
-        .collect();
+    let means = segment_means(
+        series,
+        &bounds(series.len(), splits.iter().map(|&(at, _)| at)),
+    );
     splits
         .iter()
         .enumerate()
@@ -430,6 +421,26 @@ fn with_means(series: &[f64], splits: &[(usize, f64)]) -> Vec<ChangePoint> {
             mean_before: means[i],
             mean_after: means[i + 1],
             p_value,
+        })
+        .collect()
+}
+
+/// The bounds of the segments that change points `at` (in order) cut a
+/// series of `n` values into: `0, at…, n`.
+fn bounds(n: usize, at: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut b = vec![0];
+    b.extend(at);
+    b.push(n);
+    b
+}
+
+/// The mean of each segment between `bounds`.
+fn segment_means(series: &[f64], bounds: &[usize]) -> Vec<f64> {
+    bounds
+        .windows(2)
+        .map(|w| {
+            let part = &series[w[0]..w[1]];
+            part.iter().sum::<f64>() / part.len() as f64
         })
         .collect()
 }

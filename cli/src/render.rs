@@ -123,22 +123,7 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
                 "baseline_n": m.baseline_median.map(|_| m.baseline_n),
                 "findings": m.findings,
             })).collect::<Vec<_>>(),
-            "history": c.history.iter().map(|h| json!({
-                "metric": h.metric,
-                "unit": h.unit,
-                "points": h.points.iter().map(|p| json!({
-                    "matrix_id": p.matrix_id, "t_ms": p.t_ms, "kernel": p.kernel, "value": p.value,
-                })).collect::<Vec<_>>(),
-                "change_points": h.change_points.iter().map(|c| json!({
-                    "index": c.index, "mean_before": c.mean_before,
-                    "mean_after": c.mean_after, "p_value": c.p_value,
-                })).collect::<Vec<_>>(),
-            })).map(|mut v| {
-                if let Some(d) = v["metric"].as_str().and_then(|m| c.history.iter().find(|h| h.metric == m)).and_then(|h| h.drift.as_ref()) {
-                    v["drift"] = drift_json(d);
-                }
-                v
-            }).collect::<Vec<_>>(),
+            "history": c.history.iter().map(history_json).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "results": r.runs.iter().map(|run| {
             let res = run.result.clone().unwrap_or_default();
@@ -165,6 +150,25 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
             })
         }).collect::<Vec<_>>(),
     })
+}
+
+/// A history: its points, change points and, when it drifts, its drift.
+fn history_json(h: &farm_proto::History) -> Value {
+    let mut v = json!({
+        "metric": h.metric,
+        "unit": h.unit,
+        "points": h.points.iter().map(|p| json!({
+            "matrix_id": p.matrix_id, "t_ms": p.t_ms, "kernel": p.kernel, "value": p.value,
+        })).collect::<Vec<_>>(),
+        "change_points": h.change_points.iter().map(|c| json!({
+            "index": c.index, "mean_before": c.mean_before,
+            "mean_after": c.mean_after, "p_value": c.p_value,
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(d) = &h.drift {
+        v["drift"] = drift_json(d);
+    }
+    v
 }
 
 /// A history's drift: its window, slope and interval (in the metric's unit

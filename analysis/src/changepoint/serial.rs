@@ -336,10 +336,7 @@ pub(super) fn confirm(series: &[f64], found: Vec<(usize, f64)>, alpha: f64) -> V
     // some are dropped, the longer segments show more of it. A few rounds
     // settle it.
     for _ in 0..VARIOGRAM_ROUNDS {
-        let mut bounds = vec![0];
-        bounds.extend(kept.iter().map(|&(at, _)| at));
-        bounds.push(n);
-        let v = Variogram::estimate(series, &bounds);
+        let v = Variogram::estimate(series, &super::bounds(n, kept.iter().map(|&(at, _)| at)));
         let before = kept.len();
         kept = drop_weakest(series, kept, &v, alpha);
         if kept.len() == before {

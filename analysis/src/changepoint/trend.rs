@@ -203,14 +203,8 @@ pub(super) fn resolve(series: &[f64], mut at: Vec<usize>, sigma2: f64, alpha: f6
         return at;
     }
     loop {
-        let mut bounds = Vec::with_capacity(at.len() + 2);
-        bounds.push(0);
-        bounds.extend_from_slice(&at);
-        bounds.push(series.len());
-        let means: Vec<f64> = bounds
-            .windows(2)
-            .map(|w| series[w[0]..w[1]].iter().sum::<f64>() / (w[1] - w[0]) as f64)
-            .collect();
+        let bounds = super::bounds(series.len(), at.iter().copied());
+        let means = super::segment_means(series, &bounds);
         let up = |i: usize| means[i + 1] > means[i];
         let mut drop: Vec<usize> = Vec::new();
         let mut first = 0;
