@@ -389,12 +389,15 @@ state = "spread"
         .map(|l| l.as_str().unwrap())
         .collect();
     // "instances 1 and 2 both on NUMA node 0; node 3 idle": which share a
-    // node is the scheduler's choice (instances that move between nodes 0-2
-    // can leave another node without one at home: "nodes 0 and 3 idle");
-    // node 3 idle is isolcpus'.
+    // node, and how many (two "both", three "all"), is the scheduler's
+    // choice (instances that move between nodes 0-2 can leave another node
+    // without one at home: "nodes 0 and 3 idle"); node 3 idle is isolcpus'.
     let crowding: Vec<&&str> = diagnosis
         .iter()
-        .filter(|l| l.contains(" both on NUMA node ") && l.ends_with(" 3 idle"))
+        .filter(|l| {
+            (l.contains(" both on NUMA node ") || l.contains(" all on NUMA node "))
+                && l.ends_with(" 3 idle")
+        })
         .collect();
     let spread = &v["cells"][0];
     eprintln!("{diagnosis:#?}");

@@ -114,6 +114,20 @@ fn seed_001_instances_crowding_a_node() {
         texts(&diagnose(&e)),
         ["instances 3 and 4 both on NUMA node 3; node 1 idle"]
     );
+    // Three on one node (as a 4-node guest with `isolcpus=3` showed).
+    let three = Placement {
+        nodes: spread.nodes.clone(),
+        instances: instances(&[1, 1, 1, 2]),
+    };
+    let e = Evidence {
+        baseline: Some(spread.clone()),
+        candidate: Some(three),
+        ..Default::default()
+    };
+    assert_eq!(
+        texts(&diagnose(&e)),
+        ["instances 1, 2 and 3 all on NUMA node 1; nodes 0 and 3 idle"]
+    );
     // The same crowding in the baseline explains nothing.
     let e = Evidence {
         baseline: Some(crowded.clone()),
