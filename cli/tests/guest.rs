@@ -200,6 +200,68 @@ memory_mib = 1024
     assert_eq!(t["changes"], serde_json::json!([]), "{t}");
 }
 
+/// What a guest counts, against what is known: four threads spinning for
+/// 2 s on 2 vCPUs keep both CPUs busy (4 CPU-s on the task clock, counted
+/// by the in-guest sampler's perf counters) while two of them always wait
+/// (4 s of runqueue wait, from the runqueues' `run_delay`: the sweeps'
+/// per-thread readings of a run this short would see a fraction).
+#[test]
+fn a_guests_counters_and_runqueue_wait_match_four_threads_on_two_cpus() {
+    let _g = serial();
+    let farm = guest_farm();
+    let file = farm.write(
+        "truth.toml",
+        r#"
+name = "truth"
+timeout_s = 120
+kernels = ["debian:6.1.0-57-cloud-amd64"]
+
+[[workloads]]
+name = "cpu-hog"
+params = { threads = 4, seconds = 2 }
+
+[guest]
+cpus = 2
+numa_nodes = 1
+"#,
+    );
+    let id = farm.submit(&file);
+    wait_for(Duration::from_secs(300), "the matrix to finish", || {
+        farm.results(&id)["state"] == "done"
+    });
+    let v = farm.results(&id);
+    let r = &v["results"][0];
+    assert_eq!(r["ok"], true, "{r}");
+    let m = &r["metrics"];
+    let get = |name: &str| {
+        m[name]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {name} in {m}"))
+    };
+    eprintln!("{m:#}");
+    // Both CPUs busy for the 2 s, and the wait of the two that do not run.
+    let clock = get("task_clock_s");
+    assert!((3.6..4.4).contains(&clock), "task clock {clock} s");
+    let wait = get("runqueue_wait_s");
+    assert!((3.4..4.6).contains(&wait), "runqueue wait {wait} s");
+    let cpus = get("cpus_utilised");
+    assert!((1.7..2.05).contains(&cpus), "CPUs utilised {cpus}");
+    // The counters' own figures, not the guest-wide or sampled ones: four
+    // threads sharing two CPUs are switched at every slice (EEVDF or CFS,
+    // some hundreds a second), and the user and system time of `times`
+    // agree with the task clock.
+    let switches = get("context_switches");
+    assert!(switches >= 400.0, "{switches} context switches");
+    let cpu_s = get("user_s") + get("sys_s");
+    assert!(
+        (clock - cpu_s).abs() < 0.15 * clock,
+        "times {cpu_s} s, task clock {clock} s"
+    );
+    assert!(m["cpu_migrations"].is_number(), "{m}");
+    assert!(m["page_faults"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(qemus().is_empty(), "{:?}", qemus());
+}
+
 /// A kernel image of the agent's own (`file:`, from its --kernel-dir) boots
 /// like a Debian one; one outside that directory is never read.
 #[test]

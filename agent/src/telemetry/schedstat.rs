@@ -17,6 +17,14 @@
 //! - 17 (6.14 on): the domain's name after `domain<N>`, and four imbalance
 //!   counters (load, util, task, misfit) in place of one: 11 per idle type.
 //!
+//! Each `cpu<N>` line (every version) ends in three counters of the CPU's
+//! runqueue since boot: its tasks' time on it, their time waiting on it
+//! (`run_delay`, ns) and the timeslices it gave. Their deltas summed over
+//! the CPUs are the runqueue wait of everything that ran ([`Runqueue`]):
+//! inside a guest, which runs the workload alone, the run's total, exited
+//! threads included, where per-thread readings count only the threads a
+//! sweep saw and only up to their last sweep.
+//!
 //! Pure; fixtures captured from Debian's 6.1 (v15) and 6.12 (v16) kernels in
 //! 2-node guests.
 
@@ -96,10 +104,35 @@ impl Domain {
 
 /// One reading: per CPU, its levels in order (level 0 first), each with
 /// the name the line gave (version 17) or none.
+/// One CPU's runqueue counters since boot (its `cpu<N>` line's last two).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Runqueue {
+    /// Time tasks spent runnable on it, waiting (`run_delay`), in ns.
+    pub wait_ns: u64,
+    /// Timeslices given (`pcount`).
+    pub timeslices: u64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchedStat {
     pub version: u32,
     pub cpus: BTreeMap<u32, Vec<(Option<String>, Domain)>>,
+    pub runqueues: BTreeMap<u32, Runqueue>,
+}
+
+/// What every task waited on the runqueues between two readings, in
+/// seconds, over the CPUs both have (a CPU brought online between them
+/// counts from 0; one offline at either end is left out).
+pub fn wait_s(before: &SchedStat, after: &SchedStat) -> f64 {
+    after
+        .runqueues
+        .iter()
+        .map(|(cpu, a)| {
+            let b = before.runqueues.get(cpu).copied().unwrap_or_default();
+            a.wait_ns.saturating_sub(b.wait_ns)
+        })
+        .sum::<u64>() as f64
+        / 1e9
 }
 
 pub fn parse(text: &str) -> Result<SchedStat> {
@@ -124,6 +157,23 @@ pub fn parse(text: &str) -> Result<SchedStat> {
             if out.cpus.insert(c, Vec::new()).is_some() {
                 return Err(bad("a CPU twice"));
             }
+            // yld_count, a legacy 0, schedule() calls, of them going idle,
+            // try_to_wake_up() calls, of them local, then the three.
+            let nums: Vec<u64> = f[1..]
+                .iter()
+                .map(|v| v.parse::<u64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad("a counter that is not a number"))?;
+            if nums.len() != 9 {
+                return Err(bad("not the 9 counters of a cpu line"));
+            }
+            out.runqueues.insert(
+                c,
+                Runqueue {
+                    wait_ns: nums[7],
+                    timeslices: nums[8],
+                },
+            );
             cpu = Some(c);
         } else if let Some(level) = head.strip_prefix("domain") {
             if out.version == 0 {
@@ -321,15 +371,23 @@ mod tests {
                 "line 1: a version this parser does not know",
             ),
             (
-                "version 15\ncpu0 1\ndomain0 3 1 2\n",
+                "version 15\ncpu0 0 0 5 2 3 2 1 2 3\ndomain0 3 1 2\n",
                 "line 3: not the counters of its version",
+            ),
+            (
+                "version 15\ncpu0 1\n",
+                "line 2: not the 9 counters of a cpu line: \"cpu0 1\"",
+            ),
+            (
+                "version 15\ncpu0 0 0 5 2 3 2 1 -2 3\n",
+                "line 2: a counter that is not a number",
             ),
             (
                 "version 15\ndomain0 3\n",
                 "line 2: a domain before any cpu line",
             ),
             (
-                "version 15\ncpu0 1\ndomain1 3\n",
+                "version 15\ncpu0 0 0 5 2 3 2 1 2 3\ndomain1 3\n",
                 "line 3: domain levels out of order",
             ),
             ("version 15\nbogus\n", "line 2: unknown line"),
@@ -338,6 +396,37 @@ mod tests {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(why), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn the_runqueues_wait_is_the_cpus_run_delay_summed() {
+        let a = parse(V15).unwrap();
+        assert_eq!(
+            a.runqueues[&0],
+            Runqueue {
+                wait_ns: 250_261_476,
+                timeslices: 471
+            }
+        );
+        assert_eq!(a.runqueues.len(), 4);
+        // cpu0 waited 1.5 s more, cpu3 went offline, cpu4 came online
+        // having waited 0.25 s.
+        let later = V15.replacen(
+            "cpu0 0 0 5 2 3 2 1486550248 250261476 471",
+            "cpu0 0 0 9 2 3 2 1486550248 1750261476 480",
+            1,
+        );
+        let mut after = parse(&later).unwrap();
+        after.runqueues.remove(&3);
+        after.runqueues.insert(
+            4,
+            Runqueue {
+                wait_ns: 250_000_000,
+                timeslices: 2,
+            },
+        );
+        assert_eq!(wait_s(&a, &after), 1.75);
+        assert_eq!(wait_s(&a, &a), 0.0);
     }
 
     #[test]

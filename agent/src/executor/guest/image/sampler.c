@@ -14,29 +14,50 @@
  *                         reads: the rest is a quarter of the bytes
  *   mig /proc/P/task/T/sched:se.nr_migrations : N
  *                         that thread's sched, every tenth sweep (the
- *                         counter is cumulative; the file the dearest)
+ *                         counter is cumulative; the file the dearest),
+ *                         only where the perf counters could not be opened
+ *   counts <task_clock_ns> <context_switches> <cpu_migrations> <page_faults>
+ *                         with --go, when it stops: the workload's perf
+ *                         counters, every process and thread it started
+ *                         included (as `perf stat` counts on hosts)
  *   rq /proc/P/task/T/schedstat:<run> <wait> <slices>
  *   cpu <line>            each cpu line of /proc/stat
  *   sampler <u> 0m0.000s 0m0.000s 0m0.000s
  *                         its own CPU time when it stops, in `times`' form
  *
  * Only the workload's session is read; a process of another session is
- * remembered and never read again. Each thread's stat and schedstat stay
+ * remembered and never read again (those of session 0, the kernel's
+ * threads, are found before the workload starts and its cost counts). Each thread's stat and schedstat stay
  * open and are re-read with pread (one system call where open, read and
  * close are three; under TCG each counts); past the descriptor limit a
- * thread's files are opened and closed per sweep instead. Like the host's
- * sampler it keeps to a budget of 0.4% of the workload's CPU time by
- * spacing its sweeps (never closer than --interval-ms, never further than
- * 2 s, as on hosts, for the first 20 s; 4 s after that: an emulated s390x
- * guest's sweep costs some three times an x86_64 one's, and at 2 s a 31-s
- * s390x run cost 0.54%, while a 4-s cap from the start left a 3-s run two
- * sweeps and lost most of its runqueue wait). It starts before the workload, reads the session id from
+ * thread's files are opened and closed per sweep instead.
+ *
+ * Like the host's sampler it keeps to a budget of 0.4% of the workload's
+ * CPU time, here over the whole run: a sweep comes when what the sampler
+ * has spent, with that sweep at the last one's cost (the first one's
+ * foretold from the prescan), is within 0.4% of the guest's busy CPU time
+ * since the start; never closer than --interval-ms, and never further
+ * than 2 s, as on hosts, for the first 20 s, 4 s after that (an emulated
+ * s390x guest's sweep costs some three times an x86_64 one's), whatever
+ * the budget says. A budget per sweep instead (each sweep's cost against
+ * what the workload used since the one before) let the first sweeps, which
+ * open every thread's files (under TCG 0.5 ms a thread), cost 0.9-1.3% of
+ * runs of a second. Such a run now has one sweep or none; its totals do
+ * not depend on sweeps (the counters, and the runqueues' wait, which the
+ * host takes from /proc/schedstat). It starts before the workload, reads the session id from
  * --session-from (a FIFO the runner writes once the workload started), and
- * counts its cost from then. It stops at the sweep after --stop's file
- * appears (SIGUSR1 cuts its sleep short). A file that vanishes meanwhile (a thread that exited) is skipped.
+ * counts its cost from then. It stops when --stop's file appears
+ * (SIGUSR1 cuts its sleep short), after one more sweep only if there has
+ * been none. A file that vanishes meanwhile
+ * (a thread that exited) is skipped.
+ * With --go PATH (a FIFO), the session's leader is the runner's wrapper,
+ * waiting on PATH: the sampler opens the perf counters on it and writes a
+ * line there, and the wrapper execs the workload.
  * --root DIR reads DIR/proc instead of /proc (the host's tests).
  */
 #define _GNU_SOURCE
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -309,14 +330,14 @@ static size_t through_processor(const char *stat, size_t n)
 	return n;
 }
 
-/* This process's CPU time (it has one thread), ns on a CPU. */
+/* This process's CPU time, ns: one system call (its schedstat took three
+ * and a file's formatting, at every sweep). */
 static unsigned long long own_cpu(void)
 {
-	char path[4096], text[128];
-	snprintf(path, sizeof path, "%s/proc/self/schedstat", root);
-	if (slurp(path, text, sizeof text) <= 0)
+	struct timespec t;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t))
 		return 0;
-	return strtoull(text, NULL, 10);
+	return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
 }
 
 static double now_s(void)
@@ -367,17 +388,70 @@ struct sweeper {
 	struct set others, ours;
 	struct handles kept;
 	unsigned long long sweeps;
+	/* Whether sweeps read migrations from `sched` (no perf counters). */
+	int migrations;
 	unsigned *pids, *tids;
 	size_t pids_cap, tids_cap;
 };
 
-/* One sweep's lines into out; the session's CPU time so far (ns). */
-static unsigned long long sweep(struct sweeper *s, const char *up, long session, struct buf *out)
+/* Before the cost counts (the workload has not started yet): every
+ * process of session 0 is remembered as not the workload's, so that the
+ * first sweep does not read them. In a guest they are most of its
+ * processes: the kernel's threads (and an init that never called setsid).
+ * Only session 0 can be judged this early: the workload's process may
+ * already be forked but not yet in its own session. Returns what reading
+ * a file cost (s), from which the first sweep's cost is foretold. */
+static double prescan(struct sweeper *s)
+{
+	static char text[4096];
+	char path[4096];
+	unsigned long long t0 = own_cpu();
+	snprintf(path, sizeof path, "%s/proc", root);
+	size_t npids = numbered(path, &s->pids, &s->pids_cap);
+	for (size_t i = 0; i < npids; i++) {
+		snprintf(path, sizeof path, "%s/proc/%u/stat", root, s->pids[i]);
+		if (slurp(path, text, sizeof text) > 0 && session_of(text) == 0)
+			set_add(&s->others, s->pids[i]);
+	}
+	return npids ? (double)(own_cpu() - t0) / 1e9 / (double)npids : 0;
+}
+
+/* The guest's busy CPU time so far, in seconds: its online CPUs' time
+ * since boot less their idle time (/proc/uptime's two fields: one small
+ * file, where /proc/stat formats every interrupt); -1 if it does not read. */
+static double busy_s(void)
+{
+	char path[4096], text[128];
+	snprintf(path, sizeof path, "%s/proc/uptime", root);
+	if (slurp(path, text, sizeof text) <= 0)
+		return -1;
+	char *end;
+	double up = strtod(text, &end), idle = strtod(end, NULL);
+	return (double)sysconf(_SC_NPROCESSORS_ONLN) * up - idle;
+}
+
+/* The threads a first sweep would read, foretold without reading them
+ * all: the processes not known to be another session's (the workload's
+ * processes, and the runner's few), one thread each but the leader, with
+ * the threads its stat counts. */
+static double threads_ahead(struct sweeper *s, long session)
+{
+	char path[4096], text[4096];
+	snprintf(path, sizeof path, "%s/proc", root);
+	size_t npids = numbered(path, &s->pids, &s->pids_cap), unknown = 0;
+	for (size_t i = 0; i < npids; i++)
+		unknown += !set_has(&s->others, s->pids[i]);
+	snprintf(path, sizeof path, "%s/proc/%ld/stat", root, session);
+	long leader = slurp(path, text, sizeof text) > 0 ? num_threads(text) : 0;
+	return (double)unknown + (double)(leader > 1 ? leader - 1 : 0);
+}
+
+/* One sweep's lines into out. */
+static void sweep(struct sweeper *s, const char *up, long session, struct buf *out)
 {
 	static char text[1 << 16];
 	char path[4096];
-	unsigned long long run_ns = 0;
-	int migrations_now = s->sweeps % MIGRATIONS_EVERY == 0;
+	int migrations_now = s->migrations && s->sweeps % MIGRATIONS_EVERY == 0;
 	s->sweeps++;
 	printf_(out, "sample %s\n", up);
 	snprintf(path, sizeof path, "%s/proc", root);
@@ -453,7 +527,6 @@ static unsigned long long sweep(struct sweeper *s, const char *up, long session,
 			snprintf(path, sizeof path, "%s/proc/%u/task/%u/schedstat", root, pid, tid);
 			n = read_kept(&h->schedstat, path, text, sizeof text);
 			if (n > 0) {
-				run_ns += strtoull(text, NULL, 10);
 				while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
 					n--;
 				printf_(out, "rq /proc/%u/task/%u/schedstat:%.*s\n", pid, tid, (int)n, text);
@@ -495,7 +568,6 @@ static unsigned long long sweep(struct sweeper *s, const char *up, long session,
 			l = nl + 1;
 		}
 	}
-	return run_ns;
 }
 
 static int write_all(const char *p, size_t n)
@@ -512,18 +584,66 @@ static int write_all(const char *p, size_t n)
 	return 0;
 }
 
+/* The workload's perf counters, as `perf stat` opens them on a command it
+ * starts: on the session leader while it waits (the runner's wrapper, on
+ * --go), inherited by every process and thread it starts, enabled at its
+ * exec. In the order of the `counts` line. */
+static const unsigned long long COUNTED[] = {
+	PERF_COUNT_SW_TASK_CLOCK,
+	PERF_COUNT_SW_CONTEXT_SWITCHES,
+	PERF_COUNT_SW_CPU_MIGRATIONS,
+	PERF_COUNT_SW_PAGE_FAULTS,
+};
+#define NCOUNTED (sizeof COUNTED / sizeof COUNTED[0])
+
+/* Opens the counters on pid; 0, or -1 with none open (a kernel without
+ * perf events: the sweeps then read migrations from `sched`). */
+static int open_counters(long pid, int fds[NCOUNTED])
+{
+	for (size_t i = 0; i < NCOUNTED; i++) {
+		struct perf_event_attr a;
+		memset(&a, 0, sizeof a);
+		a.size = sizeof a;
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = COUNTED[i];
+		a.disabled = 1;
+		a.inherit = 1;
+		a.enable_on_exec = 1;
+		fds[i] = (int)syscall(SYS_perf_event_open, &a, (pid_t)pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fds[i] < 0) {
+			fprintf(stderr, "farm-sample: perf_event_open: %s\n", strerror(errno));
+			while (i-- > 0)
+				close(fds[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Lets the waiting workload exec: one line into the --go FIFO. */
+static void release(const char *go)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s%s", root, go);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "go\n", 3) != 3)
+		fprintf(stderr, "farm-sample: %s: %s\n", go, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 static void usage(const char *why)
 {
 	fprintf(stderr,
 		"farm-sample: %s\nusage: farm-sample (--session ID | --session-from PATH) "
-		"--interval-ms N --stop PATH [--root DIR]\n",
+		"--interval-ms N --stop PATH [--go PATH] [--root DIR]\n",
 		why);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *session_from = NULL, *stop = NULL;
+	const char *session_from = NULL, *stop = NULL, *go = NULL;
 	long session = -1, interval_ms = -1;
 	/* The runner starts it with SIGUSR1 ignored, so that a wake-up sent
 	 * before this point is lost rather than fatal (the stop file is what
@@ -548,6 +668,8 @@ int main(int argc, char **argv)
 			interval_ms = strtol(v, &end, 10);
 			if (*end || interval_ms < MIN_INTERVAL_MS || interval_ms > MAX_INTERVAL_MS)
 				usage("--interval-ms: not a number from 10 to 10000");
+		} else if (!strcmp(a, "--go")) {
+			go = v;
 		} else if (!strcmp(a, "--stop")) {
 			stop = v;
 		} else if (!strcmp(a, "--root")) {
@@ -559,9 +681,12 @@ int main(int argc, char **argv)
 	}
 	if ((session < 0) == !session_from || interval_ms < 0 || !stop)
 		usage("missing option");
-	if ((session_from && session_from[0] != '/') || stop[0] != '/')
-		usage("--session-from and --stop take absolute paths");
+	if ((session_from && session_from[0] != '/') || stop[0] != '/' || (go && go[0] != '/'))
+		usage("--session-from, --stop and --go take absolute paths");
 	char path[4096], text[MAX_SESSION_TEXT + 1];
+	struct sweeper s;
+	memset(&s, 0, sizeof s);
+	double per_file = prescan(&s);
 	if (session_from) {
 		snprintf(path, sizeof path, "%s%s", root, session_from);
 		ssize_t n = slurp(path, text, sizeof text);
@@ -569,21 +694,65 @@ int main(int argc, char **argv)
 		session = n > 0 ? strtol(text, &end, 10) : -1;
 		if (n <= 0 || (*end && *end != '\n') || session <= 0) {
 			fprintf(stderr, "farm-sample: %s: not a session id\n", session_from);
+			if (go)
+				release(go);
 			return 1;
 		}
 	}
+	/* Before the workload runs: it waits on --go. */
+	int counters[NCOUNTED];
+	int counting = go && open_counters(session, counters) == 0;
+	double busy0 = busy_s();
+	if (go)
+		release(go);
+	/* With the counters, migrations are counted exactly, and no sweep
+	 * reads `sched` (1.5 ms a thread under TCG: six times stat and
+	 * schedstat together). */
+	s.migrations = !counting;
 	char stop_path[4096];
 	snprintf(stop_path, sizeof stop_path, "%s%s", root, stop);
 	/* The cost counts from here: starting came before the workload. */
 	unsigned long long started = own_cpu();
-	struct sweeper s;
-	memset(&s, 0, sizeof s);
 	struct buf out = {NULL, 0, 0};
-	double interval = (double)interval_ms / 1000, next = now_s(), started_t = next;
-	unsigned long long last_cs = 0, last_run = 0, last_cpu = 0;
-	int have_cs = 0, have_last = 0;
-	double last_t = 0;
+	double started_t = now_s(), lo = (double)interval_ms / 1000;
+	double last_sweep_t = started_t, last_cost = -1, last_busy = busy0, last_t = started_t;
+	unsigned long long last_cs = 0;
+	int have_cs = 0;
+	/* The first sweep one interval after the start at the earliest: the
+	 * workload's threads are not there yet at its start. */
+	sleep_s(lo);
 	for (;;) {
+		/* Stopped after the workload ended: its threads are gone, and
+		 * a sweep would cost without finding any (unless none came yet). */
+		int stopping = access(stop_path, F_OK) == 0;
+		if (have_cs && stopping)
+			break;
+		/* The budget, over the whole run: a sweep comes when what the
+		 * sampler has spent, with the sweep at the last one's cost, is
+		 * within BUDGET of the guest's busy CPU time since the start (in
+		 * a guest, the workload's, its exited threads included); until
+		 * then it waits for the workload to earn it at its current rate.
+		 * Not past the cap, whatever it costs (an idle workload earns
+		 * little). The first sweep's cost is foretold from the prescan:
+		 * two files for each thread it would read. */
+		double t = now_s();
+		double cap = (t - started_t > LONG_RUN_S ? LONG_RUN_MAX_STRETCH_MS : MAX_STRETCH_MS) / 1000.0;
+		double busy = busy_s();
+		if (!stopping && busy >= 0 && busy0 >= 0 && t - last_sweep_t < cap) {
+			double predicted = last_cost >= 0 ? last_cost : per_file * 2 * threads_ahead(&s, session);
+			unsigned long long cpu = own_cpu();
+			double spent = (double)(cpu > started ? cpu - started : 0) / 1e9;
+			double owed = spent + predicted - BUDGET * (busy - busy0);
+			if (owed > 0) {
+				double rate = (busy - last_busy) / (t - last_t > 1e-9 ? t - last_t : 1e-9);
+				last_busy = busy;
+				last_t = t;
+				double wait = owed / (BUDGET * (rate > 1e-3 ? rate : 1e-3));
+				double left = cap - (t - last_sweep_t);
+				sleep_s(wait < lo ? lo : wait > left ? left : wait);
+				continue;
+			}
+		}
 		/* Every sweep is stamped with a later uptime than the one before
 		 * (the host refuses one that does not advance); /proc/uptime counts
 		 * in 10 ms, and a starved sampler sweeps again at once. */
@@ -600,41 +769,27 @@ int main(int argc, char **argv)
 		have_cs = 1;
 		last_cs = cs;
 		out.len = 0;
-		unsigned long long run_ns = sweep(&s, up, session, &out);
+		unsigned long long before = own_cpu();
+		sweep(&s, up, session, &out);
 		if (write_all(out.p, out.len))
 			return 1;
+		unsigned long long after = own_cpu();
+		last_cost = (double)(after > before ? after - before : 0) / 1e9;
+		last_sweep_t = now_s();
 		if (access(stop_path, F_OK) == 0)
 			break;
-		/* The budget: this sweep's cost against what the workload used
-		 * since the last one sets how long until the next. */
-		unsigned long long cpu = own_cpu();
-		double t = now_s();
-		/* Not after the first sweep, which opens every thread's files
-		 * (the dearest) and would stretch a short run's interval past
-		 * its end: a run of under a second would then have one sweep,
-		 * and no waits to show. */
-		if (have_last) {
-			double cost = (double)(cpu > last_cpu ? cpu - last_cpu : 0) / 1e9;
-			double rate = (double)(run_ns > last_run ? run_ns - last_run : 0) / 1e9 /
-				      (t - last_t > 1e-9 ? t - last_t : 1e-9);
-			double wanted = cost / (BUDGET * (rate > 1e-3 ? rate : 1e-3));
-			double lo = (double)interval_ms / 1000;
-			double cap = (t - started_t > LONG_RUN_S ? LONG_RUN_MAX_STRETCH_MS : MAX_STRETCH_MS) / 1000.0;
-			double hi = cap > lo ? cap : lo;
-			interval = wanted < lo ? lo : wanted > hi ? hi : wanted;
-		}
-		have_last = 1;
-		last_run = run_ns;
-		last_cpu = cpu;
-		last_t = t;
-		/* After a stall, from now on rather than a burst of catching up. */
-		next += interval;
-		if (next < now_s())
-			next = now_s();
-		sleep_s(next - now_s());
+		sleep_s(lo);
 	}
 	unsigned long long ms = (own_cpu() - started) / 1000000;
 	out.len = 0;
+	if (counting) {
+		unsigned long long v[NCOUNTED];
+		for (size_t i = 0; i < NCOUNTED; i++)
+			if (read(counters[i], &v[i], sizeof v[i]) != (ssize_t)sizeof v[i])
+				counting = 0;
+		if (counting)
+			printf_(&out, "counts %llu %llu %llu %llu\n", v[0], v[1], v[2], v[3]);
+	}
 	printf_(&out, "sampler %llum%llu.%03llus 0m0.000s 0m0.000s 0m0.000s\n", ms / 60000,
 		ms / 1000 % 60, ms % 1000);
 	return write_all(out.p, out.len) ? 1 : 0;

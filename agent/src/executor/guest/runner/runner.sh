@@ -127,19 +127,21 @@ send() {
 # now, so that its start-up is paid before the workload, and waits on a
 # FIFO for the session; SIGUSR1 wakes it to stop, and is ignored until it
 # has set its handler.
-mkfifo /tmp/sid
-(trap '' USR1; exec /bin/farm-sample --session-from /tmp/sid --interval-ms 100 --stop /tmp/stop) >&3 &
+# The workload's wrapper (its session's leader) waits on /tmp/go until the
+# sampler has opened the perf counters on it, which its exec enables and
+# everything it starts inherits (30 s at most: a sampler that died leaves
+# the run without counters, not stuck); it takes the start time then.
+mkfifo /tmp/sid /tmp/go
+(trap '' USR1; exec /bin/farm-sample --session-from /tmp/sid --go /tmp/go --interval-ms 100 --stop /tmp/stop) >&3 &
 spid=$!
 # The workload does not get the channel (3>&-): it could write report
 # lines, and would hold the port open past poweroff.
 snap before
 r "begin"
 read t0 x < /proc/uptime
-if [ -n "$cg" ]; then
-  setsid sh -c 'echo $$ > /sys/fs/cgroup/farm/cgroup.procs && exec "$@"' farm-job "$@" > /tmp/out 2> /tmp/err 3>&- &
-else
-  setsid "$@" > /tmp/out 2> /tmp/err 3>&- &
-fi
+# The job's words are the wrapper's arguments, never part of its script.
+[ -n "$cg" ] && join='echo $$ > /sys/fs/cgroup/farm/cgroup.procs || exit 1;' || join=
+setsid sh -c "$join"'exec 4<>/tmp/go; read -t 30 x <&4; exec 4<&-; read t0 x < /proc/uptime; echo $t0 > /tmp/t0; exec "$@"' farm-job "$@" > /tmp/out 2> /tmp/err 3>&- &
 pid=$!
 r "session $pid"
 # In the background: a sampler that died would never open the FIFO.
@@ -150,6 +152,8 @@ renice -n -5 -p $spid > /dev/null 2>&1
 wait $pid
 rc=$?
 read t1 x < /proc/uptime
+# From the wrapper's release (a wrapper that failed before it: from here).
+[ -s /tmp/t0 ] && read t0 < /tmp/t0
 snap after
 touch /tmp/stop
 kill -USR1 $spid 2>/dev/null

@@ -14,6 +14,7 @@
 //! | `session <sid>` | the workload's session: it runs under `setsid`, its pid is its sid |
 //! | `sample <uptime>` | starts a sweep at `/proc/uptime`'s first field (`12.34`) |
 //! | `task <line>` | a `/proc/PID/task/TID/stat` line (cut after field 39), a thread of the workload's session |
+//! | `counts <task clock ns> <ctxt> <migrations> <faults>` | the sampler's perf counters on the workload and all it started, when it stops |
 //! | `sampler <u> <s> <cu> <cs>` | the sampler's own CPU time when it stops, in `times`' form (itself, then its children: none) |
 //! | `mig <path>:se.nr_migrations : N` | that thread's `sched`, every tenth sweep: a task's migrations so far |
 //! | `rq <path>:<run> <wait> <slices>` | a task's `/proc/PID/task/TID/schedstat`: time on a CPU and waiting for one (ns), timeslices |
@@ -38,12 +39,13 @@
 //! What the host sampler measures and the guest measures otherwise:
 //! - the sampling cost: the sampler's own CPU time is `Collected::cost`,
 //!   and `telemetry_overhead_pct` is that against the workload's CPU time;
-//! - perf's counts (`task_clock_s`, `page_faults`): the workload's
-//!   `context_switches` are replaced by the guest-wide `ctxt` delta, its CPU
-//!   time by `times` (and `cpus_utilised` by CPU time over wall time), and
-//!   `cpu_migrations` by the sum over the workload's threads of the last
-//!   `se.nr_migrations` each showed in a sweep (CONFIG_SCHED_DEBUG): a lower
-//!   bound, missing what a thread did after its last sweep;
+//! - perf's counts come from the sampler's counters (`counts`), as on
+//!   hosts. Without them (a kernel without perf events) `context_switches`
+//!   is the guest-wide `ctxt` delta, CPU time is `times`' and
+//!   `cpu_migrations` the sum over the workload's threads of the last
+//!   `se.nr_migrations` each showed in a sweep: a lower bound;
+//! - `runqueue_wait_s` is the runqueues' (`schedstat`'s cpu lines), every
+//!   task in the guest; the sweeps give its percentiles;
 //! - processes: a task stat line has no tgid, so the threads of a workload
 //!   of several processes cannot be told apart by process. Instances are
 //!   numbered as the sampler numbers those of a single-process workload:
@@ -58,6 +60,7 @@ use farm_proto::{Metric, NumaNode, Telemetry};
 
 use crate::capabilities::parse_cpu_list;
 use crate::telemetry::interrupts;
+use crate::telemetry::perf::Counts;
 use crate::telemetry::placement::{NodeMap, Sample};
 use crate::telemetry::procstat::{CpuTimes, ProcStat};
 use crate::telemetry::report::{self, known};
@@ -186,6 +189,7 @@ pub struct Observed {
     session: Option<u32>,
     /// The sampler's own CPU time, in ms.
     sampler_ms: Option<u64>,
+    counts: Option<Counts>,
     sweeps: Vec<Sweep>,
     skipped_tasks: usize,
 }
@@ -212,6 +216,7 @@ impl Observed {
             "mig" => self.mig(rest),
             "rq" => self.rq(rest),
             "sampler" => self.sampler(rest),
+            "counts" => self.counts(rest),
             "cpu" => self.cpu(rest),
             _ => return Ok(false),
         };
@@ -368,6 +373,28 @@ impl Observed {
         Ok(())
     }
 
+    /// `counts <task clock ns> <context switches> <migrations> <faults>`.
+    fn counts(&mut self, rest: &str) -> Result<(), Reason> {
+        if self.counts.is_some() {
+            return Err(Reason::SecondCounts);
+        }
+        let v: Vec<u64> = rest
+            .split(' ')
+            .map(number)
+            .collect::<Option<_>>()
+            .ok_or(Reason::CountsShape)?;
+        let [task_clock_ns, context_switches, cpu_migrations, page_faults] = v[..] else {
+            return Err(Reason::CountsShape);
+        };
+        self.counts = Some(Counts {
+            task_clock_ns,
+            context_switches,
+            cpu_migrations,
+            page_faults,
+        });
+        Ok(())
+    }
+
     /// `/proc/<pid>/task/<tid>/sched:se.nr_migrations   :   <n>`.
     fn mig(&mut self, rest: &str) -> Result<(), Reason> {
         let sweep = self.sweep()?;
@@ -492,7 +519,6 @@ impl Observed {
         }
         out.waits.finish();
         out.threads_read = out.threads_seen;
-        out.cost = Duration::from_millis(self.sampler_ms.unwrap_or(0));
         out.interval = Duration::from_millis(median_spacing(sweeps));
         Ok(out)
     }
@@ -563,7 +589,8 @@ pub fn build(
             Some(interrupts::delta(&before, &after).map_err(|e| BuildError::Irq(Box::new(e)))?)
         }
     };
-    let collected = obs.collected()?;
+    let mut collected = obs.collected()?;
+    collected.cost = Duration::from_millis(obs.sampler_ms.unwrap_or(0));
     let map = if obs.nodes.is_empty() {
         NodeMap::single(online)
     } else {
@@ -571,7 +598,7 @@ pub fn build(
     };
     let (mut metrics, telemetry) = report::build(&report::Inputs {
         wall,
-        counts: None,
+        counts: obs.counts,
         irqs: irqs.as_deref().unwrap_or_default(),
         collected: &collected,
         map: &map,
@@ -596,26 +623,38 @@ pub fn build(
         let (user, sys) = (spent("user", user0, user1)?, spent("system", sys0, sys1)?);
         metrics.push(known(metric::USER_S, user));
         metrics.push(known(metric::SYS_S, sys));
-        // As the host: what sampling cost against the CPU time it watched.
+        // Without counts: as the host, but against `times`' CPU time.
         if let Some(ms) = obs.sampler_ms
             && user + sys > 0.0
+            && obs.counts.is_none()
         {
             let pct = ms as f64 / 1000.0 / (user + sys) * 100.0;
             metrics.push(known(metric::TELEMETRY_OVERHEAD_PCT, pct));
         }
-        if wall_s > 0.0 {
+        if wall_s > 0.0 && obs.counts.is_none() {
             metrics.push(known(metric::CPUS_UTILISED, (user + sys) / wall_s));
         }
     }
     // Sampled (see the module's doc): a lower bound on perf's count.
-    if let Some(n) = obs.migrations() {
+    if let Some(n) = obs.migrations()
+        && obs.counts.is_none()
+    {
         metrics.push(known(metric::CPU_MIGRATIONS, n as f64));
     }
     // Per sched-domain level, named as the guest's domains after its state.
-    metrics.extend(obs.balancing.metrics(domains)?);
+    let (balancing, wait_s) = obs.balancing.metrics(domains)?;
+    metrics.extend(balancing);
+    // The whole run's wait, from the runqueues: the sweeps' sum counts only
+    // the threads they saw, up to their last sweep (0.01 s of a 0.7-s
+    // hackbench that waited seconds). The guest runs the workload alone;
+    // the sampler's and kernel threads' waits are in it too.
+    if let Some(w) = wait_s {
+        metrics.retain(|m| m.name != metric::RUNQUEUE_WAIT_S.name);
+        metrics.push(known(metric::RUNQUEUE_WAIT_S, w));
+    }
     // Guest-wide, where perf counts the workload's own: the guest runs little
     // else (the runner and its sweeps, kernel threads).
-    if let Some((&b, &a)) = ctxt {
+    if let Some((&b, &a)) = ctxt.filter(|_| obs.counts.is_none()) {
         let n = a.checked_sub(b).ok_or(BuildError::CtxtBackwards {
             before: b,
             after: a,

@@ -76,7 +76,7 @@ fn sweeps_the_session_and_skips_the_rest() {
     let (code, out, err) = run(&bin, &args);
     assert_eq!((code, err.as_str()), (0, ""));
     assert_eq!(
-        out.lines().collect::<Vec<_>>(),
+        without_cost(&out).lines().collect::<Vec<_>>(),
         [
             "sample 12.34",
             "task 41 (hog) R 40 40 40 0",
@@ -88,14 +88,93 @@ fn sweeps_the_session_and_skips_the_rest() {
             "rq /proc/41/task/43/schedstat:5 6 7",
             "cpu cpu  1 2 3 4",
             "cpu cpu0 1 2 3 4",
-            "sampler 0m0.000s 0m0.000s 0m0.000s 0m0.000s",
+            "sampler",
         ]
     );
     // The same session given directly.
     let mut direct = args.to_vec();
     direct[0] = "--session";
     direct[1] = "40";
-    assert_eq!(run(&bin, &direct).1, out);
+    assert_eq!(without_cost(&run(&bin, &direct).1), without_cost(&out));
+}
+
+/// The output with the `sampler` line's CPU time (its own, a few ms at
+/// most here) cut off, after checking its form.
+fn without_cost(out: &str) -> String {
+    let (rest, last) = out.trim_end().rsplit_once('\n').unwrap();
+    let time = last
+        .strip_prefix("sampler 0m0.")
+        .and_then(|t| t.strip_suffix("s 0m0.000s 0m0.000s 0m0.000s"))
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!(
+        time.len() == 3 && time.bytes().all(|b| b.is_ascii_digit()),
+        "{last}"
+    );
+    format!("{rest}\nsampler\n")
+}
+
+/// With --go, the sampler opens perf counters on the waiting leader, lets
+/// it exec, and reports what it and every process it started counted.
+#[test]
+fn counts_the_released_workload_and_all_it_starts() {
+    let (_cache, bin) = built();
+    let root = fake_root();
+    let go = root.path().join("tmp/go");
+    let made = Command::new("mkfifo").arg(&go).status().unwrap();
+    assert!(made.success());
+    std::fs::remove_file(root.path().join("tmp/stop")).unwrap();
+    // The leader waits on the FIFO, then execs a shell whose children
+    // burn 0.3 s of CPU between them (a busy loop each).
+    let leader = Command::new("sh")
+        .arg("-c")
+        .arg(
+            r#"exec 4<>"$0"; read x <&4; exec sh -c 'for i in 1 2 3; do timeout 0.1 sh -c "while :; do :; done"; done; true'"#,
+        )
+        .arg(&go)
+        .spawn()
+        .unwrap();
+    let pid = leader.id().to_string();
+    let sampler = Command::new(&bin)
+        .args(["--session", &pid, "--go", "/tmp/go", "--interval-ms", "10"])
+        .args([
+            "--stop",
+            "/tmp/stop",
+            "--root",
+            root.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = { leader }.wait().unwrap();
+    assert!(status.success());
+    std::fs::write(root.path().join("tmp/stop"), "").unwrap();
+    let out = sampler.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert_eq!((out.status.code(), stderr.as_str()), (Some(0), ""));
+    let counts: Vec<u64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("counts "))
+        .unwrap_or_else(|| panic!("no counts line: {stdout}"))
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let [task_clock_ns, switches, _migrations, faults] = counts[..] else {
+        panic!("{counts:?}");
+    };
+    // Three loops of 0.1 s each, in grandchildren: counted, as is the
+    // shells' own start-up; nothing before the exec (the wait on --go).
+    assert!(
+        (250_000_000..1_500_000_000).contains(&task_clock_ns),
+        "task clock {task_clock_ns} ns"
+    );
+    assert!(switches >= 6, "{switches} context switches");
+    assert!(faults >= 100, "{faults} page faults");
+    // No `mig` lines: the counters count migrations.
+    assert!(!stdout.contains("\nmig "), "{stdout}");
 }
 
 #[test]

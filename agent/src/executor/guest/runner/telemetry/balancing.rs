@@ -35,24 +35,29 @@ impl Readings {
         Ok(())
     }
 
-    /// The levels' counters as metrics; none when the guest's kernel has
-    /// no /proc/schedstat (no readings at all).
+    /// The levels' counters as metrics, and the runqueue wait of every
+    /// task in the guest over the workload (s); none when the guest's
+    /// kernel has no /proc/schedstat (no readings at all).
     pub(super) fn metrics(
         &self,
         domains: &BTreeMap<u32, Vec<String>>,
-    ) -> Result<Vec<Metric>, BuildError> {
+    ) -> Result<(Vec<Metric>, Option<f64>), BuildError> {
         match (self.before.is_empty(), self.after.is_empty()) {
-            (true, true) => Ok(Vec::new()),
+            (true, true) => Ok((Vec::new(), None)),
             (false, true) => Err(BuildError::BeforeOnly("schedstat")),
             (true, false) => Err(BuildError::AfterOnly("schedstat")),
             (false, false) => {
-                Ok(
-                    schedstat::balancing(&self.before.join("\n"), &self.after.join("\n"), domains)
-                        .map_err(|e| BuildError::Schedstat(e.to_string()))?
-                        .into_iter()
-                        .map(|(name, unit, v)| known_named(name, unit, v as f64))
-                        .collect(),
-                )
+                let parse = |lines: &[String]| {
+                    schedstat::parse(&lines.join("\n"))
+                        .map_err(|e| BuildError::Schedstat(e.to_string()))
+                };
+                let (before, after) = (parse(&self.before)?, parse(&self.after)?);
+                let levels = schedstat::delta(&before, &after, domains);
+                let metrics = schedstat::metrics(&levels)
+                    .into_iter()
+                    .map(|(name, unit, v)| known_named(name, unit, v as f64))
+                    .collect();
+                Ok((metrics, Some(schedstat::wait_s(&before, &after))))
             }
         }
     }

@@ -56,6 +56,10 @@ pub enum Reason {
     TaskTwice(u32),
     #[error("a second `sampler` line")]
     SecondSampler,
+    #[error("a second `counts` line")]
+    SecondCounts,
+    #[error("expected four counts (task clock ns, context switches, migrations, page faults)")]
+    CountsShape,
     #[error("expected four `times` values")]
     SamplerShape,
     #[error("bad time `{0}`")]

@@ -604,6 +604,47 @@ fn missing_parts_are_left_out() {
 }
 
 #[test]
+fn the_samplers_counts_stand_for_perfs_as_on_hosts() {
+    let text = "times before 0m0.000s 0m0.000s\ntimes after 0m1.500s 0m0.500s\n\
+                ctxt before 100\nctxt after 250\n\
+                counts 2000000000 4321 17 99\nsampler 0m0.004s 0m0.004s 0m0.000s 0m0.000s";
+    let (metrics, _) = build(&feed(text), 4.0, &[0, 1], 100, &Default::default()).unwrap();
+    let mut got: Vec<(&str, f64)> = metrics.iter().map(|m| (m.name.as_str(), m.value)).collect();
+    got.sort_by(|a, b| a.0.cmp(b.0));
+    assert_eq!(
+        got,
+        [
+            ("context_switches", 4321.0),
+            ("cpu_migrations", 17.0),
+            ("cpus_utilised", 0.5),
+            ("page_faults", 99.0),
+            ("sys_s", 0.5),
+            ("task_clock_s", 2.0),
+            // 8 ms against the task clock's 2 s.
+            ("telemetry_overhead_pct", 0.4),
+            ("user_s", 1.5),
+        ]
+    );
+    for (text, want) in [
+        ("counts 1 2 3", "expected four counts"),
+        ("counts 1 2 3 x", "expected four counts"),
+        ("counts 1 2 3 4 5", "expected four counts"),
+        ("counts 1 2 3 4\ncounts 1 2 3 4", "a second `counts` line"),
+    ] {
+        let mut obs = Observed::new();
+        let err = text
+            .lines()
+            .map(|l| {
+                let (k, r) = l.split_once(' ').unwrap();
+                obs.line(k, r)
+            })
+            .find_map(Result::err)
+            .unwrap_or_else(|| panic!("{text}: accepted"));
+        assert!(err.to_string().contains(want), "{text}: {err}");
+    }
+}
+
+#[test]
 fn unpaired_or_inconsistent_readings_are_errors() {
     for (text, want) in [
         (
@@ -649,11 +690,18 @@ fn unpaired_or_inconsistent_readings_are_errors() {
 fn schedstat_readings_become_balancing_per_level() {
     let before = include_str!("../../../../telemetry/schedstat/v16-6.12-2node.txt");
     // Later: cpu0's NUMA level balanced newly idle 4 more times, pulling 2.
-    let after = before.replacen(
-        "domain1 f 0 0 0 0 0 0 0 0 8 8 0 1 0 0 0 7 1 1 0 0 0 0 0 1",
-        "domain1 f 0 0 0 0 0 0 0 0 8 8 0 1 0 0 0 7 5 3 0 0 2 0 0 1",
-        1,
-    );
+    // And the tasks on cpu1 waited 0.5 s more for it.
+    let after = before
+        .replacen(
+            "domain1 f 0 0 0 0 0 0 0 0 8 8 0 1 0 0 0 7 1 1 0 0 0 0 0 1",
+            "domain1 f 0 0 0 0 0 0 0 0 8 8 0 1 0 0 0 7 5 3 0 0 2 0 0 1",
+            1,
+        )
+        .replacen(
+            "cpu1 0 0 17 8 6 6 2798046498 201778218 268",
+            "cpu1 0 0 17 8 6 6 2798046498 701778218 300",
+            1,
+        );
     assert_ne!(after, before);
     let mut obs = Observed::new();
     for (phase, text) in [("before", before), ("after", after.as_str())] {
@@ -668,6 +716,9 @@ fn schedstat_readings_become_balancing_per_level() {
     assert_eq!(value(&metrics, "lb_numa_newidle"), Some(4.0));
     assert_eq!(value(&metrics, "lb_numa_gained"), Some(2.0));
     assert_eq!(value(&metrics, "lb_mc_newidle"), Some(0.0));
+    // The run's wait from the runqueues, with no sweep at all.
+    assert_eq!(value(&metrics, "runqueue_wait_s"), Some(0.5));
+    assert_eq!(value(&metrics, "runqueue_wait_p99_us"), None);
     // A reading without its pair, or one that does not parse, is an error.
     let mut half = Observed::new();
     half.line("schedstat", "before version 16").unwrap();
