@@ -387,8 +387,14 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
     );
     assert!(get("context_switches") > 0.0);
     assert!(get("rescheduling_ipis") > 0.0);
-    // Sampled from the threads' sched counters: present, and a count.
-    assert!(get("cpu_migrations") >= 0.0);
+    // Counted by the sampler's perf counters on the workload: its task
+    // clock agrees with `times`' user and system time.
+    let clock = get("task_clock_s");
+    assert!(
+        (clock - cpu_s).abs() < 0.15 * clock,
+        "task clock {clock} s, times {cpu_s} s"
+    );
+    assert_eq!(get("cpu_migrations").fract(), 0.0);
     // Two threads on three CPUs hardly wait for one.
     assert!(get("runqueue_wait_s") < 0.5, "{}", get("runqueue_wait_s"));
     // Balancing at both levels of the 2-node guest, from /proc/schedstat.
