@@ -251,7 +251,7 @@ numa_nodes = 1
     // some hundreds a second), and the user and system time of `times`
     // agree with the task clock.
     let switches = get("context_switches");
-    assert!(switches >= 400.0, "{switches} context switches");
+    assert!(switches >= 200.0, "{switches} context switches");
     let cpu_s = get("user_s") + get("sys_s");
     assert!(
         (clock - cpu_s).abs() < 0.15 * clock,

@@ -430,20 +430,16 @@ static double busy_s(void)
 	return (double)sysconf(_SC_NPROCESSORS_ONLN) * up - idle;
 }
 
-/* The threads a first sweep would read, foretold without reading them
- * all: the processes not known to be another session's (the workload's
- * processes, and the runner's few), one thread each but the leader, with
- * the threads its stat counts. */
-static double threads_ahead(struct sweeper *s, long session)
+/* Threads in the system (/proc/loadavg's `running/total`, one small file:
+ * listing /proc costs a first sweep's worth under TCG); -1 if unread. */
+static long nr_threads(void)
 {
-	char path[4096], text[4096];
-	snprintf(path, sizeof path, "%s/proc", root);
-	size_t npids = numbered(path, &s->pids, &s->pids_cap), unknown = 0;
-	for (size_t i = 0; i < npids; i++)
-		unknown += !set_has(&s->others, s->pids[i]);
-	snprintf(path, sizeof path, "%s/proc/%ld/stat", root, session);
-	long leader = slurp(path, text, sizeof text) > 0 ? num_threads(text) : 0;
-	return (double)unknown + (double)(leader > 1 ? leader - 1 : 0);
+	char path[4096], text[128];
+	snprintf(path, sizeof path, "%s/proc/loadavg", root);
+	if (slurp(path, text, sizeof text) <= 0)
+		return -1;
+	char *slash = strchr(text, '/');
+	return slash ? strtol(slash + 1, NULL, 10) : -1;
 }
 
 /* One sweep's lines into out. */
@@ -687,6 +683,7 @@ int main(int argc, char **argv)
 	struct sweeper s;
 	memset(&s, 0, sizeof s);
 	double per_file = prescan(&s);
+	long threads0 = nr_threads();
 	if (session_from) {
 		snprintf(path, sizeof path, "%s%s", root, session_from);
 		ssize_t n = slurp(path, text, sizeof text);
@@ -733,16 +730,23 @@ int main(int argc, char **argv)
 		 * a guest, the workload's, its exited threads included); until
 		 * then it waits for the workload to earn it at its current rate.
 		 * Not past the cap, whatever it costs (an idle workload earns
-		 * little). The first sweep's cost is foretold from the prescan:
-		 * two files for each thread it would read. */
+		 * little). */
+		unsigned long long check0 = own_cpu();
 		double t = now_s();
 		double cap = (t - started_t > LONG_RUN_S ? LONG_RUN_MAX_STRETCH_MS : MAX_STRETCH_MS) / 1000.0;
 		double busy = busy_s();
 		if (!stopping && busy >= 0 && busy0 >= 0 && t - last_sweep_t < cap) {
-			double predicted = last_cost >= 0 ? last_cost : per_file * 2 * threads_ahead(&s, session);
+			/* Before the first sweep: the threads born since the prescan
+			 * (the workload's, and the runner's few), two files each. */
+			long born = nr_threads() - threads0;
+			double predicted = last_cost >= 0 ? last_cost
+					   : per_file * 2 * (double)(threads0 >= 0 && born > 0 ? born : 1);
 			unsigned long long cpu = own_cpu();
 			double spent = (double)(cpu > started ? cpu - started : 0) / 1e9;
-			double owed = spent + predicted - BUDGET * (busy - busy0);
+			/* A look costs too (under TCG some tenths of a ms): the
+			 * wait pays for the next one, or looking eats the budget. */
+			double look = (double)(cpu > check0 ? cpu - check0 : 0) / 1e9;
+			double owed = spent + predicted + look - BUDGET * (busy - busy0);
 			if (owed > 0) {
 				double rate = (busy - last_busy) / (t - last_t > 1e-9 ? t - last_t : 1e-9);
 				last_busy = busy;
