@@ -9,6 +9,7 @@
 //! dpkg, gzip, coreutils, which every Debian has) plus access to Debian's
 //! package archive. A missing prerequisite fails the test; it never skips.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -832,4 +833,106 @@ fn sched_knobs_are_restored_after_a_crash_at_any_step_in_a_guest() {
     // Nothing failed but the 18 processes killed on purpose.
     let stderr: Vec<&str> = r.stderr.lines().filter(|l| !l.is_empty()).collect();
     assert_eq!(stderr, ["Killed"; 18], "{}", r.stderr);
+}
+
+/// The init of the host-balancing test: the host executor's schedstat path
+/// (`examples/host_balancing.rs`) run once, its lines reported as `out`.
+const HOST_BALANCING: &str = r#"#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug
+stty -F /dev/ttyS1 raw -echo
+exec 3>/dev/ttyS1
+r() { printf '%s\n' "$*" >&3; }
+r "farm-job 2"
+r "release $(uname -r)"
+r "out initially $(cat /proc/sys/kernel/sched_schedstats)"
+/bin/host_balancing /tmp/journal 8 1.5 > /tmp/out 2> /tmp/err
+rc=$?
+sed 's/^/out /' /tmp/out >&3
+sed 's/^/err /' /tmp/err >&3
+r "exit $rc"
+r "wall_s 0.01"
+r "done"
+exec 3>&-
+poweroff -f
+"#;
+
+/// Load balancing as the host executor measures it (kernel.sched_schedstats
+/// on through the journal, /proc/schedstat around the workload, levels
+/// named from the kernel's domains), on a kernel that has the counters:
+/// this machine's own kernel lacks CONFIG_SCHEDSTATS, so the host path runs
+/// in a 6.12 guest of 4 CPUs on 2 nodes. Threads that sleep between spins
+/// keep CPUs going idle: newly idle balancing is counted at both levels,
+/// and the sysctl is off again after the journal's restore.
+#[test]
+fn the_host_paths_load_balancing_counts_on_a_kernel_with_schedstats() {
+    let (_one, cache) = guest_test(GuestArch::X86_64);
+    let kernel = kernels::resolve("debian:6.12.107+deb12-cloud-amd64", &cache)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bin = built(
+        "examples/host_balancing",
+        "run `cargo build -p farm-agent --example host_balancing` (cargo test builds it)",
+    );
+    let mut files = image::native_files(&bin).unwrap_or_else(|e| panic!("{e}"));
+    files[0].1 = "/bin/host_balancing".into();
+    let initrd = image::build(
+        &cache.join("images"),
+        &image::Image {
+            busybox: Path::new(initramfs::BUSYBOX),
+            busybox_native: true,
+            files,
+            modules: Vec::new(),
+            init: HOST_BALANCING,
+            job: &job::Job::new("/bin/true", Vec::new()).unwrap().file(),
+            state: &job::GuestState::default().file(),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = job::run(
+        &qemu::Machine::default(),
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{}\nstderr:\n{}", r.stdout, r.stderr);
+    assert_eq!(r.exit_code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[..2], ["initially 0", "schedstats 1"], "{lines:?}");
+    assert_eq!(lines.last(), Some(&"restored 0"), "{lines:?}");
+    let metrics: BTreeMap<&str, u64> = lines[2..lines.len() - 1]
+        .iter()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (k, v.parse().unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = metrics.keys().copied().collect();
+    assert_eq!(
+        names,
+        [
+            "lb_mc_busy",
+            "lb_mc_failed",
+            "lb_mc_gained",
+            "lb_mc_idle",
+            "lb_mc_newidle",
+            "lb_mc_pushed",
+            "lb_mc_wake_affine",
+            "lb_numa_busy",
+            "lb_numa_failed",
+            "lb_numa_gained",
+            "lb_numa_idle",
+            "lb_numa_newidle",
+            "lb_numa_pushed",
+            "lb_numa_wake_affine",
+        ]
+    );
+    assert!(metrics["lb_mc_newidle"] > 0, "{metrics:?}");
+    assert!(metrics["lb_numa_newidle"] > 0, "{metrics:?}");
 }

@@ -266,15 +266,8 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
         topology: topology_before.as_ref().zip(topology_after.as_ref()),
     });
     if let Some((before, after)) = balancing {
-        // Level names by index from the kernel's own domains; a version 17
-        // line names its level itself (synthesized levels may not be the
-        // kernel's: a degenerate one is not there).
-        let names = topology_after
-            .as_ref()
-            .filter(|t| t.source != topology::Source::Sysfs)
-            .map(|t| t.domains.level_names())
-            .unwrap_or_default();
-        match crate::telemetry::schedstat::balancing(&before, &after, &names) {
+        match crate::telemetry::schedstat::host_balancing(&before, &after, topology_after.as_ref())
+        {
             Ok(lb) => metrics.extend(
                 lb.into_iter()
                     .map(|(name, unit, v)| report::known_named(name, unit, v as f64)),

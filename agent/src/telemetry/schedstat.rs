@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 
 use farm_spec::metric::balancing::{self, Counter};
 
+use super::topology::{Source, Topology};
 use super::{Error, Result};
 
 const FILE: &str = "/proc/schedstat";
@@ -261,6 +262,22 @@ pub fn delta(
         }
     }
     out
+}
+
+/// A host run's load-balancing metrics, its levels named by index from the
+/// kernel's own domains (`topology`, read after the state); a version 17
+/// line names its level itself. Levels synthesized from sysfs name none:
+/// they may not be the kernel's (a degenerate level is not there).
+pub fn host_balancing(
+    before: &str,
+    after: &str,
+    topology: Option<&Topology>,
+) -> Result<Vec<(String, &'static str, u64)>> {
+    let names = topology
+        .filter(|t| t.source != Source::Sysfs)
+        .map(|t| t.domains.level_names())
+        .unwrap_or_default();
+    balancing(before, after, &names)
 }
 
 /// The load-balancing metrics of a run from `/proc/schedstat` read before
