@@ -17,8 +17,8 @@
 # XDG_CACHE_HOME), from which the `file:` copy of the kernel is taken (a
 # one-run matrix fetches it first if need be). Prints, per channel and
 # workload, the median and range of telemetry_overhead_pct (the sampler's
-# CPU time against the workload's), of the workload's time, and of
-# runqueue_wait_s.
+# CPU time against the workload's task clock), of the workload's time, and
+# of runqueue_wait_s (the guest's runqueues' wait over the run).
 set -euo pipefail
 kernel=${1:-debian:6.1.0-57-cloud-amd64}
 reps=${2:-5}
