@@ -695,6 +695,45 @@ fn a_guest_that_never_powers_off_ends_when_its_report_is_complete() {
     );
 }
 
+/// Boots `kernel` (a Debian 6.12 one, whose debugfs is writable) with the
+/// agent's `example` as `/bin/<example>` and `init` as the guest's init,
+/// and returns what it reported.
+fn example_in_guest(cache: &Path, example: &str, init: &str) -> job::GuestRun {
+    let kernel = kernels::resolve("debian:6.12.107+deb12-cloud-amd64", cache)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bin = built(
+        &format!("examples/{example}"),
+        &format!("run `cargo build -p farm-agent --example {example}` (cargo test builds it)"),
+    );
+    let mut files = image::native_files(&bin).unwrap_or_else(|e| panic!("{e}"));
+    files[0].1 = format!("/bin/{example}");
+    let initrd = image::build(
+        &cache.join("images"),
+        &image::Image {
+            busybox: Path::new(initramfs::BUSYBOX),
+            busybox_native: true,
+            files,
+            modules: Vec::new(),
+            init,
+            job: &job::Job::new("/bin/true", Vec::new()).unwrap().file(),
+            state: &job::GuestState::default().file(),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let r = job::run(
+        &qemu::Machine::default(),
+        &kernel.vmlinuz,
+        &initrd.path,
+        dir.path(),
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{}\nstderr:\n{}", r.stdout, r.stderr);
+    r
+}
+
 /// The `/init` of the knob crash test: the agent's own code for the
 /// scheduler-knob state (`examples/sched_state.rs`: `state::sched` and the
 /// journal) applied in a guest whose debugfs is writable, killed at its
@@ -771,38 +810,7 @@ poweroff -f
 #[test]
 fn sched_knobs_are_restored_after_a_crash_at_any_step_in_a_guest() {
     let (_one, cache) = guest_test(GuestArch::X86_64);
-    let kernel = kernels::resolve("debian:6.12.107+deb12-cloud-amd64", &cache)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let bin = built(
-        "examples/sched_state",
-        "run `cargo build -p farm-agent --example sched_state` (cargo test builds it)",
-    );
-    let mut files = image::native_files(&bin).unwrap_or_else(|e| panic!("{e}"));
-    files[0].1 = "/bin/sched_state".into();
-    let initrd = image::build(
-        &cache.join("images"),
-        &image::Image {
-            busybox: Path::new(initramfs::BUSYBOX),
-            busybox_native: true,
-            files,
-            modules: Vec::new(),
-            init: KNOB_CRASHES,
-            job: &job::Job::new("/bin/true", Vec::new()).unwrap().file(),
-            state: &job::GuestState::default().file(),
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let dir = tempfile::tempdir().unwrap();
-    let r = job::run(
-        &qemu::Machine::default(),
-        &kernel.vmlinuz,
-        &initrd.path,
-        dir.path(),
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    eprintln!("{}\nstderr:\n{}", r.stdout, r.stderr);
+    let r = example_in_guest(&cache, "sched_state", KNOB_CRASHES);
     let lines: Vec<&str> = r.stdout.lines().collect();
     // Defaults of 6.12 on a 2-node guest of 4 CPUs: base_slice_ns 0.7 ms
     // scaled by 1 + log2(4) = 3, migration_cost_ns 0.5 ms, NUMA balancing
@@ -870,38 +878,7 @@ poweroff -f
 #[test]
 fn the_host_paths_load_balancing_counts_on_a_kernel_with_schedstats() {
     let (_one, cache) = guest_test(GuestArch::X86_64);
-    let kernel = kernels::resolve("debian:6.12.107+deb12-cloud-amd64", &cache)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let bin = built(
-        "examples/host_balancing",
-        "run `cargo build -p farm-agent --example host_balancing` (cargo test builds it)",
-    );
-    let mut files = image::native_files(&bin).unwrap_or_else(|e| panic!("{e}"));
-    files[0].1 = "/bin/host_balancing".into();
-    let initrd = image::build(
-        &cache.join("images"),
-        &image::Image {
-            busybox: Path::new(initramfs::BUSYBOX),
-            busybox_native: true,
-            files,
-            modules: Vec::new(),
-            init: HOST_BALANCING,
-            job: &job::Job::new("/bin/true", Vec::new()).unwrap().file(),
-            state: &job::GuestState::default().file(),
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let dir = tempfile::tempdir().unwrap();
-    let r = job::run(
-        &qemu::Machine::default(),
-        &kernel.vmlinuz,
-        &initrd.path,
-        dir.path(),
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    eprintln!("{}\nstderr:\n{}", r.stdout, r.stderr);
+    let r = example_in_guest(&cache, "host_balancing", HOST_BALANCING);
     assert_eq!(r.exit_code, 0, "{}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines[..2], ["initially 0", "schedstats 1"], "{lines:?}");

@@ -13,6 +13,15 @@ use std::time::{Duration, Instant};
 use common::{Farm, serial, wait_for};
 
 /// A coordinator and one agent whose guests share the tests' kernel cache.
+/// Submits `file` and waits up to `secs` for its matrix to end: its results.
+fn finished(farm: &Farm, file: &std::path::Path, secs: u64) -> serde_json::Value {
+    let id = farm.submit(file);
+    wait_for(Duration::from_secs(secs), "the matrix to finish", || {
+        farm.results(&id)["state"] == "done"
+    });
+    farm.results(&id)
+}
+
 fn guest_farm() -> Farm {
     guest_farm_with(&[])
 }
@@ -63,11 +72,7 @@ autogroup = 0
 kernel = "debian:6.1.0-57-cloud-amd64"
 "#,
     );
-    let id = farm.submit(&file);
-    wait_for(Duration::from_secs(600), "the matrix to finish", || {
-        farm.results(&id)["state"] == "done"
-    });
-    let v = farm.results(&id);
+    let v = finished(&farm, &file, 600);
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 6, "{v}");
     for r in results {
@@ -174,11 +179,7 @@ numa_nodes = 4
 memory_mib = 1024
 "#,
     );
-    let id = farm.submit(&file);
-    wait_for(Duration::from_secs(300), "the matrix to finish", || {
-        farm.results(&id)["state"] == "done"
-    });
-    let v = farm.results(&id);
+    let v = finished(&farm, &file, 300);
     let r = &v["results"][0];
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["executor"], "tcg", "{r}");
@@ -225,11 +226,7 @@ cpus = 2
 numa_nodes = 1
 "#,
     );
-    let id = farm.submit(&file);
-    wait_for(Duration::from_secs(300), "the matrix to finish", || {
-        farm.results(&id)["state"] == "done"
-    });
-    let v = farm.results(&id);
+    let v = finished(&farm, &file, 300);
     let r = &v["results"][0];
     assert_eq!(r["ok"], true, "{r}");
     let m = &r["metrics"];
@@ -290,11 +287,7 @@ params = {{ threads = 1, seconds = 1 }}
             image.display()
         ),
     );
-    let id = farm.submit(&file);
-    wait_for(Duration::from_secs(300), "the matrix to finish", || {
-        farm.results(&id)["state"] == "done"
-    });
-    let v = farm.results(&id);
+    let v = finished(&farm, &file, 300);
     let r = &v["results"][0];
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["executor"], "tcg", "{r}");
@@ -429,11 +422,7 @@ memory_mib = 1024
 state = "spread"
 "#,
     );
-    let id = farm.submit(&file);
-    wait_for(Duration::from_secs(900), "the matrix to finish", || {
-        farm.results(&id)["state"] == "done"
-    });
-    let v = farm.results(&id);
+    let v = finished(&farm, &file, 900);
     for r in v["results"].as_array().unwrap() {
         assert_eq!(r["ok"], true, "{r}");
     }
@@ -496,11 +485,7 @@ fn the_udp_stream_guest_example_shows_balancing_beside_ipis() {
         .replace("seconds = 3", "seconds = 1")
         + "\n[verdict]\nmax_runs = 1\n";
     let file = farm.write("udp.toml", &text);
-    let id = farm.submit(&file);
-    wait_for(Duration::from_secs(600), "the matrix to finish", || {
-        farm.results(&id)["state"] == "done"
-    });
-    let v = farm.results(&id);
+    let v = finished(&farm, &file, 600);
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{v}");
     for r in results {
