@@ -743,10 +743,14 @@ int main(int argc, char **argv)
 					   : per_file * 2 * (double)(threads0 >= 0 && born > 0 ? born : 1);
 			unsigned long long cpu = own_cpu();
 			double spent = (double)(cpu > started ? cpu - started : 0) / 1e9;
-			/* A look costs too (under TCG some tenths of a ms): the
-			 * wait pays for the next one, or looking eats the budget. */
+			/* A look costs too (under TCG some tenths of a ms, and more
+			 * where the host stalls the vCPU meanwhile): the wait pays
+			 * for the next one, or looking eats the budget. The first
+			 * sweep waits only for its own cost to be earned: the looks
+			 * before it, charged to it, left a 1-s run of four threads
+			 * without any. */
 			double look = (double)(cpu > check0 ? cpu - check0 : 0) / 1e9;
-			double owed = spent + predicted + look - BUDGET * (busy - busy0);
+			double owed = (last_cost >= 0 ? spent + look : 0) + predicted - BUDGET * (busy - busy0);
 			if (owed > 0) {
 				double rate = (busy - last_busy) / (t - last_t > 1e-9 ? t - last_t : 1e-9);
 				last_busy = busy;
