@@ -82,21 +82,18 @@ sched_tunables = {{ min_granularity_ns = 1000000 }}
         .filter(|k| k.starts_with("lb_"))
         .collect();
     lb.sort_unstable();
-    let want: Vec<String> = ["mc", "numa"]
+    // Each idle type's attempts, failures, imbalance and tasks pulled;
+    // tasks pushed; wake-affine moves.
+    let mut want: Vec<String> = ["mc", "numa"]
         .iter()
         .flat_map(|l| {
-            [
-                "busy",
-                "failed",
-                "gained",
-                "idle",
-                "newidle",
-                "pushed",
-                "wake_affine",
-            ]
-            .map(|c| format!("lb_{l}_{c}"))
+            let per_type = ["busy", "idle", "newidle"].into_iter().flat_map(move |t| {
+                ["", "_failed", "_imbalance", "_gained"].map(|o| format!("lb_{l}_{t}{o}"))
+            });
+            per_type.chain(["pushed", "wake_affine"].map(|c| format!("lb_{l}_{c}")))
         })
         .collect();
+    want.sort_unstable();
     assert_eq!(lb, want, "{r}");
     assert!(r["metrics"]["lb_mc_idle"].as_f64().unwrap() > 0.0, "{r}");
 

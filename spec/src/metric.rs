@@ -146,19 +146,46 @@ pub mod balancing {
 
     pub const PREFIX: &str = "lb_";
 
+    /// Who balanced: a busy CPU at the tick, an idle one at the tick, or
+    /// one about to go idle (`/proc/schedstat`'s three idle types).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum IdleType {
+        Busy,
+        Idle,
+        Newidle,
+    }
+
+    impl IdleType {
+        pub const ALL: [IdleType; 3] = [IdleType::Busy, IdleType::Idle, IdleType::Newidle];
+
+        fn word(self) -> &'static str {
+            match self {
+                IdleType::Busy => "busy",
+                IdleType::Idle => "idle",
+                IdleType::Newidle => "newidle",
+            }
+        }
+    }
+
+    /// What one kind of balancing did, per idle type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Outcome {
+        /// Attempts.
+        Attempts,
+        /// Attempts that found an imbalance and moved nothing.
+        Failed,
+        /// The load imbalance the attempts found, summed (the kernel's
+        /// `lb_imbalance`; `lb_imbalance_load` from schedstat version 17).
+        Imbalance,
+        /// Tasks pulled.
+        Gained,
+    }
+
     /// What is counted at a level, summed over its CPUs.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
     pub enum Counter {
-        /// Balancing attempts by a busy CPU (the tick).
-        Busy,
-        /// ... by an idle CPU (the tick).
-        Idle,
-        /// ... by a CPU about to go idle.
-        Newidle,
-        /// Attempts that found an imbalance and moved nothing.
-        Failed,
-        /// Tasks pulled by balancing.
-        Gained,
+        /// Balancing by one idle type, and what it did.
+        Balance(IdleType, Outcome),
         /// Tasks pushed by active balancing.
         Pushed,
         /// Wakeups moved to the waker's CPU (wake affine).
@@ -166,32 +193,45 @@ pub mod balancing {
     }
 
     impl Counter {
-        pub const ALL: [Counter; 7] = [
-            Counter::Busy,
-            Counter::Idle,
-            Counter::Newidle,
-            Counter::Failed,
-            Counter::Gained,
-            Counter::Pushed,
-            Counter::WakeAffine,
-        ];
+        pub const ALL: [Counter; 14] = {
+            use IdleType::*;
+            use Outcome::*;
+            [
+                Counter::Balance(Busy, Attempts),
+                Counter::Balance(Idle, Attempts),
+                Counter::Balance(Newidle, Attempts),
+                Counter::Balance(Busy, Failed),
+                Counter::Balance(Idle, Failed),
+                Counter::Balance(Newidle, Failed),
+                Counter::Balance(Busy, Imbalance),
+                Counter::Balance(Idle, Imbalance),
+                Counter::Balance(Newidle, Imbalance),
+                Counter::Balance(Busy, Gained),
+                Counter::Balance(Idle, Gained),
+                Counter::Balance(Newidle, Gained),
+                Counter::Pushed,
+                Counter::WakeAffine,
+            ]
+        };
 
-        pub fn suffix(self) -> &'static str {
+        /// `newidle`, `newidle_failed`, `newidle_imbalance`,
+        /// `newidle_gained`, `pushed`, `wake_affine`.
+        pub fn suffix(self) -> String {
             match self {
-                Counter::Busy => "busy",
-                Counter::Idle => "idle",
-                Counter::Newidle => "newidle",
-                Counter::Failed => "failed",
-                Counter::Gained => "gained",
-                Counter::Pushed => "pushed",
-                Counter::WakeAffine => "wake_affine",
+                Counter::Balance(t, Outcome::Attempts) => t.word().to_string(),
+                Counter::Balance(t, Outcome::Failed) => format!("{}_failed", t.word()),
+                Counter::Balance(t, Outcome::Imbalance) => format!("{}_imbalance", t.word()),
+                Counter::Balance(t, Outcome::Gained) => format!("{}_gained", t.word()),
+                Counter::Pushed => "pushed".into(),
+                Counter::WakeAffine => "wake_affine".into(),
             }
         }
 
         pub fn unit(self) -> &'static str {
             match self {
-                Counter::Busy | Counter::Idle | Counter::Newidle | Counter::Failed => "balances",
-                Counter::Gained | Counter::Pushed => "tasks",
+                Counter::Balance(_, Outcome::Attempts | Outcome::Failed) => "balances",
+                Counter::Balance(_, Outcome::Imbalance) => "load",
+                Counter::Balance(_, Outcome::Gained) | Counter::Pushed => "tasks",
                 Counter::WakeAffine => "wakeups",
             }
         }
@@ -201,15 +241,18 @@ pub mod balancing {
             Direction::LowerIsBetter
         }
 
-        fn words(self) -> &'static str {
+        fn words(self) -> String {
             match self {
-                Counter::Busy => "busy balancing",
-                Counter::Idle => "idle balancing",
-                Counter::Newidle => "newidle balancing",
-                Counter::Failed => "failed balancing",
-                Counter::Gained => "tasks pulled by balancing",
-                Counter::Pushed => "tasks pushed by active balancing",
-                Counter::WakeAffine => "wake-affine moves",
+                Counter::Balance(t, Outcome::Attempts) => format!("{} balancing", t.word()),
+                Counter::Balance(t, Outcome::Failed) => format!("failed {} balancing", t.word()),
+                Counter::Balance(t, Outcome::Imbalance) => {
+                    format!("imbalance found by {} balancing", t.word())
+                }
+                Counter::Balance(t, Outcome::Gained) => {
+                    format!("tasks pulled by {} balancing", t.word())
+                }
+                Counter::Pushed => "tasks pushed by active balancing".into(),
+                Counter::WakeAffine => "wake-affine moves".into(),
             }
         }
     }
@@ -233,7 +276,7 @@ pub mod balancing {
     pub fn parse(name: &str) -> Option<(String, Counter)> {
         let rest = name.strip_prefix(PREFIX)?;
         Counter::ALL.iter().find_map(|&c| {
-            let level = rest.strip_suffix(c.suffix())?.strip_suffix('_')?;
+            let level = rest.strip_suffix(c.suffix().as_str())?.strip_suffix('_')?;
             let upper = level.to_ascii_uppercase();
             (level_ok(&upper) && level == upper.to_ascii_lowercase()).then_some((upper, c))
         })
@@ -321,17 +364,34 @@ mod tests {
             assert_eq!(is_primary(name), primary, "{name}");
         }
         assert_eq!(telemetry("cpus_utilised").unwrap().direction, Up);
-        use balancing::Counter;
+        use balancing::{Counter, IdleType, Outcome};
+        let newidle = Counter::Balance(IdleType::Newidle, Outcome::Attempts);
         assert_eq!(
-            balancing::name("NUMA", Counter::Newidle).as_deref(),
+            balancing::name("NUMA", newidle).as_deref(),
             Some("lb_numa_newidle")
         );
-        assert_eq!(balancing::name("numa; rm", Counter::Newidle), None);
+        assert_eq!(balancing::name("numa; rm", newidle), None);
         for c in Counter::ALL {
             let n = balancing::name("MC", c).unwrap();
             assert_eq!(balancing::parse(&n), Some(("MC".to_string(), c)));
         }
         assert_eq!(display("lb_numa_newidle"), "NUMA-level newidle balancing");
+        assert_eq!(
+            display("lb_mc_newidle_failed"),
+            "MC-level failed newidle balancing"
+        );
+        assert_eq!(
+            display("lb_numa_idle_imbalance"),
+            "NUMA-level imbalance found by idle balancing"
+        );
+        // `idle` is a suffix of `newidle`: each name parses as its own.
+        assert_eq!(
+            balancing::parse("lb_mc_newidle_gained"),
+            Some((
+                "MC".to_string(),
+                Counter::Balance(IdleType::Newidle, Outcome::Gained)
+            ))
+        );
         assert_eq!(display("cpu_migrations"), "cpu-migrations");
         assert_eq!(display("mops"), "mops");
         assert_eq!(loads_node::name(12), "loads_node12_threads");

@@ -2,8 +2,10 @@
 //! level, the load balancer's counters. Read before and after a run, their
 //! deltas summed over the CPUs of each level say how often each level
 //! balanced, by whom (a busy CPU at the tick, an idle one, one about to go
-//! idle), with what success, and how many wakeups were pulled affine —
-//! seed 002's newidle balancing beside its IPIs.
+//! idle), and for each of those how often it failed, how much imbalance it
+//! found and how many tasks it pulled; then the tasks active balancing
+//! pushed and the wakeups pulled affine — seed 002's newidle balancing
+//! beside its IPIs.
 //!
 //! Versions (Documentation/scheduler/sched-stats.rst):
 //! - 15 (Linux 5.x–6.8): `domain<N> <cpumask>` and 36 counters: for each
@@ -30,7 +32,7 @@
 
 use std::collections::BTreeMap;
 
-use farm_spec::metric::balancing::{self, Counter};
+use farm_spec::metric::balancing::{self, Counter, IdleType, Outcome};
 
 use super::topology::{Source, Topology};
 use super::{Error, Result};
@@ -44,6 +46,7 @@ const MAX_LEVELS: usize = 16;
 pub struct Balancing {
     pub count: u64,
     pub failed: u64,
+    pub imbalance: u64,
     pub gained: u64,
 }
 
@@ -66,6 +69,7 @@ impl Domain {
         ] {
             a.count += b.count;
             a.failed += b.failed;
+            a.imbalance += b.imbalance;
             a.gained += b.gained;
         }
         self.alb_pushed += o.alb_pushed;
@@ -76,6 +80,7 @@ impl Domain {
         let d = |a: &Balancing, b: &Balancing| Balancing {
             count: a.count.saturating_sub(b.count),
             failed: a.failed.saturating_sub(b.failed),
+            imbalance: a.imbalance.saturating_sub(b.imbalance),
             gained: a.gained.saturating_sub(b.gained),
         };
         Domain {
@@ -92,11 +97,19 @@ impl Domain {
     /// The value of one metric's counter.
     pub fn get(&self, c: Counter) -> u64 {
         match c {
-            Counter::Busy => self.busy.count,
-            Counter::Idle => self.idle.count,
-            Counter::Newidle => self.newidle.count,
-            Counter::Failed => self.busy.failed + self.idle.failed + self.newidle.failed,
-            Counter::Gained => self.busy.gained + self.idle.gained + self.newidle.gained,
+            Counter::Balance(t, o) => {
+                let b = match t {
+                    IdleType::Busy => &self.busy,
+                    IdleType::Idle => &self.idle,
+                    IdleType::Newidle => &self.newidle,
+                };
+                match o {
+                    Outcome::Attempts => b.count,
+                    Outcome::Failed => b.failed,
+                    Outcome::Imbalance => b.imbalance,
+                    Outcome::Gained => b.gained,
+                }
+            }
             Counter::Pushed => self.alb_pushed,
             Counter::WakeAffine => self.ttwu_move_affine,
         }
@@ -203,9 +216,11 @@ pub fn parse(text: &str) -> Result<SchedStat> {
             }
             // count, then balanced, failed, the imbalance(s), gained.
             let gained_at = if out.version >= 17 { 7 } else { 4 };
+            // lb_imbalance, or from version 17 lb_imbalance_load, at 3.
             let kind = |k: usize| Balancing {
                 count: nums[k * per_type],
                 failed: nums[k * per_type + 2],
+                imbalance: nums[k * per_type + 3],
                 gained: nums[k * per_type + gained_at],
             };
             let (idle, busy) = if out.version == 15 {
@@ -344,7 +359,7 @@ mod tests {
         // The same machine later: cpu0's MC level balanced newly idle 5 times.
         let later = V15.replacen(
             "domain0 3 14 14 0 0 0 0 0 14 1 1 0 0 0 0 0 1 0 0 0 0 0",
-            "domain0 3 14 14 0 0 0 0 0 14 1 1 0 0 0 0 0 1 5 3 1 0 2",
+            "domain0 3 14 14 0 0 0 0 0 14 1 1 0 0 0 0 0 1 5 3 1 7 2",
             1,
         );
         let after = parse(&later).unwrap();
@@ -355,14 +370,22 @@ mod tests {
             Balancing {
                 count: 5,
                 failed: 1,
+                imbalance: 7,
                 gained: 2
             }
         );
         assert_eq!(d["NUMA"], Domain::default());
         let m = metrics(&d);
-        assert_eq!(m.len(), 14);
-        assert!(m.contains(&("lb_mc_newidle".into(), "balances", 5)));
-        assert!(m.contains(&("lb_mc_gained".into(), "tasks", 2)));
+        assert_eq!(m.len(), 28);
+        for (name, unit, v) in [
+            ("lb_mc_newidle", "balances", 5),
+            ("lb_mc_newidle_failed", "balances", 1),
+            ("lb_mc_newidle_imbalance", "load", 7),
+            ("lb_mc_newidle_gained", "tasks", 2),
+            ("lb_mc_idle_gained", "tasks", 0),
+        ] {
+            assert!(m.contains(&(name.into(), unit, v)), "{name}: {m:?}");
+        }
         // Without names nothing can be said of a level.
         assert!(delta(&before, &after, &BTreeMap::new()).is_empty());
     }
@@ -378,6 +401,26 @@ mod tests {
         assert_eq!(s.cpus[&0][0].0.as_deref(), Some("SMT"));
         let d = delta(&s, &s, &BTreeMap::new());
         assert_eq!(d["SMT"], Domain::default());
+        // Eleven per idle type (busy, idle, newly idle): count, balanced,
+        // failed, imbalance by load, util, task and misfit, gained, ...
+        let newidle: Vec<String> = (0..11).map(|i| (10 + i).to_string()).collect();
+        let counters = format!(
+            "{} {} {}",
+            ["0"; 22].join(" "),
+            newidle.join(" "),
+            ["0"; 12].join(" ")
+        );
+        let text = format!("version 17\ncpu0 0 0 0 0 0 0 0 0 0\ndomain0 MC 3 {counters}\n");
+        let s = parse(&text).unwrap();
+        assert_eq!(
+            s.cpus[&0][0].1.newidle,
+            Balancing {
+                count: 10,
+                failed: 12,
+                imbalance: 13,
+                gained: 17
+            }
+        );
     }
 
     #[test]
@@ -450,7 +493,7 @@ mod tests {
     fn a_runs_balancing_comes_from_two_readings() {
         // The same reading twice: every counter of both levels, all zero.
         let lb = balancing(V16, V16, &names()).unwrap();
-        assert_eq!(lb.len(), 14, "{lb:?}");
+        assert_eq!(lb.len(), 28, "{lb:?}");
         assert!(lb.iter().all(|(_, _, v)| *v == 0), "{lb:?}");
         assert_eq!((lb[0].0.as_str(), lb[0].1), ("lb_mc_busy", "balances"));
         assert!(balancing("not a schedstat", V16, &names()).is_err());

@@ -714,7 +714,7 @@ fn schedstat_readings_become_balancing_per_level() {
         .collect();
     let (metrics, _) = build(&obs, 1.0, &[0, 1, 2, 3], 100, &domains).unwrap();
     assert_eq!(value(&metrics, "lb_numa_newidle"), Some(4.0));
-    assert_eq!(value(&metrics, "lb_numa_gained"), Some(2.0));
+    assert_eq!(value(&metrics, "lb_numa_newidle_gained"), Some(2.0));
     assert_eq!(value(&metrics, "lb_mc_newidle"), Some(0.0));
     // The run's wait from the runqueues, with no sweep at all.
     assert_eq!(value(&metrics, "runqueue_wait_s"), Some(0.5));
