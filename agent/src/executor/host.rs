@@ -258,6 +258,7 @@ fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output)
     let (mut metrics, telemetry) = report::build(&report::Inputs {
         wall: out.wall,
         counts: out.counts,
+        runqueue_wait_s: None,
         irqs: &irqs,
         collected: &collected,
         map: &map,

@@ -19,6 +19,10 @@ use super::waste;
 pub struct Inputs<'a> {
     pub wall: Duration,
     pub counts: Option<Counts>,
+    /// The run's total runqueue wait where the runqueues counted it (a
+    /// guest's, which runs the workload alone: exited threads included);
+    /// `None` for the sum of the threads' last sweeps.
+    pub runqueue_wait_s: Option<f64>,
     pub irqs: &'a [IrqDelta],
     pub collected: &'a Collected,
     pub map: &'a NodeMap,
@@ -153,10 +157,13 @@ pub fn build(i: &Inputs<'_>) -> (Vec<Metric>, Telemetry) {
         metrics.push(known(WASTED_CORE_PCT, wasted.percent));
     }
     let waits = &i.collected.waits;
-    // Reported only when some thread's schedstat was read: a kernel without
-    // CONFIG_SCHED_INFO has no such file, which is not "no wait".
-    if let Some(p99) = waits.quantile_us(0.99) {
-        metrics.push(known(RUNQUEUE_WAIT_S, waits.total_s()));
+    // From the sweeps only when some thread's schedstat was read: a kernel
+    // without CONFIG_SCHED_INFO has no such file, which is not "no wait".
+    let p99 = waits.quantile_us(0.99);
+    if let Some(total) = i.runqueue_wait_s.or(p99.map(|_| waits.total_s())) {
+        metrics.push(known(RUNQUEUE_WAIT_S, total));
+    }
+    if let Some(p99) = p99 {
         metrics.push(known(RUNQUEUE_WAIT_P99_US, p99));
     }
     let (topology_source, before, after, changes) = match i.topology {

@@ -163,6 +163,7 @@ fn a_ten_minute_stream_run_of_64_instances_fits_its_budget() {
     let (metrics, whole) = report::build(&report::Inputs {
         wall: Duration::from_secs(600),
         counts: None,
+        runqueue_wait_s: None,
         irqs: &[],
         collected: &collected,
         map: &map,

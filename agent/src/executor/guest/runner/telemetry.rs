@@ -598,9 +598,16 @@ pub fn build(
     } else {
         NodeMap::from_nodes(&obs.nodes)
     };
+    // Per sched-domain level, named as the guest's domains after its state;
+    // and the whole run's wait from the runqueues, where the sweeps' sum
+    // counts only the threads they saw, up to their last sweep (0.01 s of a
+    // 0.7-s hackbench that waited seconds). The guest runs the workload
+    // alone; the sampler's and kernel threads' waits are in it too.
+    let (balancing, runqueue_wait_s) = obs.balancing.metrics(domains)?;
     let (mut metrics, telemetry) = report::build(&report::Inputs {
         wall,
         counts: obs.counts,
+        runqueue_wait_s,
         irqs: irqs.as_deref().unwrap_or_default(),
         collected: &collected,
         map: &map,
@@ -612,6 +619,7 @@ pub fn build(
         metrics.retain(|m| !IPI_METRICS.contains(&m.name.as_str()));
     }
     // Names, units and directions as the host executor's (run.rs).
+    let mut cpu_s = None;
     if let Some((&(user0, sys0), &(user1, sys1))) = times {
         let spent = |what: &'static str, b: u64, a: u64| {
             a.checked_sub(b)
@@ -625,45 +633,45 @@ pub fn build(
         let (user, sys) = (spent("user", user0, user1)?, spent("system", sys0, sys1)?);
         metrics.push(known(metric::USER_S, user));
         metrics.push(known(metric::SYS_S, sys));
-        // Without counts: as the host, but against `times`' CPU time.
-        if let Some(ms) = obs.sampler_ms
-            && user + sys > 0.0
-            && obs.counts.is_none()
-        {
-            let pct = ms as f64 / 1000.0 / (user + sys) * 100.0;
-            metrics.push(known(metric::TELEMETRY_OVERHEAD_PCT, pct));
-        }
-        if wall_s > 0.0 && obs.counts.is_none() {
-            metrics.push(known(metric::CPUS_UTILISED, (user + sys) / wall_s));
-        }
+        cpu_s = Some(user + sys);
     }
-    // Sampled (see the module's doc): a lower bound on perf's count.
-    if let Some(n) = obs.migrations()
-        && obs.counts.is_none()
-    {
+    if obs.counts.is_none() {
+        metrics.extend(without_counts(obs, cpu_s, wall_s, ctxt)?);
+    }
+    metrics.extend(balancing);
+    Ok((metrics, telemetry))
+}
+
+/// Where the sampler could not count (a kernel without perf events), the
+/// next best of perf's figures: the overhead and CPUs utilised against
+/// `times`' CPU time, migrations sampled from the threads' `sched` (a lower
+/// bound), and context switches guest-wide (the guest runs little else: the
+/// runner and its sweeps, kernel threads).
+fn without_counts(
+    obs: &Observed,
+    cpu_s: Option<f64>,
+    wall_s: f64,
+    ctxt: Option<(&u64, &u64)>,
+) -> Result<Vec<Metric>, BuildError> {
+    let mut metrics = Vec::new();
+    if let (Some(cpu_s), Some(ms)) = (cpu_s.filter(|&c| c > 0.0), obs.sampler_ms) {
+        let pct = ms as f64 / 1000.0 / cpu_s * 100.0;
+        metrics.push(known(metric::TELEMETRY_OVERHEAD_PCT, pct));
+    }
+    if let Some(cpu_s) = cpu_s.filter(|_| wall_s > 0.0) {
+        metrics.push(known(metric::CPUS_UTILISED, cpu_s / wall_s));
+    }
+    if let Some(n) = obs.migrations() {
         metrics.push(known(metric::CPU_MIGRATIONS, n as f64));
     }
-    // Per sched-domain level, named as the guest's domains after its state.
-    let (balancing, wait_s) = obs.balancing.metrics(domains)?;
-    metrics.extend(balancing);
-    // The whole run's wait, from the runqueues: the sweeps' sum counts only
-    // the threads they saw, up to their last sweep (0.01 s of a 0.7-s
-    // hackbench that waited seconds). The guest runs the workload alone;
-    // the sampler's and kernel threads' waits are in it too.
-    if let Some(w) = wait_s {
-        metrics.retain(|m| m.name != metric::RUNQUEUE_WAIT_S.name);
-        metrics.push(known(metric::RUNQUEUE_WAIT_S, w));
-    }
-    // Guest-wide, where perf counts the workload's own: the guest runs little
-    // else (the runner and its sweeps, kernel threads).
-    if let Some((&b, &a)) = ctxt.filter(|_| obs.counts.is_none()) {
+    if let Some((&b, &a)) = ctxt {
         let n = a.checked_sub(b).ok_or(BuildError::CtxtBackwards {
             before: b,
             after: a,
         })?;
         metrics.push(known(metric::CONTEXT_SWITCHES, n as f64));
     }
-    Ok((metrics, telemetry))
+    Ok(metrics)
 }
 
 /// `s` cut to [`EXCERPT`] characters.
