@@ -738,9 +738,11 @@ int main(int argc, char **argv)
 		if (!stopping && busy >= 0 && busy0 >= 0 && t - last_sweep_t < cap) {
 			/* Before the first sweep: the threads born since the prescan
 			 * (the workload's, and the runner's few), two files each. */
-			long born = nr_threads() - threads0;
-			double predicted = last_cost >= 0 ? last_cost
-					   : per_file * 2 * (double)(threads0 >= 0 && born > 0 ? born : 1);
+			double predicted = last_cost;
+			if (predicted < 0) {
+				long born = nr_threads() - threads0;
+				predicted = per_file * 2 * (double)(threads0 >= 0 && born > 0 ? born : 1);
+			}
 			unsigned long long cpu = own_cpu();
 			double spent = (double)(cpu > started ? cpu - started : 0) / 1e9;
 			/* A look costs too (under TCG some tenths of a ms, and more
