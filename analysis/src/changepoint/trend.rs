@@ -163,7 +163,7 @@ impl Stretch {
 
 /// Solves `a x = b` (`a` row-major, square) by Gaussian elimination with
 /// partial pivoting; `None` when it is singular.
-fn solve(mut a: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+pub(super) fn solve(mut a: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     let p = b.len();
     let scale = a
         .iter()
