@@ -64,6 +64,7 @@
 //! steps 4 and 5 add up to 40% on series without change (docs/BENCHMARKS.md).
 
 mod level;
+mod minimise;
 mod multiscale;
 mod ranks;
 mod serial;

@@ -40,9 +40,13 @@ struct Filter {
     log_f: f64,
     /// `Σ vₜ² / Fₜ`.
     vv: f64,
-    /// `ln Π_{u < t} (1 − K_u)`: an intervention at `t` decays by
-    /// `exp(decay[t'] − decay[t])` by `t'`.
-    decay: Vec<f64>,
+    /// An intervention at `t` decays by `Π_{t ≤ u < t'} (1 − K_u)` by `t'`,
+    /// and `1 − K_u = 1 / F_u`: that product is `exp(base[t / BLOCK] −
+    /// base[t' / BLOCK]) · scale[t] / scale[t']`, `base` the sum of `ln F`
+    /// before each block and `scale` the product of `F` within it so far.
+    /// A logarithm per block, not per point.
+    base: Vec<f64>,
+    scale: Vec<f64>,
     /// `Σ_{t' ≥ t} (Π_{t ≤ u < t'} (1 − K_u))² / F_{t'}`.
     dd: Vec<f64>,
     /// `Σ_{t' ≥ t} Π_{t ≤ u < t'} (1 − K_u) · v_{t'} / F_{t'}`.
@@ -57,56 +61,50 @@ struct Filter {
 impl Filter {
     fn run(y: &[f64], q: f64) -> Filter {
         let n = y.len();
-        let mut f = vec![0.0; n];
-        let mut keep = vec![0.0; n];
+        let mut inv_f = vec![0.0; n];
         let mut v = vec![0.0; n];
         let mut x = vec![0.0; n];
-        let mut decay = vec![0.0; n + 1];
+        let mut base = vec![0.0; n / BLOCK + 1];
+        let mut scale = vec![1.0; n + 1];
         // The drift column starts at 0 where the series starts at y[0].
         let (mut level, mut drift, mut p) = (y[0], 0.0, 1.0 + q);
-        let (mut log_f, mut vv, mut xx, mut xv) = (0.0, 0.0, 0.0, 0.0);
-        // Once the variance has settled, `F`, `K` and their logarithms are
-        // constants: the logarithms were most of the cost.
-        let mut settled: Option<(f64, f64)> = None;
+        let (mut vv, mut xx, mut xv) = (0.0, 0.0, 0.0);
+        let mut product: f64 = 1.0;
         for t in 1..n {
+            if t % BLOCK == 0 {
+                base[t / BLOCK] = base[t / BLOCK - 1] + product.ln();
+                product = 1.0;
+            }
+            scale[t] = product;
             let ft = p + 1.0;
-            let gain = p / ft;
-            let (ln_f, ln_keep) = match settled {
-                Some(logs) => logs,
-                None => {
-                    let logs = (ft.ln(), (1.0 - gain).ln());
-                    let next = p / ft + q;
-                    if (next - p).abs() <= 1e-13 * p {
-                        settled = Some(logs);
-                    }
-                    p = next;
-                    logs
-                }
-            };
+            let inv = 1.0 / ft;
+            let gain = p * inv;
+            p = p * inv + q;
+            product *= ft;
             let vt = y[t] - level;
             let xt = t as f64 - drift;
             level += gain * vt;
             drift += gain * xt;
-            f[t] = ft;
-            keep[t] = 1.0 - gain;
+            inv_f[t] = inv;
             v[t] = vt;
             x[t] = xt;
-            decay[t + 1] = decay[t] + ln_keep;
-            log_f += ln_f;
-            vv += vt * vt / ft;
-            xx += xt * xt / ft;
-            xv += xt * vt / ft;
+            vv += vt * vt * inv;
+            xx += xt * xt * inv;
+            xv += xt * vt * inv;
         }
+        let log_f = base[(n - 1) / BLOCK] + product.ln();
         let (mut dd, mut dv, mut dx) = (vec![0.0; n + 1], vec![0.0; n + 1], vec![0.0; n + 1]);
         for t in (1..n).rev() {
-            dd[t] = 1.0 / f[t] + keep[t] * keep[t] * dd[t + 1];
-            dv[t] = v[t] / f[t] + keep[t] * dv[t + 1];
-            dx[t] = x[t] / f[t] + keep[t] * dx[t + 1];
+            let inv = inv_f[t];
+            dd[t] = inv + inv * inv * dd[t + 1];
+            dv[t] = inv * (v[t] + dv[t + 1]);
+            dx[t] = inv * (x[t] + dx[t + 1]);
         }
         Filter {
             log_f,
             vv,
-            decay,
+            base,
+            scale,
             dd,
             dv,
             dx,
@@ -118,21 +116,21 @@ impl Filter {
     /// `Σ xᵢ xⱼ / F` of the innovations of interventions at `i ≤ j`.
     fn cross(&self, i: usize, j: usize) -> f64 {
         let (i, j) = (i.min(j), i.max(j));
-        (self.decay[j] - self.decay[i]).exp() * self.dd[j]
+        let blocks = self.base[i / BLOCK] - self.base[j / BLOCK];
+        blocks.exp() * self.scale[i] / self.scale[j] * self.dd[j]
     }
 }
 
-/// The fit of the local-level model with interventions at `steps` (all in
-/// `1..n`) for one `q`.
-struct Fit {
-    /// `−2 ln L`, up to a constant that both models share.
-    deviance: f64,
-}
+/// Points whose `F`s are multiplied before one logarithm is taken: each
+/// `F` is below `2 + q ≤ 2 + e²` ([`LOG_Q`]), so 32 of them stay far
+/// inside a double.
+const BLOCK: usize = 32;
 
-/// The local-level model's profile likelihood at `q` with interventions at
-/// `steps`: the steps by generalised least squares on the filter's
-/// innovations, the noise variance by maximum likelihood.
-fn fit(filter: &Filter, n: usize, steps: &[usize]) -> Option<Fit> {
+/// The local-level model's deviance (`−2 ln L`, up to a constant both
+/// models share) at the filter's `q` with interventions at `steps` (all in
+/// `1..n`): the drift and the steps by generalised least squares on the
+/// filter's innovations, the noise variance by maximum likelihood.
+fn deviance(filter: &Filter, n: usize, steps: &[usize]) -> Option<f64> {
     // Column 0 is the drift, both models have it: a step on a slope is
     // still a step, and a slope is not a wander.
     let k = steps.len() + 1;
@@ -147,32 +145,103 @@ fn fit(filter: &Filter, n: usize, steps: &[usize]) -> Option<Fit> {
             a[(i + 1) * k + j + 1] = filter.cross(si, sj);
         }
     }
-    let inverse = invert(&a, k)?;
-    let beta: Vec<f64> = (0..k)
-        .map(|i| (0..k).map(|j| inverse[i * k + j] * b[j]).sum())
-        .collect();
-    let explained: f64 = beta.iter().zip(&b).map(|(x, y)| x * y).sum();
-    let rss = (filter.vv - explained).max(f64::MIN_POSITIVE);
-    let dof = (n - 1) as f64;
-    let sigma2 = rss / dof;
-    Some(Fit {
-        deviance: filter.log_f + dof * sigma2.ln(),
-    })
+    profile(filter.log_f, filter.vv, a, b, n)
 }
 
-/// The inverse of the `k × k` matrix `a` (row-major), or `None` when it is
-/// singular.
-fn invert(a: &[f64], k: usize) -> Option<Vec<f64>> {
-    let mut inverse = vec![0.0; k * k];
-    for col in 0..k {
-        let mut unit = vec![0.0; k];
-        unit[col] = 1.0;
-        let x = super::trend::solve(a.to_vec(), unit)?;
-        for row in 0..k {
-            inverse[row * k + col] = x[row];
+/// The deviance from the filter's sums: `Σ ln F`, `Σ v² / F`, and the
+/// regression columns' `Σ x x' / F` (`a`, `k × k`) and `Σ x v / F` (`b`).
+fn profile(log_f: f64, vv: f64, a: Vec<f64>, b: Vec<f64>, n: usize) -> Option<f64> {
+    let beta = super::trend::solve(a, b.clone())?;
+    let explained: f64 = beta.iter().zip(&b).map(|(x, y)| x * y).sum();
+    let rss = (vv - explained).max(f64::MIN_POSITIVE);
+    let dof = (n - 1) as f64;
+    Some(log_f + dof * (rss / dof).ln())
+}
+
+/// [`deviance`] in one forward pass that carries the regression columns
+/// through the filter (the augmented Kalman filter), keeping nothing per
+/// point: O(n k²) for `k` columns, against [`Filter::run`]'s O(n) with
+/// seven arrays and a backward pass. The search for `q` evaluates dozens of
+/// `q`s with few interventions; this is what it runs.
+fn deviance_at(y: &[f64], q: f64, steps: &[usize]) -> Option<f64> {
+    let n = y.len();
+    let k = steps.len() + 1;
+    // Each column's filtered value; column 0 is the drift `t`, the others
+    // a step's `1[t ≥ s]`.
+    let mut filtered = vec![0.0; k];
+    let mut u = vec![0.0; k];
+    let mut a = vec![0.0; k * k];
+    let mut b = vec![0.0; k];
+    let (mut level, mut p) = (y[0], 1.0 + q);
+    let (mut log_f, mut vv) = (0.0, 0.0);
+    // `Σ ln F` as the logarithm of products of up to [`BLOCK`] `F`s: each is at
+    // most 2 + e², so a product stays far inside a double, and a logarithm
+    // per point was a third of the search's time.
+    let mut product = 1.0;
+    // The drift alone (the search for q before any step has joined) in
+    // scalars: the general loop below costs several times as much.
+    let (mut drift, mut xx, mut xv) = (0.0, 0.0, 0.0);
+    // Once the variance has settled, `F` and `K` are constants: no more
+    // divisions, whose latency bounds the loop, and `Σ ln F` grows by
+    // `ln F` a point.
+    let (mut ft, mut inv, mut gain) = (0.0, 0.0, 0.0);
+    let mut settled_at: Option<usize> = None;
+    for (t, &yt) in y.iter().enumerate().skip(1) {
+        if settled_at.is_none() {
+            ft = p + 1.0;
+            inv = 1.0 / ft;
+            gain = p * inv;
+            let next = p * inv + q;
+            if (next - p).abs() <= 1e-12 * p {
+                settled_at = Some(t);
+            }
+            p = next;
+            product *= ft;
+            if t % BLOCK == 0 {
+                log_f += product.ln();
+                product = 1.0;
+            }
+        }
+        let vt = yt - level;
+        level += gain * vt;
+        vv += vt * vt * inv;
+        if k == 1 {
+            let xt = t as f64 - drift;
+            drift += gain * xt;
+            xx += xt * xt * inv;
+            xv += xt * vt * inv;
+            continue;
+        }
+        u[0] = t as f64 - filtered[0];
+        for (j, &s) in steps.iter().enumerate() {
+            u[j + 1] = if t >= s { 1.0 } else { 0.0 } - filtered[j + 1];
+        }
+        for i in 0..k {
+            filtered[i] += gain * u[i];
+            let ui = u[i] * inv;
+            if ui == 0.0 {
+                continue;
+            }
+            b[i] += ui * vt;
+            for j in 0..=i {
+                a[i * k + j] += ui * u[j];
+            }
         }
     }
-    Some(inverse)
+    log_f += product.ln();
+    if let Some(from) = settled_at {
+        // The point that settled it was counted in the products.
+        log_f += (n - 1 - from) as f64 * ft.ln();
+    }
+    if k == 1 {
+        return profile(log_f, vv, vec![xx], vec![xv], n);
+    }
+    for i in 0..k {
+        for j in 0..i {
+            a[j * k + i] = a[i * k + j];
+        }
+    }
+    profile(log_f, vv, a, b, n)
 }
 
 /// Bounds of `ln q` searched: from a level that barely moves over a
@@ -180,34 +249,20 @@ fn invert(a: &[f64], k: usize) -> Option<Vec<f64>> {
 const LOG_Q: (f64, f64) = (-16.0, 2.0);
 
 /// The maximum-likelihood `q` for interventions at `steps` and its fit:
-/// golden-section search over `ln q` in [`LOG_Q`], then `q = 0` (white noise
+/// Brent's search over `ln q` in [`LOG_Q`], then `q = 0` (white noise
 /// around the steps) if that is better still.
-fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, Fit)> {
-    let eval = |q: f64| fit(&Filter::run(y, q), y.len(), steps).map(|f| (q, f));
-    let deviance = |x: f64| eval(x.exp()).map_or(f64::INFINITY, |(_, f)| f.deviance);
-    let ratio = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut lo, mut hi) = LOG_Q;
-    let mut x1 = hi - ratio * (hi - lo);
-    let mut x2 = lo + ratio * (hi - lo);
-    let (mut d1, mut d2) = (deviance(x1), deviance(x2));
-    for _ in 0..GOLDEN_STEPS {
-        if d1 <= d2 {
-            hi = x2;
-            x2 = x1;
-            d2 = d1;
-            x1 = hi - ratio * (hi - lo);
-            d1 = deviance(x1);
-        } else {
-            lo = x1;
-            x1 = x2;
-            d1 = d2;
-            x2 = lo + ratio * (hi - lo);
-            d2 = deviance(x2);
-        }
-    }
-    let found = eval(((lo + hi) / 2.0).exp())?;
+fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, f64)> {
+    let eval = |q: f64| deviance_at(y, q, steps).map(|d| (q, d));
+    let (log_q, _) = super::minimise::brent(
+        |x| eval(x.exp()).map_or(f64::INFINITY, |(_, d)| d),
+        LOG_Q.0,
+        LOG_Q.1,
+        LOG_Q_TOLERANCE,
+        MAX_EVALUATIONS,
+    );
+    let found = eval(log_q.exp())?;
     match eval(0.0) {
-        Some(zero) if zero.1.deviance <= found.1.deviance => Some(zero),
+        Some(zero) if zero.1 <= found.1 => Some(zero),
         _ => Some(found),
     }
 }
@@ -222,12 +277,21 @@ fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, Fit)> {
 /// to 0.4 or less. Between 100 and 1,000 points, not measured.
 const MIN_LEN: usize = 200;
 
+/// Change points up to which forward selection runs the one-pass filter
+/// for each candidate set rather than [`Filter::run`] once: with two, at
+/// most three sets of at most three columns, which cost less than the
+/// suffix sums' seven arrays.
+const FEW: usize = 2;
+
 /// Passes of forward selection, each at the `q` the previous one left.
 const SELECTION_PASSES: usize = 2;
 
-/// Golden-section steps: the bracket of `ln q` shrinks to 18 · 0.618¹⁴,
-/// about 0.02: `q` to about 2%, where the likelihood is flat.
-const GOLDEN_STEPS: usize = 14;
+/// How closely `ln q` is found: `q` to about 5%, where the likelihood is
+/// flat (a hundredth of a unit of deviance, against penalties of ten).
+const LOG_Q_TOLERANCE: f64 = 0.05;
+
+/// Evaluations of the likelihood per search for `q`, at most.
+const MAX_EVALUATIONS: usize = 30;
 
 /// The change points `at` (in order, all in `1..n`) that remain once a
 /// wandering level is allowed for: all of them when the staircase costs
@@ -238,10 +302,13 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
         return at;
     }
     let pen = 2.0 * (n as f64).ln();
-    let Some(steps) = fit(&Filter::run(series, 0.0), n, &at) else {
-        return at;
-    };
-    let steps_cost = steps.deviance + at.len() as f64 * pen;
+    // The staircase is the model at q = 0, where the filter is a running
+    // mean: `Σ ln Fₜ = Σ ln((t + 1) / t) = ln n`, and the rest is least
+    // squares on a constant, the drift and the steps.
+    let dof = (n - 1) as f64;
+    let rss = super::trend::Stretch::new(series).rss(&at, &[]);
+    let steps = (n as f64).ln() + dof * (rss.max(f64::MIN_POSITIVE) / dof).ln();
+    let steps_cost = steps + at.len() as f64 * pen;
     // Forward selection: the intervention that lowers the deviance most
     // joins while it pays for itself, at the q estimated before the pass;
     // then q again with what joined, and a second pass from there. (q
@@ -253,8 +320,14 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
     };
     for _ in 0..SELECTION_PASSES {
         let before = kept.len();
-        let filter = Filter::run(series, q);
-        let mut deviance = current.deviance;
+        // Few change points: a one-pass filter per candidate set is cheaper
+        // than the suffix sums' seven arrays.
+        let filter = (at.len() > FEW).then(|| Filter::run(series, q));
+        let with_steps = |with: &[usize]| match &filter {
+            Some(filter) => deviance(filter, n, with),
+            None => deviance_at(series, q, with),
+        };
+        let mut before_dev = current;
         loop {
             let mut best: Option<(usize, f64)> = None;
             for &c in &at {
@@ -263,22 +336,27 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
                 }
                 let mut with = kept.clone();
                 with.push(c);
-                if let Some(f) = fit(&filter, n, &with)
-                    && best.is_none_or(|(_, d)| f.deviance < d)
+                if let Some(d) = with_steps(&with)
+                    && best.is_none_or(|(_, b)| d < b)
                 {
-                    best = Some((c, f.deviance));
+                    best = Some((c, d));
                 }
             }
             match best {
-                Some((c, d)) if deviance - d > pen => {
+                Some((c, d)) if before_dev - d > pen => {
                     kept.push(c);
-                    deviance = d;
+                    before_dev = d;
                 }
                 _ => break,
             }
         }
         if kept.len() == before {
             break;
+        }
+        // Every change point is an abrupt shift under the wander too:
+        // whichever model wins, none is dropped.
+        if kept.len() == at.len() {
+            return at;
         }
         match best_q(series, &kept) {
             Some((new_q, f)) => {
@@ -288,7 +366,7 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
             None => return at,
         }
     }
-    let wander_cost = current.deviance + kept.len() as f64 * pen + pen;
+    let wander_cost = current + kept.len() as f64 * pen + pen;
     // Without a wander the staircase stands: which steps white noise
     // supports is the permutation test's to say, not a normal likelihood's.
     if q == 0.0 || wander_cost >= steps_cost {
@@ -344,15 +422,37 @@ mod tests {
             })
             .sum();
         let log_f: f64 = (1..9).map(|t| ((t + 1) as f64 / t as f64).ln()).sum();
-        let f = fit(&Filter::run(&y, 0.0), y.len(), &[4]).unwrap();
+        let d = deviance(&Filter::run(&y, 0.0), y.len(), &[4]).unwrap();
         let expected = log_f + 8.0 * (rss / 8.0).ln();
-        assert!(
-            (f.deviance - expected).abs() < 1e-9,
-            "{} {expected}",
-            f.deviance
-        );
+        assert!((d - expected).abs() < 1e-9, "{d} {expected}");
         // Without the step, the fit is far worse.
-        let without = fit(&Filter::run(&y, 0.0), y.len(), &[]).unwrap();
-        assert!(without.deviance > f.deviance + 10.0);
+        let without = deviance(&Filter::run(&y, 0.0), y.len(), &[]).unwrap();
+        assert!(without > d + 10.0);
+    }
+
+    /// The one-pass augmented filter and the suffix sums of [`Filter::run`]
+    /// are two ways to one deviance.
+    #[test]
+    fn both_ways_to_the_deviance_agree() {
+        let y: Vec<f64> = (0..300)
+            .map(|t| {
+                let t = t as f64;
+                100.0
+                    + 0.02 * t
+                    + (t * 0.37).sin() * 3.0
+                    + (t * 1.91).cos() * 2.0
+                    + if t >= 120.0 { 5.0 } else { 0.0 }
+            })
+            .collect();
+        for q in [0.0, 1e-7, 1e-3, 0.05, 2.0] {
+            for steps in [vec![], vec![120], vec![40, 120, 250], vec![1, 299]] {
+                let slow = deviance(&Filter::run(&y, q), y.len(), &steps).unwrap();
+                let fast = deviance_at(&y, q, &steps).unwrap();
+                assert!(
+                    (slow - fast).abs() < 1e-6 * slow.abs().max(1.0),
+                    "q {q} steps {steps:?}: {slow} {fast}"
+                );
+            }
+        }
     }
 }

@@ -82,7 +82,7 @@ impl Column {
 /// Sums over one stretch that least squares with a constant, a slope, and
 /// steps and bends at chosen positions needs; positions are relative to the
 /// stretch's start.
-struct Stretch {
+pub(super) struct Stretch {
     len: usize,
     centre: f64,
     /// Suffix sums from each position: of `y` and of `(t − centre) · y`,
@@ -94,7 +94,7 @@ struct Stretch {
 }
 
 impl Stretch {
-    fn new(x: &[f64]) -> Self {
+    pub(super) fn new(x: &[f64]) -> Self {
         let len = x.len();
         let mean = x.iter().sum::<f64>() / len as f64;
         let centre = (len as f64 - 1.0) / 2.0;
@@ -142,7 +142,7 @@ impl Stretch {
 
     /// The residual sum of squares of a line with a step at each of `steps`
     /// and a bend at each of `bends`.
-    fn rss(&self, steps: &[usize], bends: &[usize]) -> f64 {
+    pub(super) fn rss(&self, steps: &[usize], bends: &[usize]) -> f64 {
         let mut cols = vec![Column::CONSTANT, Column::bend(0)];
         cols.extend(steps.iter().map(|&s| Column::step(s)));
         cols.extend(bends.iter().map(|&s| Column::bend(s)));
