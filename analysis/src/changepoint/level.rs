@@ -8,29 +8,36 @@
 //! staircase needs a level and a position per step.
 //!
 //! So the change points are judged by a penalised likelihood between two
-//! models of the whole series:
+//! models of the whole series, both with a drift (a step on a slope is
+//! still a step, and a slope is not a wander):
 //!
-//! - **steps**: white noise around the staircase as found;
+//! - **steps**: white noise around the best staircase through the change
+//!   points: theirs, plus the splits least squares adds while each pays for
+//!   itself ([`staircase_cost`]), so that a step binary segmentation missed
+//!   does not make the wander look likelier;
 //! - **wander**: the local-level model (Harvey 1989; the model of DeCAFS,
 //!   Romano et al. 2022, without its AR part): `yₜ = μₜ + εₜ`,
 //!   `μₜ₊₁ = μₜ + ηₜ`, `Var η / Var ε = q`, plus those of the change points
-//!   that are still abrupt level shifts under it (interventions in the
-//!   level whose `t²` reaches a change point's Bonferroni `z²`), added
-//!   greedily, strongest first. `q` is estimated by maximum likelihood, with
-//!   the interventions.
+//!   that are still abrupt shifts of that level (interventions), added by
+//!   forward selection while each pays for itself. `q` is estimated by
+//!   maximum likelihood before each of two passes.
 //!
 //! Each model costs `−2 ln L` plus `2 ln n` per step (a level and a
-//! position, Schwarz's criterion as in [`super::trend`]), the wander `ln n`
-//! more for `q`. When the wander costs less, the change points it did not
-//! keep are dropped. With white noise and real steps `q̂` is zero, the two
-//! models fit alike and the steps cost the same: the wander loses by its
-//! `ln n`.
+//! position, Schwarz's criterion as in [`super::trend`]), the wander
+//! `2 ln n` more for `q` (with `ln n`, real steps of 100-point series that
+//! binary segmentation had found beside a missed one were lost). When the
+//! wander costs less, the change points it did not keep are dropped. When
+//! `q̂` is zero they all stand: which steps white noise supports is the
+//! permutation test's to say, not a normal likelihood's. Gross outliers
+//! are pulled in first ([`clipped`]).
 //!
 //! Cost: one Kalman filter pass per value of `q` (the local level's filter
 //! is scalar), and every intervention's effect on it in closed form: the
 //! filter's innovations of a step dummy decay by `1 − Kₜ` from the step on,
-//! so their cross-products are suffix sums. O(n + k²) per `q` for `k`
-//! change points.
+//! so their cross-products are suffix sums ([`Filter`]), O(n + k²) per `q`
+//! for `k` change points; with few, one pass carrying them through the
+//! filter ([`deviance_at`]). `q` by Brent's method on `ln q`
+//! ([`super::minimise`]).
 
 /// The filter of the local-level model with signal-to-noise ratio `q`, in
 /// units of the noise variance, from the second point on (the first sets
@@ -267,15 +274,14 @@ fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, f64)> {
     }
 }
 
-/// Shortest series judged. At 100 points the benchmark's seasonal swings
-/// and AR(1) noise kept 14 and 1.9 false change points per 1,000 points with
-/// this stage (25 and 3.6 without) and its random walks 5.0 either way, but
-/// real steps lost up to 0.009 of F1 (heavy-tailed noise; 0.004–0.008 in
-/// three other families): where binary segmentation missed a step, the
-/// staircase lacks it and a wander explains the series better. From 1,000
-/// points on no step family lost anything and every no-change family fell
-/// to 0.4 or less. Between 100 and 1,000 points, not measured.
-const MIN_LEN: usize = 200;
+/// Shortest series judged. At 100 points the stage keeps every step the
+/// stages before it found in the benchmark and takes seasonal swings from
+/// 25 to 17 false change points per 1,000 points, AR(1) noise from 3.6 to
+/// 2.0 (random walks stay at 5: at that length a walk of steps of 0.3
+/// under noise of 3 is hardly a wander). Below 100, not measured; under
+/// 50 the likelihood of `q` rests on too few differences for a month of
+/// nightly runs to be judged this way.
+const MIN_LEN: usize = 50;
 
 /// Change points up to which forward selection runs the one-pass filter
 /// for each candidate set rather than [`Filter::run`] once: with two, at
@@ -293,6 +299,100 @@ const LOG_Q_TOLERANCE: f64 = 0.05;
 /// Evaluations of the likelihood per search for `q`, at most.
 const MAX_EVALUATIONS: usize = 30;
 
+/// The cost of the best staircase through the change points `at`: theirs,
+/// plus the steps least squares would add while each pays for itself
+/// (greedily, each at the split of a segment that lowers its squares
+/// most). Where binary segmentation missed a real step, the staircase
+/// without it would lose to a wander that explains the step it lacks; the
+/// wander must beat the staircase at its best.
+fn staircase_cost(series: &[f64], at: &[usize], pen: f64) -> f64 {
+    let n = series.len();
+    let stretch = super::trend::Stretch::new(series);
+    let dof = (n - 1) as f64;
+    // The staircase is the model at q = 0, where the filter is a running
+    // mean: `Σ ln Fₜ = Σ ln((t + 1) / t) = ln n`, and the rest is least
+    // squares on a constant, the drift and the steps.
+    let cost = |steps: &[usize]| {
+        let rss = stretch.rss(steps, &[]).max(f64::MIN_POSITIVE);
+        (n as f64).ln() + dof * (rss / dof).ln() + steps.len() as f64 * pen
+    };
+    let mut sums = vec![0.0; n + 1];
+    for (t, &y) in series.iter().enumerate() {
+        sums[t + 1] = sums[t] + y;
+    }
+    let mut steps = at.to_vec();
+    let mut best = cost(&steps);
+    loop {
+        let bounds = super::bounds(n, steps.iter().copied());
+        let mut split: Option<(usize, f64)> = None;
+        for w in bounds.windows(2) {
+            let (lo, hi) = (w[0], w[1]);
+            for s in lo + MIN_EXTRA..=hi.saturating_sub(MIN_EXTRA) {
+                let (a, b) = ((s - lo) as f64, (hi - s) as f64);
+                let diff = (sums[hi] - sums[s]) / b - (sums[s] - sums[lo]) / a;
+                let gain = diff * diff * a * b / (a + b);
+                if split.is_none_or(|(_, g)| gain > g) {
+                    split = Some((s, gain));
+                }
+            }
+        }
+        let Some((s, _)) = split else {
+            return best;
+        };
+        let mut with = steps.clone();
+        with.push(s);
+        with.sort_unstable();
+        let c = cost(&with);
+        if c >= best {
+            return best;
+        }
+        best = c;
+        steps = with;
+    }
+}
+
+/// The series with gross outliers pulled in: each value at most [`CLIP`]
+/// robust standard deviations from the median of the five around it (a
+/// running median keeps steps sharp). The likelihoods here are normal
+/// ones: one value thirty noise deviations off made a wander likelier than
+/// the steps the rank test had found, and dropped them all.
+fn clipped(series: &[f64]) -> Vec<f64> {
+    let n = series.len();
+    let medians: Vec<f64> = (0..n)
+        .map(|t| {
+            let mut w: Vec<f64> = series[t.saturating_sub(2)..(t + 3).min(n)].to_vec();
+            let mid = w.len() / 2;
+            *w.select_nth_unstable_by(mid, f64::total_cmp).1
+        })
+        .collect();
+    let mut deviations: Vec<f64> = series
+        .iter()
+        .zip(&medians)
+        .map(|(y, m)| (y - m).abs())
+        .collect();
+    let mid = deviations.len() / 2;
+    let scale = 1.4826 * *deviations.select_nth_unstable_by(mid, f64::total_cmp).1;
+    let limit = CLIP * scale;
+    if limit <= 0.0 {
+        return series.to_vec();
+    }
+    series
+        .iter()
+        .zip(&medians)
+        .map(|(&y, &m)| y.clamp(m - limit, m + limit))
+        .collect()
+}
+
+/// Robust standard deviations from the running median beyond which a value
+/// is pulled in. At 5, real steps under t₃ noise were lost (its tails
+/// reach that far); from 6 to 8 the benchmark did not change; at 3,
+/// bimodal noise lost steps.
+const CLIP: f64 = 6.0;
+
+/// Fewest points on either side of a step the staircase adds: as the
+/// detector's default `min_segment_len`.
+const MIN_EXTRA: usize = 5;
+
 /// The change points `at` (in order, all in `1..n`) that remain once a
 /// wandering level is allowed for: all of them when the staircase costs
 /// less than the wander, else those the wander keeps as interventions.
@@ -301,14 +401,10 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
     if at.is_empty() || n < MIN_LEN {
         return at;
     }
+    let cleaned = clipped(series);
+    let series = &cleaned[..];
     let pen = 2.0 * (n as f64).ln();
-    // The staircase is the model at q = 0, where the filter is a running
-    // mean: `Σ ln Fₜ = Σ ln((t + 1) / t) = ln n`, and the rest is least
-    // squares on a constant, the drift and the steps.
-    let dof = (n - 1) as f64;
-    let rss = super::trend::Stretch::new(series).rss(&at, &[]);
-    let steps = (n as f64).ln() + dof * (rss.max(f64::MIN_POSITIVE) / dof).ln();
-    let steps_cost = steps + at.len() as f64 * pen;
+    let steps_cost = staircase_cost(series, &at, pen);
     // Forward selection: the intervention that lowers the deviance most
     // joins while it pays for itself, at the q estimated before the pass;
     // then q again with what joined, and a second pass from there. (q
