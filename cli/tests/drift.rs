@@ -14,7 +14,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use common::prometheus::{self, alerts};
+use common::prometheus::{self, DRIFT, alerts, dashboard_queries, query, repo};
 use common::{Farm, scrape, serial, wait_for};
 use serde_json::Value;
 
@@ -245,4 +245,53 @@ fn the_history_alert_fires_on_a_step_and_not_on_a_drift() {
         diagnosis,
         "the series' history drifts the wrong way since running"
     );
+
+    // Grafana's trends dashboard: its drift panel, as Grafana would ask
+    // with every variable at "All", shows the drifting series (each of
+    // STREAM's four rates drifts alike) and only it, at the drift's ratio.
+    let trends: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("dashboards/farm-trends.json")).unwrap(),
+    )
+    .unwrap();
+    let panels: Vec<(String, String)> = dashboard_queries(&trends)
+        .into_iter()
+        .filter(|(_, expr)| expr.contains(DRIFT))
+        .collect();
+    assert_eq!(panels.len(), 1, "{panels:?}");
+    let (place, expr) = &panels[0];
+    let mut series = Vec::new();
+    wait_for(
+        Duration::from_secs(60),
+        &format!("{place}: `{expr}`"),
+        || {
+            series = query(prom.addr, expr);
+            !series.is_empty()
+        },
+    );
+    let mut shown: Vec<(&str, &str)> = series
+        .iter()
+        .map(|s| {
+            (
+                s["metric"]["workload"].as_str().unwrap(),
+                s["metric"]["metric"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    shown.sort();
+    assert_eq!(
+        shown,
+        [
+            "stream_add_mb_per_s",
+            "stream_copy_mb_per_s",
+            "stream_scale_mb_per_s",
+            TRIAD
+        ]
+        .map(|m| ("stream-bin(threads=2)", m))
+    );
+    let triad = series
+        .iter()
+        .find(|s| s["metric"]["metric"] == TRIAD)
+        .unwrap();
+    let value: f64 = triad["value"][1].as_str().unwrap().parse().unwrap();
+    assert!((value - ratio).abs() < 1e-9, "{triad}");
 }

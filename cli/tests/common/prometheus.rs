@@ -142,3 +142,42 @@ pub fn alerts(prom: SocketAddr) -> Vec<serde_json::Value> {
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{status}: not JSON ({e}): {body}"));
     v["data"]["alerts"].as_array().cloned().unwrap_or_default()
 }
+
+/// The metric of a history's drift: its dashboard queries need a history
+/// that drifts (cli/tests/drift.rs), which the dashboards test's has not.
+pub const DRIFT: &str = "farm_series_drift_ratio";
+
+/// Every query of a Grafana dashboard (panel targets and annotations), with
+/// where it came from, as Grafana would send it with every variable at
+/// "All" (`.*`) and a rate interval of a minute.
+pub fn dashboard_queries(dashboard: &serde_json::Value) -> Vec<(String, String)> {
+    let variables: Vec<String> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_string())
+        .collect();
+    let substitute = |expr: &str| {
+        let mut out = expr.replace("$__rate_interval", "1m");
+        for v in &variables {
+            out = out.replace(&format!("${v}"), ".*");
+        }
+        assert!(!out.contains('$'), "an unknown variable in `{expr}`");
+        out
+    };
+    let mut out = Vec::new();
+    for p in dashboard["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            out.push((
+                format!("panel `{}` {}", p["title"], t["refId"]),
+                substitute(t["expr"].as_str().unwrap()),
+            ));
+        }
+    }
+    for a in dashboard["annotations"]["list"].as_array().unwrap() {
+        if let Some(expr) = a["expr"].as_str() {
+            out.push((format!("annotation `{}`", a["name"]), substitute(expr)));
+        }
+    }
+    out
+}
