@@ -316,13 +316,19 @@ fn staircase_cost(series: &[f64], at: &[usize], pen: f64) -> f64 {
         let rss = stretch.rss(steps, &[]).max(f64::MIN_POSITIVE);
         (n as f64).ln() + dof * (rss / dof).ln() + steps.len() as f64 * pen
     };
-    let mut sums = vec![0.0; n + 1];
-    for (t, &y) in series.iter().enumerate() {
-        sums[t + 1] = sums[t] + y;
-    }
     let mut steps = at.to_vec();
     let mut best = cost(&steps);
+    let mut sums = vec![0.0; n + 1];
     loop {
+        // Splits are chosen on the residuals around the current fit: on a
+        // steep slope every split of the raw values looks good, and the
+        // step on it would not be the one chosen.
+        let Some(residuals) = stretch.residuals(series, &steps) else {
+            return best;
+        };
+        for (t, &r) in residuals.iter().enumerate() {
+            sums[t + 1] = sums[t] + r;
+        }
         let bounds = super::bounds(n, steps.iter().copied());
         let mut split: Option<(usize, f64)> = None;
         for w in bounds.windows(2) {
@@ -389,9 +395,11 @@ fn clipped(series: &[f64]) -> Vec<f64> {
 /// bimodal noise lost steps.
 const CLIP: f64 = 6.0;
 
-/// Fewest points on either side of a step the staircase adds: as the
-/// detector's default `min_segment_len`.
-const MIN_EXTRA: usize = 5;
+/// Fewest points on either side of a step the staircase adds. Two, not the
+/// detector's five: on a steep slope the stages before may place a step's
+/// two sides a few points off it, and the staircase must be able to put
+/// the step itself between them, or a wander wins and both go.
+const MIN_EXTRA: usize = 2;
 
 /// The change points `at` (in order, all in `1..n`) that remain once a
 /// wandering level is allowed for: all of them when the staircase costs

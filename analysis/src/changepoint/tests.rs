@@ -510,3 +510,24 @@ fn a_short_steady_drift_has_no_change_points() {
         .collect();
     assert_eq!(indices(&detect(&step, &Options::default())), vec![12]);
 }
+
+#[test]
+fn a_step_on_a_steep_slope_is_not_taken_for_a_wander() {
+    // A slope of 0.1 a point, a step of 5 at 60, and noise from a tenth of
+    // the slope to half of it: the stages before the wander place the step
+    // a few points off on either side; the staircase must still beat the
+    // wander (it once lost, and the step with it).
+    for sd in [0.01, 0.1, 0.5] {
+        let mut rng = StdRng::seed_from_u64(1_600);
+        let values: Vec<f64> = (0..300)
+            .map(|i| {
+                100.0 + 0.1 * i as f64 + if i >= 60 { 5.0 } else { 0.0 } + sd * gauss(&mut rng)
+            })
+            .collect();
+        let found = indices(&detect(&values, &Options::default()));
+        assert!(
+            found.iter().any(|&f| f.abs_diff(60) <= 5),
+            "noise {sd}: {found:?}"
+        );
+    }
+}

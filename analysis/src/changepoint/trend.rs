@@ -84,6 +84,7 @@ impl Column {
 /// stretch's start.
 pub(super) struct Stretch {
     len: usize,
+    mean: f64,
     centre: f64,
     /// Suffix sums from each position: of `y` and of `(t − centre) · y`,
     /// `y` centred on the stretch's mean.
@@ -107,6 +108,7 @@ impl Stretch {
         }
         Stretch {
             len,
+            mean,
             centre,
             yy: x.iter().map(|v| (v - mean).powi(2)).sum(),
             y_from,
@@ -138,6 +140,38 @@ impl Stretch {
             return 0.0;
         }
         (f.alpha + f.beta * self.centre) * self.y_from[f.from] + f.beta * self.ty_from[f.from]
+    }
+
+    /// The residuals of `x` (the values this stretch was made of) around
+    /// the least-squares line with a step at each of `steps`; `None` when
+    /// the fit is singular.
+    pub(super) fn residuals(&self, x: &[f64], steps: &[usize]) -> Option<Vec<f64>> {
+        let mut cols = vec![Column::CONSTANT, Column::bend(0)];
+        cols.extend(steps.iter().map(|&s| Column::step(s)));
+        let p = cols.len();
+        let mut a = vec![0.0; p * p];
+        let b: Vec<f64> = cols.iter().map(|&c| self.dot_y(c)).collect();
+        for (i, &f) in cols.iter().enumerate() {
+            for (j, &g) in cols.iter().enumerate() {
+                a[i * p + j] = self.dot(f, g);
+            }
+        }
+        let beta = solve(a, b)?;
+        // Each step's coefficient joins the fit from its position on.
+        let mut joins = vec![0.0; self.len + 1];
+        for (&s, &c) in steps.iter().zip(&beta[2..]) {
+            joins[s.min(self.len)] += c;
+        }
+        let mut level = beta[0];
+        Some(
+            x.iter()
+                .enumerate()
+                .map(|(t, &v)| {
+                    level += joins[t];
+                    v - self.mean - level - beta[1] * t as f64
+                })
+                .collect(),
+        )
     }
 
     /// The residual sum of squares of a line with a step at each of `steps`
@@ -334,6 +368,13 @@ mod tests {
         assert!(s.rss(&[4], &[]) > 1e-3 && s.rss(&[4], &[]) < s.rss(&[], &[]));
         // A bend at 6 as well changes nothing: the slope is the same.
         assert!(s.rss(&[6], &[6]) < 1e-9);
+        // The residuals of the exact fit are zero; with a step elsewhere,
+        // their squares add up to its RSS.
+        let r = s.residuals(&x, &[6]).unwrap();
+        assert!(r.iter().all(|v| v.abs() < 1e-9), "{r:?}");
+        let r = s.residuals(&x, &[4]).unwrap();
+        let squares: f64 = r.iter().map(|v| v * v).sum();
+        assert!((squares - s.rss(&[4], &[])).abs() < 1e-9);
     }
 
     #[test]
