@@ -62,8 +62,8 @@
 //! (Serfling's bound), the others stop as soon as the outcome is settled
 //! (sequential Monte Carlo), and a segment without change stops after a few
 //! permutations. 10,000 points take about 3 ms, 100 points about 0.2 ms;
-//! steps 4 to 6 add up to 40% on series without change, and step 6 about
-//! 60% on series with steps of 1,000 points and more (docs/BENCHMARKS.md).
+//! steps 4 to 6 add 11–50% on series without change and up to 84% on
+//! series with steps (docs/BENCHMARKS.md).
 
 mod level;
 mod minimise;

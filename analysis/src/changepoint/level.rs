@@ -277,7 +277,7 @@ fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, f64)> {
 /// Shortest series judged. At 100 points the stage keeps every step the
 /// stages before it found in the benchmark and takes seasonal swings from
 /// 25 to 17 false change points per 1,000 points, AR(1) noise from 3.6 to
-/// 2.0 (random walks stay at 5: at that length a walk of steps of 0.3
+/// 2.2 (random walks stay at 5: at that length a walk of steps of 0.3
 /// under noise of 3 is hardly a wander). Below 100, not measured; under
 /// 50 the likelihood of `q` rests on too few differences for a month of
 /// nightly runs to be judged this way.
