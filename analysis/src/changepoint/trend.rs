@@ -142,12 +142,13 @@ impl Stretch {
         (f.alpha + f.beta * self.centre) * self.y_from[f.from] + f.beta * self.ty_from[f.from]
     }
 
-    /// The residuals of `x` (the values this stretch was made of) around
-    /// the least-squares line with a step at each of `steps`; `None` when
-    /// the fit is singular.
-    pub(super) fn residuals(&self, x: &[f64], steps: &[usize]) -> Option<Vec<f64>> {
+    /// The normal equations `(a, b)` of least squares on a constant, a
+    /// slope, a step at each of `steps` and a bend at each of `bends`, in
+    /// that order of columns.
+    fn normal_equations(&self, steps: &[usize], bends: &[usize]) -> (Vec<f64>, Vec<f64>) {
         let mut cols = vec![Column::CONSTANT, Column::bend(0)];
         cols.extend(steps.iter().map(|&s| Column::step(s)));
+        cols.extend(bends.iter().map(|&s| Column::bend(s)));
         let p = cols.len();
         let mut a = vec![0.0; p * p];
         let b: Vec<f64> = cols.iter().map(|&c| self.dot_y(c)).collect();
@@ -156,6 +157,14 @@ impl Stretch {
                 a[i * p + j] = self.dot(f, g);
             }
         }
+        (a, b)
+    }
+
+    /// The residuals of `x` (the values this stretch was made of) around
+    /// the least-squares line with a step at each of `steps`; `None` when
+    /// the fit is singular.
+    pub(super) fn residuals(&self, x: &[f64], steps: &[usize]) -> Option<Vec<f64>> {
+        let (a, b) = self.normal_equations(steps, &[]);
         let beta = solve(a, b)?;
         // Each step's coefficient joins the fit from its position on.
         let mut joins = vec![0.0; self.len + 1];
@@ -177,17 +186,7 @@ impl Stretch {
     /// The residual sum of squares of a line with a step at each of `steps`
     /// and a bend at each of `bends`.
     pub(super) fn rss(&self, steps: &[usize], bends: &[usize]) -> f64 {
-        let mut cols = vec![Column::CONSTANT, Column::bend(0)];
-        cols.extend(steps.iter().map(|&s| Column::step(s)));
-        cols.extend(bends.iter().map(|&s| Column::bend(s)));
-        let p = cols.len();
-        let mut a = vec![0.0; p * p];
-        let b: Vec<f64> = cols.iter().map(|&c| self.dot_y(c)).collect();
-        for (i, &f) in cols.iter().enumerate() {
-            for (j, &g) in cols.iter().enumerate() {
-                a[i * p + j] = self.dot(f, g);
-            }
-        }
+        let (a, b) = self.normal_equations(steps, bends);
         match solve(a, b.clone()) {
             Some(beta) => (self.yy - beta.iter().zip(&b).map(|(x, y)| x * y).sum::<f64>()).max(0.0),
             None => self.yy,
