@@ -39,8 +39,8 @@
 //!    themselves as abrupt shifts of that level; when the wander costs
 //!    less than the best staircase through the steps, the steps it does
 //!    not need are dropped. A random walk or a seasonal swing is cut into
-//!    steps that leave white residuals, which
-//!    stage 5 cannot see; this stage sees the whole.
+//!    steps that leave white residuals, which stage 5 cannot see; this
+//!    stage sees the whole.
 //!
 //! A history that drifts rather than steps is [`crate::drift`]'s.
 //!

@@ -39,6 +39,8 @@
 //! filter ([`deviance_at`]). `q` by Brent's method on `ln q`
 //! ([`super::minimise`]).
 
+use super::serial::median_of;
+
 /// The filter of the local-level model with signal-to-noise ratio `q`, in
 /// units of the noise variance, from the second point on (the first sets
 /// the diffuse level), with the suffix sums the interventions need.
@@ -302,8 +304,8 @@ const MAX_EVALUATIONS: usize = 30;
 
 /// The cost of the best staircase through the change points `at`: theirs,
 /// plus the steps least squares would add while each pays for itself
-/// (greedily, each at the split of a segment that lowers its squares
-/// most). Where binary segmentation missed a real step, the staircase
+/// (greedily, each at the split of a segment that lowers the squares of
+/// the residuals around the current fit most). Where binary segmentation missed a real step, the staircase
 /// without it would lose to a wander that explains the step it lacks; the
 /// wander must beat the staircase at its best.
 fn staircase_cost(series: &[f64], at: &[usize], pen: f64) -> f64 {
@@ -370,9 +372,7 @@ fn clipped(series: &[f64]) -> Vec<f64> {
             let part = &series[t.saturating_sub(2)..(t + 3).min(n)];
             let mut w = [0.0; 5];
             w[..part.len()].copy_from_slice(part);
-            let w = &mut w[..part.len()];
-            let mid = w.len() / 2;
-            *w.select_nth_unstable_by(mid, f64::total_cmp).1
+            median_of(&mut w[..part.len()])
         })
         .collect();
     let mut deviations: Vec<f64> = series
@@ -380,8 +380,7 @@ fn clipped(series: &[f64]) -> Vec<f64> {
         .zip(&medians)
         .map(|(y, m)| (y - m).abs())
         .collect();
-    let mid = deviations.len() / 2;
-    let scale = 1.4826 * *deviations.select_nth_unstable_by(mid, f64::total_cmp).1;
+    let scale = 1.4826 * median_of(&mut deviations);
     let limit = CLIP * scale;
     if limit <= 0.0 {
         return series.to_vec();

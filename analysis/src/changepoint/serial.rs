@@ -215,7 +215,8 @@ fn mad(v: &mut [f64]) -> f64 {
     median_of(v)
 }
 
-fn median_of(v: &mut [f64]) -> f64 {
+/// The median of `v` (the upper one of an even count); reorders `v`.
+pub(super) fn median_of(v: &mut [f64]) -> f64 {
     let mid = v.len() / 2;
     let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
     *m
