@@ -32,15 +32,17 @@
 //!    over the positions of its stretch); the weakest that does not is
 //!    dropped, the variogram fitted again, until all do; then step 4 again.
 //!    AR(1) noise makes a permutation test far too confident.
-//! 6. **Wander** ([`level`]): from 50 points on, the staircase left is
-//!    compared, by a penalised likelihood over the whole series, with a
-//!    local level (a level that moves a little at every point, `q` by
-//!    maximum likelihood) plus those of its steps that still pay for
-//!    themselves as abrupt shifts of that level; when the wander costs
-//!    less than the best staircase through the steps, the steps it does
-//!    not need are dropped. A random walk or a seasonal swing is cut into
-//!    steps that leave white residuals, which stage 5 cannot see; this
-//!    stage sees the whole.
+//! 6. **Wander and persistence** ([`alternatives`]): from 50 points on,
+//!    the staircase left is compared, by a penalised likelihood over the
+//!    whole series, with a local level ([`level`]: a level that moves a
+//!    little at every point, `q` by maximum likelihood) and with AR(1)
+//!    noise ([`autoregressive`], `φ` by maximum likelihood), each plus
+//!    those of the steps that still pay for themselves under it; when the
+//!    cheaper one costs less than the best staircase through the steps,
+//!    the steps it does not need are dropped. A random walk, a seasonal
+//!    swing or the runs of persistent noise are cut into steps that leave
+//!    white residuals, which stage 5 cannot always see; this stage sees
+//!    the whole.
 //!
 //! A history that drifts rather than steps is [`crate::drift`]'s.
 //!
@@ -65,6 +67,8 @@
 //! steps 4 to 6 add 11–50% on series without change and up to 84% on
 //! series with steps (docs/BENCHMARKS.md).
 
+mod alternatives;
+mod autoregressive;
 mod level;
 mod minimise;
 mod multiscale;
@@ -178,7 +182,8 @@ pub fn try_detect(series: &[f64], options: &Options) -> Result<Vec<ChangePoint>,
 /// leaves residuals that look white, a trend's line does not. Trends are
 /// resolved first, so that a staircase is judged whole, not what the
 /// dependence test leaves of it, and again after it; what is left is then
-/// judged against a wandering level ([`level`]).
+/// judged against a wandering level and persistent noise
+/// ([`alternatives`]).
 fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<(usize, f64)> {
     let bounds = bounds(series.len(), splits.iter().map(|&(at, _)| at));
     let dependent = serial::dependent(series, &bounds);
@@ -201,7 +206,7 @@ fn confirm(series: &[f64], splits: Vec<(usize, f64)>, options: &Options) -> Vec<
     } else {
         splits
     };
-    let kept = level::resolve(series, splits.iter().map(|&(at, _)| at).collect());
+    let kept = alternatives::resolve(series, splits.iter().map(|&(at, _)| at).collect());
     splits
         .into_iter()
         .filter(|(at, _)| kept.contains(at))

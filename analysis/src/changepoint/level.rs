@@ -1,35 +1,11 @@
-//! A level that wanders: change points that a local-level model explains.
+//! A level that wanders: the local-level model, with interventions.
 //!
-//! A staircase fits a random walk, or a slow seasonal swing, so closely
-//! that the residuals around its segments look white: nothing measured
-//! *within* the segments sees the wander. What gives it away is the series
-//! as a whole, as for a trend ([`super::trend`]): a level that moves a
-//! little at every point explains it with one parameter where the
-//! staircase needs a level and a position per step.
-//!
-//! So the change points are judged by a penalised likelihood between two
-//! models of the whole series, both with a drift (a step on a slope is
-//! still a step, and a slope is not a wander):
-//!
-//! - **steps**: white noise around the best staircase through the change
-//!   points: theirs, plus the splits least squares adds while each pays for
-//!   itself ([`staircase_cost`]), so that a step binary segmentation missed
-//!   does not make the wander look likelier;
-//! - **wander**: the local-level model (Harvey 1989; the model of DeCAFS,
-//!   Romano et al. 2022, without its AR part): `yₜ = μₜ + εₜ`,
-//!   `μₜ₊₁ = μₜ + ηₜ`, `Var η / Var ε = q`, plus those of the change points
-//!   that are still abrupt shifts of that level (interventions), added by
-//!   forward selection while each pays for itself. `q` is estimated by
-//!   maximum likelihood before each of two passes.
-//!
-//! Each model costs `−2 ln L` plus `2 ln n` per step (a level and a
-//! position, Schwarz's criterion as in [`super::trend`]), the wander
-//! `2 ln n` more for `q` (with `ln n`, real steps of 100-point series that
-//! binary segmentation had found beside a missed one were lost). When the
-//! wander costs less, the change points it did not keep are dropped. When
-//! `q̂` is zero they all stand: which steps white noise supports is the
-//! permutation test's to say, not a normal likelihood's. Gross outliers
-//! are pulled in first ([`clipped`]).
+//! The local-level model (Harvey 1989; the model of DeCAFS, Romano et al.
+//! 2022, without its AR part): `yₜ = μₜ + εₜ`, `μₜ₊₁ = μₜ + ηₜ`,
+//! `Var η / Var ε = q`, plus a drift and steps (interventions) by
+//! generalised least squares on the filter's innovations; the noise
+//! variance by maximum likelihood. [`super::alternatives`] compares it,
+//! with the change points it keeps, against the staircase.
 //!
 //! Cost: one Kalman filter pass per value of `q` (the local level's filter
 //! is scalar), and every intervention's effect on it in closed form: the
@@ -38,8 +14,6 @@
 //! for `k` change points; with few, one pass carrying them through the
 //! filter ([`deviance_at`]). `q` by Brent's method on `ln q`
 //! ([`super::minimise`]).
-
-use super::serial::median_of;
 
 /// The filter of the local-level model with signal-to-noise ratio `q`, in
 /// units of the noise variance, from the second point on (the first sets
@@ -260,7 +234,7 @@ const LOG_Q: (f64, f64) = (-16.0, 2.0);
 /// The maximum-likelihood `q` for interventions at `steps` and its fit:
 /// Brent's search over `ln q` in [`LOG_Q`], then `q = 0` (white noise
 /// around the steps) if that is better still.
-fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, f64)> {
+pub(super) fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, f64)> {
     let eval = |q: f64| deviance_at(y, q, steps);
     let (log_q, deviance) = super::minimise::brent(
         |x| eval(x.exp()).unwrap_or(f64::INFINITY),
@@ -276,24 +250,6 @@ fn best_q(y: &[f64], steps: &[usize]) -> Option<(f64, f64)> {
     Some((log_q.exp(), deviance))
 }
 
-/// Shortest series judged. At 100 points the stage keeps every step the
-/// stages before it found in the benchmark and takes seasonal swings from
-/// 25 to 17 false change points per 1,000 points, AR(1) noise from 3.6 to
-/// 2.2 (random walks stay at 5: at that length a walk of steps of 0.3
-/// under noise of 3 is hardly a wander). Below 100, not measured; under
-/// 50 the likelihood of `q` rests on too few differences for a month of
-/// nightly runs to be judged this way.
-const MIN_LEN: usize = 50;
-
-/// Change points up to which forward selection runs the one-pass filter
-/// for each candidate set rather than [`Filter::run`] once: with two, at
-/// most three sets of at most three columns, which cost less than the
-/// suffix sums' seven arrays.
-const FEW: usize = 2;
-
-/// Passes of forward selection, each at the `q` the previous one left.
-const SELECTION_PASSES: usize = 2;
-
 /// How closely `ln q` is found: `q` to about 10%, where the likelihood is
 /// flat (hundredths of a unit of deviance, against penalties of ten; the
 /// benchmark's detections were the same at 5%).
@@ -302,185 +258,25 @@ const LOG_Q_TOLERANCE: f64 = 0.1;
 /// Evaluations of the likelihood per search for `q`, at most.
 const MAX_EVALUATIONS: usize = 30;
 
-/// The cost of the best staircase through the change points `at`: theirs,
-/// plus the steps least squares would add while each pays for itself
-/// (greedily, each at the split of a segment that lowers the squares of
-/// the residuals around the current fit most). Where binary segmentation missed a real step, the staircase
-/// without it would lose to a wander that explains the step it lacks; the
-/// wander must beat the staircase at its best.
-fn staircase_cost(series: &[f64], at: &[usize], pen: f64) -> f64 {
-    let n = series.len();
-    let stretch = super::trend::Stretch::new(series);
-    let dof = (n - 1) as f64;
-    // The staircase is the model at q = 0, where the filter is a running
-    // mean: `Σ ln Fₜ = Σ ln((t + 1) / t) = ln n`, and the rest is least
-    // squares on a constant, the drift and the steps.
-    let cost = |steps: &[usize]| {
-        let rss = stretch.rss(steps, &[]).max(f64::MIN_POSITIVE);
-        (n as f64).ln() + dof * (rss / dof).ln() + steps.len() as f64 * pen
-    };
-    let mut steps = at.to_vec();
-    let mut best = cost(&steps);
-    let mut sums = vec![0.0; n + 1];
-    loop {
-        // Splits are chosen on the residuals around the current fit: on a
-        // steep slope every split of the raw values looks good, and the
-        // step on it would not be the one chosen.
-        let Some(residuals) = stretch.residuals(series, &steps) else {
-            return best;
-        };
-        for (t, &r) in residuals.iter().enumerate() {
-            sums[t + 1] = sums[t] + r;
-        }
-        let bounds = super::bounds(n, steps.iter().copied());
-        let mut split: Option<(usize, f64)> = None;
-        for w in bounds.windows(2) {
-            let (lo, hi) = (w[0], w[1]);
-            for s in lo + MIN_EXTRA..=hi.saturating_sub(MIN_EXTRA) {
-                let (a, b) = ((s - lo) as f64, (hi - s) as f64);
-                let diff = (sums[hi] - sums[s]) / b - (sums[s] - sums[lo]) / a;
-                let gain = diff * diff * a * b / (a + b);
-                if split.is_none_or(|(_, g)| gain > g) {
-                    split = Some((s, gain));
-                }
-            }
-        }
-        let Some((s, _)) = split else {
-            return best;
-        };
-        let mut with = steps.clone();
-        with.push(s);
-        with.sort_unstable();
-        let c = cost(&with);
-        if c >= best {
-            return best;
-        }
-        best = c;
-        steps = with;
-    }
-}
+/// Change points up to which forward selection runs the one-pass filter
+/// for each candidate set rather than [`Filter::run`] once: with two, at
+/// most three sets of at most three columns, which cost less than the
+/// suffix sums' seven arrays.
+const FEW: usize = 2;
 
-/// The series with gross outliers pulled in: each value at most [`CLIP`]
-/// robust standard deviations from the median of the five around it (a
-/// running median keeps steps sharp). The likelihoods here are normal
-/// ones: one value thirty noise deviations off made a wander likelier than
-/// the steps the rank test had found, and dropped them all.
-fn clipped(series: &[f64]) -> Vec<f64> {
-    let n = series.len();
-    let medians: Vec<f64> = (0..n)
-        .map(|t| {
-            let part = &series[t.saturating_sub(2)..(t + 3).min(n)];
-            let mut w = [0.0; 5];
-            w[..part.len()].copy_from_slice(part);
-            median_of(&mut w[..part.len()])
-        })
-        .collect();
-    let mut deviations: Vec<f64> = series
-        .iter()
-        .zip(&medians)
-        .map(|(y, m)| (y - m).abs())
-        .collect();
-    let scale = 1.4826 * median_of(&mut deviations);
-    let limit = CLIP * scale;
-    if limit <= 0.0 {
-        return series.to_vec();
+/// The deviance of interventions (any subset of `candidates`, in order) at
+/// `q`: by the suffix sums of one filter pass for many candidates, by one
+/// augmented pass per set for few.
+pub(super) fn at_q(
+    series: &[f64],
+    q: f64,
+    candidates: &[usize],
+) -> impl Fn(&[usize]) -> Option<f64> {
+    let filter = (candidates.len() > FEW).then(|| Filter::run(series, q));
+    move |with: &[usize]| match &filter {
+        Some(filter) => deviance(filter, series.len(), with),
+        None => deviance_at(series, q, with),
     }
-    series
-        .iter()
-        .zip(&medians)
-        .map(|(&y, &m)| y.clamp(m - limit, m + limit))
-        .collect()
-}
-
-/// Robust standard deviations from the running median beyond which a value
-/// is pulled in. At 5, real steps under t₃ noise were lost (its tails
-/// reach that far); from 6 to 8 the benchmark did not change; at 3,
-/// bimodal noise lost steps.
-const CLIP: f64 = 6.0;
-
-/// Fewest points on either side of a step the staircase adds. Two, not the
-/// detector's five: on a steep slope the stages before may place a step's
-/// two sides a few points off it, and the staircase must be able to put
-/// the step itself between them, or a wander wins and both go.
-const MIN_EXTRA: usize = 2;
-
-/// The change points `at` (in order, all in `1..n`) that remain once a
-/// wandering level is allowed for: all of them when the staircase costs
-/// less than the wander, else those the wander keeps as interventions.
-pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
-    let n = series.len();
-    if at.is_empty() || n < MIN_LEN {
-        return at;
-    }
-    let cleaned = clipped(series);
-    let series = &cleaned[..];
-    let pen = 2.0 * (n as f64).ln();
-    let steps_cost = staircase_cost(series, &at, pen);
-    // Forward selection: the intervention that lowers the deviance most
-    // joins while it pays for itself, at the q estimated before the pass;
-    // then q again with what joined, and a second pass from there. (q
-    // re-estimated after every step chose the same steps in the benchmark
-    // at several times the cost.)
-    let mut kept: Vec<usize> = Vec::new();
-    let Some((mut q, mut current)) = best_q(series, &kept) else {
-        return at;
-    };
-    for _ in 0..SELECTION_PASSES {
-        let before = kept.len();
-        // Few change points: a one-pass filter per candidate set is cheaper
-        // than the suffix sums' seven arrays.
-        let filter = (at.len() > FEW).then(|| Filter::run(series, q));
-        let with_steps = |with: &[usize]| match &filter {
-            Some(filter) => deviance(filter, n, with),
-            None => deviance_at(series, q, with),
-        };
-        let mut before_dev = current;
-        loop {
-            let mut best: Option<(usize, f64)> = None;
-            for &c in &at {
-                if kept.contains(&c) {
-                    continue;
-                }
-                let mut with = kept.clone();
-                with.push(c);
-                if let Some(d) = with_steps(&with)
-                    && best.is_none_or(|(_, b)| d < b)
-                {
-                    best = Some((c, d));
-                }
-            }
-            match best {
-                Some((c, d)) if before_dev - d > pen => {
-                    kept.push(c);
-                    before_dev = d;
-                }
-                _ => break,
-            }
-        }
-        if kept.len() == before {
-            break;
-        }
-        // Every change point is an abrupt shift under the wander too:
-        // whichever model wins, none is dropped.
-        if kept.len() == at.len() {
-            return at;
-        }
-        match best_q(series, &kept) {
-            Some((new_q, f)) => {
-                q = new_q;
-                current = f;
-            }
-            None => return at,
-        }
-    }
-    let wander_cost = current + kept.len() as f64 * pen + pen;
-    // Without a wander the staircase stands: which steps white noise
-    // supports is the permutation test's to say, not a normal likelihood's.
-    if q == 0.0 || wander_cost >= steps_cost {
-        return at;
-    }
-    kept.sort_unstable();
-    kept
 }
 
 #[cfg(test)]
