@@ -177,13 +177,8 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
     let (steps_cost, staircase) = staircase_cost(series, &at, pen);
     // A wander with q̂ = 0 is white noise: which steps white noise supports
     // is the permutation test's to say, not a normal likelihood's.
-    let wander = forward_select(
-        &at,
-        pen,
-        |steps| level::best_q(series, steps),
-        |q| level::at_q(series, q, &at),
-    )
-    .filter(|fit| fit.param > 0.0);
+    let wander_fit = |steps: &[usize]| level::best_q(series, steps);
+    let wander = forward_select(&at, pen, false, wander_fit, |q| level::at_q(series, q, &at));
     // Persistent noise may keep the staircase's own splits as well as the
     // change points: AR(1) noise's runs are what those splits follow, and
     // with the change points only, the staircase at its best beat it on
@@ -201,6 +196,7 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
     let persistent = forward_select(
         &candidates,
         pen,
+        true,
         |steps| autoregressive::best_phi(&lagged, steps),
         |phi| {
             let lagged = &lagged;
@@ -213,6 +209,19 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
                 .deviance(0.0, &fit.kept)
                 .is_some_and(|white| fit.deviance + pen < white)
     });
+    // A wander that kept every change point was left at the `q` it chose
+    // them at, its cost an upper bound: re-estimating `q` with all of them
+    // took a quarter of the detector's time on series of steps, and only
+    // matters when persistence, which drops some, would beat it.
+    let wander = wander
+        .and_then(|fit| match &persistent {
+            Some(p) if !fit.settled && p.cost < fit.cost && p.cost < steps_cost => {
+                let (param, deviance) = wander_fit(&fit.kept)?;
+                Some(Fit::new(param, deviance, fit.kept, pen, true))
+            }
+            _ => Some(fit),
+        })
+        .filter(|fit| fit.param > 0.0);
     let best = [wander, persistent]
         .into_iter()
         .flatten()
@@ -237,6 +246,21 @@ struct Fit {
     cost: f64,
     /// The interventions, in order.
     kept: Vec<usize>,
+    /// Whether `param` is the maximum-likelihood one for `kept` (see
+    /// [`forward_select`]).
+    settled: bool,
+}
+
+impl Fit {
+    fn new(param: f64, deviance: f64, kept: Vec<usize>, pen: f64, settled: bool) -> Fit {
+        Fit {
+            param,
+            deviance,
+            cost: deviance + (kept.len() + 1) as f64 * pen,
+            kept,
+            settled,
+        }
+    }
 }
 
 /// Forward selection of interventions among `candidates`: the one that
@@ -245,10 +269,12 @@ struct Fit {
 /// what joined (`fit`), and a second pass from there. (Re-estimating after
 /// every step chose the same steps in the benchmark at several times the
 /// cost.) `at_param(p)` gives the deviance of a set of interventions at
-/// parameter `p`.
+/// parameter `p`. When every candidate has joined, the parameter is
+/// estimated again only if `settle_all` (else the fit is not `settled`).
 fn forward_select<D>(
     candidates: &[usize],
     pen: f64,
+    settle_all: bool,
     fit: impl Fn(&[usize]) -> Option<(f64, f64)>,
     at_param: impl Fn(f64) -> D,
 ) -> Option<Fit>
@@ -285,16 +311,16 @@ where
         if kept.len() == before {
             break;
         }
+        let all = kept.len() == candidates.len();
+        if all && !settle_all {
+            kept.sort_unstable();
+            return Some(Fit::new(param, current, kept, pen, false));
+        }
         (param, current) = fit(&kept)?;
-        if kept.len() == candidates.len() {
+        if all {
             break;
         }
     }
     kept.sort_unstable();
-    Some(Fit {
-        param,
-        deviance: current,
-        cost: current + (kept.len() + 1) as f64 * pen,
-        kept,
-    })
+    Some(Fit::new(param, current, kept, pen, true))
 }
