@@ -232,6 +232,7 @@ pub(super) fn resolve(series: &[f64], at: Vec<usize>) -> Vec<usize> {
         None => at,
     }
 }
+
 /// A model without change points of its own (a wandering level, persistent
 /// noise) with the interventions that pay for themselves under it.
 #[derive(Debug)]
