@@ -130,13 +130,11 @@ impl Lagged {
                 a[row * k + j + 2] = if si == sj { 1.0 + tail } else { r + tail };
             }
         }
-        let beta = super::trend::solve(a, b.clone())?;
-        let explained: f64 = beta.iter().zip(&b).map(|(x, y)| x * y).sum();
-        let rss = (yy - explained).max(f64::MIN_POSITIVE);
         // ln|Σ| = −ln(1 − φ²) in units of the innovations' variance; the
         // diffuse constant adds the log of its transformed sum of squares
-        // (ln n at φ = 0, as the running mean's Σ ln F).
-        Some(-s2.ln() + cc.ln() + m * (rss / m).ln())
+        // (ln n at φ = 0, as the running mean's Σ ln F); the rest is the
+        // local level's profile over the regression.
+        super::level::profile(-s2.ln() + cc.ln(), yy, a, b, n)
     }
 }
 
@@ -170,6 +168,8 @@ pub(super) fn best_phi(sums: &Lagged, steps: &[usize]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
 
     /// The deviance straight from its definition: transform, then least
     /// squares on the transformed columns.
@@ -226,15 +226,9 @@ mod tests {
 
     #[test]
     fn persistent_noise_is_found_and_white_noise_is_not() {
-        // AR(1) of φ = 0.7 from a fixed linear congruential sequence.
-        let mut state = 12345u64;
-        let mut uniform = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
-        let white: Vec<f64> = (0..2000).map(|_| uniform()).collect();
+        // AR(1) of φ = 0.7 over seeded uniform innovations.
+        let mut rng = StdRng::seed_from_u64(12345);
+        let white: Vec<f64> = (0..2000).map(|_| rng.random::<f64>() - 0.5).collect();
         let mut e = 0.0;
         let ar: Vec<f64> = white
             .iter()

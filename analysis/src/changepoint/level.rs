@@ -133,7 +133,7 @@ fn deviance(filter: &Filter, n: usize, steps: &[usize]) -> Option<f64> {
 
 /// The deviance from the filter's sums: `Σ ln F`, `Σ v² / F`, and the
 /// regression columns' `Σ x x' / F` (`a`, `k × k`) and `Σ x v / F` (`b`).
-fn profile(log_f: f64, vv: f64, a: Vec<f64>, b: Vec<f64>, n: usize) -> Option<f64> {
+pub(super) fn profile(log_f: f64, vv: f64, a: Vec<f64>, b: Vec<f64>, n: usize) -> Option<f64> {
     let beta = super::trend::solve(a, b.clone())?;
     let explained: f64 = beta.iter().zip(&b).map(|(x, y)| x * y).sum();
     let rss = (vv - explained).max(f64::MIN_POSITIVE);
