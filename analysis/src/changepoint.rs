@@ -32,13 +32,15 @@
 //!    over the positions of its stretch); the weakest that does not is
 //!    dropped, the variogram fitted again, until all do; then step 4 again.
 //!    AR(1) noise makes a permutation test far too confident.
-//! 6. **Wander and persistence** ([`alternatives`]): from 50 points on,
+//! 6. **Wander, persistence and swing** ([`alternatives`]): from 50 points on,
 //!    the staircase left is compared, by a penalised likelihood over the
 //!    whole series, with a local level ([`level`]: a level that moves a
 //!    little at every point, `q` by maximum likelihood) and with AR(1)
-//!    noise ([`autoregressive`], `φ` by maximum likelihood), each plus
-//!    those of the steps that still pay for themselves under it; when the
-//!    cheaper one costs less than the best staircase through the steps,
+//!    noise ([`autoregressive`], `φ` by maximum likelihood) and, up to 500
+//!    points, with a seasonal swing ([`season`], a sinusoid of free
+//!    period), each plus those of the steps that still pay for themselves
+//!    under it; when the cheapest costs less than the best staircase
+//!    through the steps,
 //!    the steps it does not need are dropped. A random walk, a seasonal
 //!    swing or the runs of persistent noise are cut into steps that leave
 //!    white residuals, which stage 5 cannot always see; this stage sees
@@ -73,6 +75,7 @@ mod level;
 mod minimise;
 mod multiscale;
 mod ranks;
+mod season;
 mod serial;
 mod significance;
 #[cfg(test)]

@@ -145,7 +145,11 @@ impl Stretch {
     /// The normal equations `(a, b)` of least squares on a constant, a
     /// slope, a step at each of `steps` and a bend at each of `bends`, in
     /// that order of columns.
-    fn normal_equations(&self, steps: &[usize], bends: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    pub(super) fn normal_equations(
+        &self,
+        steps: &[usize],
+        bends: &[usize],
+    ) -> (Vec<f64>, Vec<f64>) {
         let mut cols = vec![Column::CONSTANT, Column::bend(0)];
         cols.extend(steps.iter().map(|&s| Column::step(s)));
         cols.extend(bends.iter().map(|&s| Column::bend(s)));
@@ -158,6 +162,11 @@ impl Stretch {
             }
         }
         (a, b)
+    }
+
+    /// `Σ (y − ȳ)²`: what least squares on the columns explains part of.
+    pub(super) fn yy(&self) -> f64 {
+        self.yy
     }
 
     /// The residuals of `x` (the values this stretch was made of) around
