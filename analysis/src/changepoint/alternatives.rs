@@ -165,7 +165,7 @@ const MIN_EXTRA: usize = 2;
 /// step's level and position), in units of that penalty: its period is
 /// searched, and a swing of one or two periods is also the shape of a
 /// regression followed by its fix. On the benchmark's 100-point series of
-/// steps (200 per noise): at 1.0, 11 real steps of 3,300 went; at 1.25,
+/// steps (200 per noise): at 1.0, 11 of 2,982 real steps went; at 1.25,
 /// none, but 4 on the same families drawn from another seed; at 1.5, none
 /// on either. Seasonal swings there: 17.0 false change points per 1,000
 /// points without the swing, 2.7 / 4.5 / 6.05 with it.
