@@ -426,13 +426,17 @@ fn short_histories_of_persistent_noise_are_not_cut_into_steps() {
     // that follow the noise's runs, stays shut on most of them; judged
     // whole against AR(1) noise, most of the steps go. 120 in 100,000
     // points when written; 244 without AR(1) noise as an alternative.
-    let mut false_points = 0;
-    for j in 0..1_000u64 {
-        let phi = 0.3 + 0.5 * (j % 100) as f64 / 100.0;
-        let values = shaped(1_700 + j, 100, Shape::Ar(phi), &[]);
-        false_points += detect(&values, &Options::default()).len();
-    }
+    let false_points =
+        short_false_points(1_700, |j| Shape::Ar(0.3 + 0.5 * (j % 100) as f64 / 100.0));
     assert!(false_points <= 150, "{false_points} in 100,000 points");
+}
+
+/// Change points found in a thousand histories of 100 points without
+/// change, the `j`-th of shape `shape(j)` and seed `seed + j`.
+fn short_false_points(seed: u64, shape: impl Fn(u64) -> Shape) -> usize {
+    (0..1_000u64)
+        .map(|j| detect(&shaped(seed + j, 100, shape(j), &[]), &Options::default()).len())
+        .sum()
 }
 
 #[test]
@@ -560,13 +564,11 @@ fn short_seasonal_swings_are_not_cut_into_steps() {
     // that follows a swing follows the noise as well, and the staircase
     // stood. 1,770 in 100,000 points without the swing as an alternative
     // of its own, 552 with it, when written.
-    let mut false_points = 0;
-    for j in 0..1_000u64 {
+    let false_points = short_false_points(1_900, |j| {
         let period = 20.0 + 80.0 * (j % 100) as f64 / 100.0;
         let amplitude = 3.0 + 3.0 * (j / 100) as f64 / 10.0;
-        let values = shaped(1_900 + j, 100, Shape::Seasonal(period, amplitude), &[]);
-        false_points += detect(&values, &Options::default()).len();
-    }
+        Shape::Seasonal(period, amplitude)
+    });
     assert!(false_points <= 700, "{false_points} in 100,000 points");
 }
 
