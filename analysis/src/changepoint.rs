@@ -40,8 +40,8 @@
 //!    points, with a seasonal swing ([`season`], a sinusoid of free
 //!    period), each plus those of the steps that still pay for themselves
 //!    under it; when the cheapest costs less than the best staircase
-//!    through the steps,
-//!    the steps it does not need are dropped. A random walk, a seasonal
+//!    through the steps, the steps it does not need are dropped. A random
+//!    walk, a seasonal
 //!    swing or the runs of persistent noise are cut into steps that leave
 //!    white residuals, which stage 5 cannot always see; this stage sees
 //!    the whole.

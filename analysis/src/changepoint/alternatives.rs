@@ -25,10 +25,10 @@
 //! - **swing**: a sinusoid of free period ([`season`]), up to
 //!   [`SWING_MAX_LEN`] points;
 //!
-//! the last three each with those of the change points that are still abrupt
-//! shifts under them (interventions), added by forward selection while
-//! each pays for itself ([`forward_select`]), their parameter by maximum
-//! likelihood before each of two passes.
+//! the last three each with those of the change points that are still
+//! abrupt shifts under them (interventions), added by forward selection
+//! while each pays for itself ([`forward_select`]), their parameter by
+//! maximum likelihood before each of two passes.
 //!
 //! Each model costs `−2 ln L` plus `2 ln n` per step (a level and a
 //! position, Schwarz's criterion as in [`super::trend`]), the wander and
@@ -38,8 +38,7 @@
 //! 0.001 of F1), the swing `2 ln n` for amplitude and phase and
 //! [`SWING_EXTRA`] times that for its period. When the cheapest of the
 //! three costs less than the steps, the change points it did not keep are
-//! dropped. Gross outliers are
-//! pulled in first ([`clipped`]).
+//! dropped. Gross outliers are pulled in first ([`clipped`]).
 
 use super::serial::median_of;
 use super::{autoregressive, level, season};

@@ -33,7 +33,6 @@ const REFINE_EVALUATIONS: usize = 10;
 pub(super) struct Swing<'a> {
     series: &'a [f64],
     stretch: Stretch,
-    mean: f64,
 }
 
 /// The sums over the series of a sinusoid's two columns at one period:
@@ -57,53 +56,58 @@ pub(super) struct Wave {
 
 impl<'a> Swing<'a> {
     pub(super) fn new(series: &'a [f64]) -> Swing<'a> {
-        let n = series.len().max(1) as f64;
         Swing {
             series,
             stretch: Stretch::new(series),
-            mean: series.iter().sum::<f64>() / n,
         }
     }
 
-    /// The sums at `period` points (the columns turned by a rotation, one
-    /// multiplication per point rather than two calls of `sin_cos`).
+    /// The sums at `period` points (the columns advanced by a rotation at
+    /// each point rather than a call of `sin_cos`).
     pub(super) fn wave(&self, period: f64) -> Wave {
         let n = self.series.len();
         let (step_sin, step_cos) = (std::f64::consts::TAU / period).sin_cos();
         let (mut c, mut s) = (1.0f64, 0.0f64);
+        let mean = self.stretch.mean();
         let mut cos_from = vec![0.0; n + 1];
         let mut sin_from = vec![0.0; n + 1];
-        let mut wave = Wave {
-            cos_from: Vec::new(),
-            sin_from: Vec::new(),
-            t_cos: 0.0,
-            t_sin: 0.0,
-            cos_cos: 0.0,
-            sin_sin: 0.0,
-            cos_sin: 0.0,
-            cos_y: 0.0,
-            sin_y: 0.0,
-        };
+        let [
+            mut t_cos,
+            mut t_sin,
+            mut cos_cos,
+            mut sin_sin,
+            mut cos_sin,
+            mut cos_y,
+            mut sin_y,
+        ] = [0.0; 7];
         for (t, &v) in self.series.iter().enumerate() {
             cos_from[t] = c;
             sin_from[t] = s;
-            let y = v - self.mean;
-            wave.t_cos += t as f64 * c;
-            wave.t_sin += t as f64 * s;
-            wave.cos_cos += c * c;
-            wave.sin_sin += s * s;
-            wave.cos_sin += c * s;
-            wave.cos_y += c * y;
-            wave.sin_y += s * y;
+            let y = v - mean;
+            t_cos += t as f64 * c;
+            t_sin += t as f64 * s;
+            cos_cos += c * c;
+            sin_sin += s * s;
+            cos_sin += c * s;
+            cos_y += c * y;
+            sin_y += s * y;
             (c, s) = (c * step_cos - s * step_sin, s * step_cos + c * step_sin);
         }
         for t in (0..n).rev() {
             cos_from[t] += cos_from[t + 1];
             sin_from[t] += sin_from[t + 1];
         }
-        wave.cos_from = cos_from;
-        wave.sin_from = sin_from;
-        wave
+        Wave {
+            cos_from,
+            sin_from,
+            t_cos,
+            t_sin,
+            cos_cos,
+            sin_sin,
+            cos_sin,
+            cos_y,
+            sin_y,
+        }
     }
 
     /// `−2 ln L` of a line, a step at each of `steps` and the sinusoid of

@@ -169,6 +169,11 @@ impl Stretch {
         self.yy
     }
 
+    /// `ȳ`, which the sums here are centred on.
+    pub(super) fn mean(&self) -> f64 {
+        self.mean
+    }
+
     /// The residuals of `x` (the values this stretch was made of) around
     /// the least-squares line with a step at each of `steps`; `None` when
     /// the fit is singular.
