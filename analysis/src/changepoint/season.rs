@@ -25,7 +25,7 @@ use super::trend::{Stretch, solve};
 const MIN_PERIOD: f64 = 10.0;
 
 /// Grid points per `1/n` of frequency. Two made the same detections in
-/// the benchmark at half again the time.
+/// the benchmark with twice the evaluations.
 const GRID: f64 = 1.0;
 
 /// Evaluations of Brent's refinement around the best grid point, at most:
