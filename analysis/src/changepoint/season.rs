@@ -147,11 +147,8 @@ impl<'a> Swing<'a> {
         }
         let mut rhs = b;
         rhs.extend([wave.cos_y, wave.sin_y]);
-        let beta = solve(big, rhs.clone())?;
-        let explained: f64 = beta.iter().zip(&rhs).map(|(x, y)| x * y).sum();
-        let rss = (self.stretch.yy() - explained).max(f64::MIN_POSITIVE);
-        let dof = (n - 1) as f64;
-        Some((n as f64).ln() + dof * (rss / dof).ln())
+        // At q = 0 the local level's profile is this least squares.
+        super::level::profile((n as f64).ln(), self.stretch.yy(), big, rhs, n)
     }
 
     /// The period of least deviance with steps at `steps`, and that
