@@ -17,7 +17,7 @@
 //! over the series are taken once ([`Wave`]); a set of steps then costs
 //! a solve of the normal equations, as in [`super::trend`].
 
-use super::trend::{Stretch, solve};
+use super::trend::Stretch;
 
 /// Shortest period searched: a swing shorter than two of the detector's
 /// shortest segments (five points) is not cut into steps, so there is no
@@ -184,6 +184,7 @@ impl<'a> Swing<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::trend::solve;
     use super::*;
 
     /// Least squares from its definition: the columns written out, the
