@@ -41,14 +41,24 @@ fn require_root_and_two_cpus() {
 /// 1.0 s, not the hog's time; at 0.8 s, 0.800 ± 0.003 s in 28 of 28.
 const HOG_S: f64 = 0.8;
 
-/// A shell whose victim, a plain loop pinned to CPU 1, is runnable
-/// throughout, while a SCHED_FIFO loop on CPU 1 holds the CPU for HOG_S:
+/// How long the victim runs in all, by the clock: long enough after the
+/// hog that a sweep sees it again before it exits, since the kernel books a
+/// wait only when the thread gets the CPU back, and a thread's last wait is
+/// lost if it exits between sweeps. When the overhead budget binds, the
+/// sampler doubles its interval up to 2 s (`MAX_INTERVAL`): on a machine
+/// whose sweeps cost more, a victim of a fixed 300,000 iterations (~0.3 s
+/// of CPU) exited 0.24 s after the hog, before the sweep at 1.36 s, and the
+/// test read a wait of 0.000 s (CI, 6.18.44, two runs of two).
+const VICTIM_S: f64 = HOG_S + 2.5;
+
+/// A shell whose victim, a plain loop pinned to CPU 1, is runnable for
+/// VICTIM_S, while a SCHED_FIFO loop on CPU 1 holds the CPU for HOG_S:
 /// the victim waits HOG_S on CPU 1's runqueue while CPU 0 idles (`timeout`
 /// itself is not pinned: at the hog's priority it could never preempt it). The
-/// victim then runs its remaining work (`iterations`) alone.
-fn victim_behind_a_hog(iterations: u32) -> std::process::Child {
+/// victim then runs alone until its time is up.
+fn victim_behind_a_hog() -> std::process::Child {
     let script = format!(
-        "taskset -c 1 sh -c 'i=0; while [ $i -lt {iterations} ]; do i=$((i+1)); done' &
+        "timeout {VICTIM_S} taskset -c 1 sh -c 'while :; do :; done' &
          sleep 0.05
          timeout {HOG_S} chrt -f 10 taskset -c 1 sh -c 'while :; do :; done'
          wait"
@@ -63,7 +73,7 @@ fn victim_behind_a_hog(iterations: u32) -> std::process::Child {
 fn a_thread_kept_behind_a_busy_cpu_shows_its_wait_and_the_wasted_core() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     require_root_and_two_cpus();
-    let mut child = victim_behind_a_hog(300_000);
+    let mut child = victim_behind_a_hog();
     let sampler = Sampler::spawn(Path::new("/"), Duration::from_millis(20)).unwrap();
     sampler.track(child.id());
     assert!(child.wait().unwrap().success());
