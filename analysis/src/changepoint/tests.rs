@@ -406,6 +406,20 @@ fn a_trend_is_not_cut_into_a_staircase() {
 }
 
 #[test]
+fn short_trends_are_not_cut_into_a_staircase() {
+    // A thousand histories of 100 points, lines moving the level by 10 to
+    // 30 up or down under noise of 3: the trend stage judges each run of
+    // steps by sums of squares over the noise variance, and where that
+    // variance read low the staircase stood. 73 in 100,000 points when
+    // written; 105 with half the squared MAD as the variance.
+    let false_points = short_false_points(2_100, |j| {
+        let sign = if j % 2 == 0 { 1.0 } else { -1.0 };
+        Shape::Trend(sign * (10.0 + 20.0 * (j / 2 % 100) as f64 / 100.0))
+    });
+    assert!(false_points <= 90, "{false_points} in 100,000 points");
+}
+
+#[test]
 fn ar1_noise_does_not_make_change_points() {
     // φ = 0.8 makes a mean over n points vary as if over n / 9: the
     // permutation test alone, which assumes exchangeable values, found
