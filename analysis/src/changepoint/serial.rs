@@ -213,7 +213,14 @@ pub(super) fn noise(series: &[f64], bounds: &[usize]) -> f64 {
     if diffs.is_empty() {
         return 0.0;
     }
-    let centre = median_of(&mut diffs);
+    half_variance(&mut diffs)
+}
+
+/// Half the variance of `diffs` (reordered): the mean of their squares
+/// about their median, each capped at [`WINSOR`] robust standard
+/// deviations, made a normal variance.
+fn half_variance(diffs: &mut [f64]) -> f64 {
+    let centre = median_of(diffs);
     let mut deviations: Vec<f64> = diffs.iter().map(|d| (d - centre).abs()).collect();
     let cap = (WINSOR * 1.4826 * median_of(&mut deviations)).powi(2);
     let squares: f64 = diffs.iter().map(|d| (d - centre).powi(2).min(cap)).sum();
