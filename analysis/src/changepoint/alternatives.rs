@@ -63,8 +63,9 @@ const SELECTION_PASSES: usize = 2;
 /// squares of the residuals around the current fit most). Where binary
 /// segmentation missed a real step, the staircase without it would lose to
 /// a wander that explains the step it lacks; the alternatives must beat
-/// the staircase at its best.
-fn staircase_cost(series: &[f64], at: &[usize], pen: f64) -> (f64, Vec<usize>) {
+/// the staircase at its best. (The dependence stage cuts its variogram's
+/// segments at the steps it adds, at a higher `pen`.)
+pub(super) fn staircase_cost(series: &[f64], at: &[usize], pen: f64) -> (f64, Vec<usize>) {
     let n = series.len();
     let stretch = super::trend::Stretch::new(series);
     let dof = (n - 1) as f64;
