@@ -389,12 +389,12 @@ pub(super) fn confirm(series: &[f64], found: Vec<(usize, f64)>, alpha: f64) -> V
 /// What a step binary segmentation missed must lower `−2 ln L` by to cut
 /// the variogram's segments, in units of Schwarz's `2 ln n` (at 100
 /// points 23: a step whose `z` is about 4.8), far beyond what the runs of
-/// AR(1) noise give. With these cuts the benchmark's 100-point steps under
-/// heavy, bimodal and lognormal noise and on a trend were found 3, 3, 8
-/// and 3 times more (of 550–610 each), at 1 to 3 alike; AR(1) noise at 100
-/// points kept its 0.85 false change points per 1,000 from 1.5 on (1.10
-/// at 1), and drawn from another seed its 3.05 from 2.5 on (3.15 at 2,
-/// 3.40 at 1.5).
+/// AR(1) noise give. With these cuts, of the benchmark's 100-point steps
+/// (550–610 per family), 3, 3, 8 and 3 more were found under heavy,
+/// bimodal and lognormal noise and on a trend, at 1 to 3 alike; AR(1)
+/// noise at 100 points kept its 0.85 false change points per 1,000 from
+/// 1.5 on (1.10 at 1), and drawn from another seed its 3.05 from 2.5 on
+/// (3.15 at 2, 3.40 at 1.5).
 const MISSED_STEP_PENALTY: f64 = 2.5;
 
 /// Rounds of fitting the variogram and dropping change points.
