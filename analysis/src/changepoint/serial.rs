@@ -532,14 +532,10 @@ mod tests {
         );
     }
 
-    /// Normal noise of standard deviation 3 (Box–Muller).
+    /// A level of 100 under normal noise of standard deviation 3.
     fn normal_series(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<f64> {
-        use rand::RngExt;
         (0..n)
-            .map(|_| {
-                let (u, v): (f64, f64) = (rng.random(), rng.random());
-                100.0 + 3.0 * (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-            })
+            .map(|_| 100.0 + 3.0 * super::super::tests::gauss(rng))
             .collect()
     }
 

@@ -17,7 +17,7 @@ enum Noise {
 
 const NOISES: [Noise; 3] = [Noise::Normal, Noise::Heavy, Noise::Bimodal];
 
-fn gauss(rng: &mut StdRng) -> f64 {
+pub(super) fn gauss(rng: &mut StdRng) -> f64 {
     // Box–Muller; 1 − u keeps the logarithm finite.
     let u: f64 = rng.random();
     let v: f64 = rng.random();
