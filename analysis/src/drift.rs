@@ -115,14 +115,10 @@ pub fn drift(series: &[f64], since: usize, window: usize) -> Option<Drift> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
     use rand::rngs::StdRng;
-    use rand::{RngExt, SeedableRng};
 
-    fn gauss(rng: &mut StdRng) -> f64 {
-        let u: f64 = rng.random();
-        let v: f64 = rng.random();
-        (-2.0 * (1.0 - u).ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
+    use crate::normal::draw as gauss;
 
     #[test]
     fn a_clean_line_drifts_exactly() {

@@ -12,6 +12,7 @@ pub mod changepoint;
 pub mod compare;
 pub mod diagnosis;
 pub mod drift;
+mod normal;
 pub mod summary;
 
 pub use summary::{median, ratio};

@@ -6,12 +6,13 @@
 //! `base` a step function: 100 before each culprit, times (1 + its effect)
 //! from it on. A kernel can be made to fail, as one that does not build.
 
+use rand::SeedableRng as _;
 use rand::rngs::StdRng;
-use rand::{RngExt as _, SeedableRng as _};
 
 use super::{Action, Bisector, Error, Outcome, Policy};
 use crate::Direction;
 use crate::compare::Options;
+use crate::normal::draw as gauss;
 
 /// The farm being simulated.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,10 +87,4 @@ pub fn bisect(truth: &Truth, policy: Policy, min_effect: f64, seed: u64) -> Resu
             }
         }
     }
-}
-
-fn gauss(rng: &mut StdRng) -> f64 {
-    let u1: f64 = 1.0 - rng.random::<f64>();
-    let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }

@@ -17,12 +17,7 @@ enum Noise {
 
 const NOISES: [Noise; 3] = [Noise::Normal, Noise::Heavy, Noise::Bimodal];
 
-pub(super) fn gauss(rng: &mut StdRng) -> f64 {
-    // Box–Muller; 1 − u keeps the logarithm finite.
-    let u: f64 = rng.random();
-    let v: f64 = rng.random();
-    (-2.0 * (1.0 - u).ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-}
+pub(super) use crate::normal::draw as gauss;
 
 fn noise(rng: &mut StdRng, kind: Noise) -> f64 {
     match kind {

@@ -9,12 +9,7 @@ fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
-/// A standard normal draw (Box-Muller).
-fn gauss(rng: &mut StdRng) -> f64 {
-    let u1: f64 = 1.0 - rng.random::<f64>();
-    let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
+use crate::normal::draw as gauss;
 
 /// `n` runs around `centre` with coefficient of variation `cv`.
 fn normal(rng: &mut StdRng, n: usize, centre: f64, cv: f64) -> Vec<f64> {
