@@ -4,7 +4,7 @@
 //! the order the regression could have entered (a git range's first-parent
 //! commits, or releases). Each step measures one kernel beside both ends
 //! and judges it *same as good*, *same as bad* or *unknown* (module
-//! [`judge`]). Unknown gets more runs, up to the policy's cap; a kernel that
+//! [`judge`](mod@judge)). Unknown gets more runs, up to the policy's cap; a kernel that
 //! stays unknown is set aside, as `git bisect skip` does, and the next step
 //! measures the kernel nearest the middle that is still untried. The search
 //! ends with two neighbours, the last good and the first bad kernel, which a

@@ -7,26 +7,26 @@
 //! 1. **Split** (binary segmentation): within a segment, rank the values and
 //!    find the split maximising the E-divisive-means statistic (energy
 //!    distance with α = 2, i.e. the weighted squared difference of the two
-//!    sides' means) over the ranks, in O(m) with one prefix sum ([`ranks`]);
+//!    sides' means) over the ranks, in O(m) with one prefix sum (`ranks`);
 //!    keep it when a permutation test of that maximum says it is better than
-//!    chance, p below [`Options::max_p_value`] ([`significance`]); recurse
+//!    chance, p below [`Options::max_p_value`] (`significance`); recurse
 //!    on both sides.
 //! 2. **Rescue**: a segment whose best split is not significant may still
 //!    hold changes that cancel out over its whole length (up, then down);
 //!    the same statistic is tried over seeded sub-intervals and tested the
-//!    same way ([`multiscale`]).
+//!    same way (`multiscale`).
 //! 3. **Prune**: every change point is moved to the best split of the
 //!    stretch between its neighbours and must be a significant split of that
 //!    stretch; the weakest that is not is dropped, one at a time.
 //!
-//! 4. **Trend** ([`trend`]): every run of two or more change points
+//! 4. **Trend** (`trend`): every run of two or more change points
 //!    stepping the same way is a staircase a trend may explain; a
 //!    penalised likelihood between the staircase and a line (plus the
 //!    run's steps that still improve on the line) decides, and the steps
 //!    the line does not need are dropped. A step on top of a trend stays.
 //!    Sums of squares are over a noise variance from the differences of
 //!    neighbouring points, their squares capped at 3 robust deviations.
-//! 5. **Dependence** ([`serial`]): when the residuals around binary
+//! 5. **Dependence** (`serial`): when the residuals around binary
 //!    segmentation's segments are serially correlated (their lag-one
 //!    autocorrelation is above chance), the noise is fitted as white plus
 //!    AR(1) from its variogram within the segments (cut also at any step
@@ -35,12 +35,12 @@
 //!    over the positions of its stretch); the weakest that does not is
 //!    dropped, the variogram fitted again, until all do; then step 4 again.
 //!    AR(1) noise makes a permutation test far too confident.
-//! 6. **Wander, persistence and swing** ([`alternatives`]): from 50 points on,
+//! 6. **Wander, persistence and swing** (`alternatives`): from 50 points on,
 //!    the staircase left is compared, by a penalised likelihood over the
-//!    whole series, with a local level ([`level`]: a level that moves a
+//!    whole series, with a local level (`level`: a level that moves a
 //!    little at every point, `q` by maximum likelihood) and with AR(1)
-//!    noise ([`autoregressive`], `φ` by maximum likelihood) and, up to 500
-//!    points, with a seasonal swing ([`season`], a sinusoid of free
+//!    noise (`autoregressive`, `φ` by maximum likelihood) and, up to 500
+//!    points, with a seasonal swing (`season`, a sinusoid of free
 //!    period), each plus those of the steps that still pay for themselves
 //!    under it; when the cheapest costs less than the best staircase
 //!    through the steps, the steps it does not need are dropped. A random

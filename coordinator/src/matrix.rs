@@ -7,7 +7,7 @@
 //!
 //! The file format, how cells are named and expanded, what loads do and the
 //! limits are documented in `docs/MATRIX.md`. Here the submodules follow the
-//! file: [`raw`] is its shape as serde reads it, one module checks each axis
+//! file: `raw` is its shape as serde reads it, one module checks each axis
 //! or table (`kernels`, `workloads`, `loads`, `states`, `hosts`, `guest`,
 //! `verdict`, `schedule`, `baseline`, `build` with `builds`), `checks` holds the checks they share,
 //! `cells` builds the product, and `location` turns a byte span into the
