@@ -37,8 +37,9 @@ builds our side. This script:
    min_size 2, jump 5) and the penalty its documentation gives for a
    change in mean, log(n) * sigma^2, sigma estimated as the MAD of the first
    differences / (0.6745 * sqrt 2) (ruptures has no default penalty);
-4. runs ours through `analysis/examples/changepoints.rs` (default Options),
-   which times only `detect` in-process;
+4. runs ours through `analysis/examples/changepoints.rs` (default Options,
+   or those of `--ours-args`, e.g. "--max-p 0.001"), which times only
+   `detect` in-process;
 5. scores each: a reported change point is a true positive when it is
    within 5 points of a true one (the issue's margin), matched one to one
    (closest pairs first); precision, recall and F1 are pooled over the
@@ -134,8 +135,8 @@ def generate(rng: random.Random, n: int, kind: str, cps: list, steps: list) -> l
     return values
 
 
-def make_cases(series_per_length: dict, families: list) -> list:
-    rng = random.Random(SEED)
+def make_cases(series_per_length: dict, families: list, seed: int = SEED) -> list:
+    rng = random.Random(seed)
     cases = []
     for kind in families:
         for n in LENGTHS:
@@ -195,8 +196,8 @@ def run_ruptures(method: str, values: list, repeat: int):
     return timed(repeat, detect)
 
 
-def run_ours(binary: str, path: str, repeat: int):
-    out = subprocess.run([binary, path, "--repeat", str(repeat)], check=True, capture_output=True, text=True)
+def run_ours(binary: str, path: str, repeat: int, extra: list):
+    out = subprocess.run([binary, path, "--repeat", str(repeat), *extra], check=True, capture_output=True, text=True)
     doc = json.loads(out.stdout)
     return [cp["index"] for cp in doc["change_points"]], doc["seconds"]
 
@@ -247,12 +248,19 @@ def main() -> int:
     ap.add_argument("--families", default=",".join(STEP_FAMILIES + FLAT_FAMILIES), help="which families")
     ap.add_argument("--methods", default=",".join(METHODS), help="which methods (ours always runs)")
     ap.add_argument("--details", action="store_true", help="print each series' detections on stderr")
+    ap.add_argument("--seed", type=int, default=SEED, help="seed of the series (other draws of the same families)")
+    ap.add_argument(
+        "--ours-args",
+        default="",
+        help='options for our side, split at spaces (e.g. "--max-p 0.001"); never run through a shell',
+    )
     args = ap.parse_args()
+    ours_args = args.ours_args.split()
 
     counts = dict(zip(LENGTHS, (int(x) for x in args.series.split(","))))
     families = [f for f in args.families.split(",") if f]
     methods = [m for m in METHODS if m in args.methods.split(",") or m == "ours"]
-    cases = make_cases(counts, families)
+    cases = make_cases(counts, families, args.seed)
     os.makedirs(args.work, exist_ok=True)
 
     # Warm the Python methods up (imports, numpy first calls) outside the timings.
@@ -272,7 +280,7 @@ def main() -> int:
             if m == "otava":
                 found, secs = run_otava(case["values"], args.repeat)
             elif m == "ours":
-                found, secs = run_ours(args.ours, path, args.repeat)
+                found, secs = run_ours(args.ours, path, args.repeat, ours_args)
             else:
                 found, secs = run_ruptures(m, case["values"], args.repeat)
             tp = match(case["truth"], found, MARGIN)
