@@ -22,7 +22,8 @@ mod tests {
 
     /// Mean 0 and variance 1 over 200,000 draws, each within five of its
     /// standard errors (0.0022 and 0.0032), and 4.55% beyond two
-    /// deviations, within 0.25 points (five standard errors, 0.047).
+    /// deviations, within 0.25 points (about five standard errors of
+    /// 0.047).
     #[test]
     fn draws_are_standard_normal() {
         let mut rng = StdRng::seed_from_u64(17);
