@@ -1,4 +1,5 @@
-//! Prometheus metrics of the coordinator, served at `GET /metrics` ([`crate::server::Coordinator::listen_metrics`]).
+//! Prometheus metrics of the coordinator, served at `GET /metrics`
+//! ([`crate::server::Coordinator::listen_metrics`]).
 //!
 //! Fleet: agents connected, runs queued and running, runs ended, how long a
 //! run waits for an agent and how long it runs, how long a store commit

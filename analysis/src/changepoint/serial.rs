@@ -535,7 +535,7 @@ mod tests {
     /// A level of 100 under normal noise of standard deviation 3.
     fn normal_series(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<f64> {
         (0..n)
-            .map(|_| 100.0 + 3.0 * super::super::tests::gauss(rng))
+            .map(|_| 100.0 + 3.0 * crate::normal::draw(rng))
             .collect()
     }
 

@@ -17,7 +17,7 @@ enum Noise {
 
 const NOISES: [Noise; 3] = [Noise::Normal, Noise::Heavy, Noise::Bimodal];
 
-pub(super) use crate::normal::draw as gauss;
+use crate::normal::draw as gauss;
 
 fn noise(rng: &mut StdRng, kind: Noise) -> f64 {
     match kind {
