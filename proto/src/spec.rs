@@ -2,9 +2,10 @@
 //! (`farm_spec`): the wire keeps strings, and each side converts once, at
 //! its edge, with these.
 
+use farm_spec::progress::{Estimate, ProgressError};
 use farm_spec::state::{StateError, StateStrings};
 
-use crate::{Direction, KernelBuild, MachineState};
+use crate::{BuildProgress, BuildStep, Direction, KernelBuild, MachineState};
 
 impl TryFrom<&MachineState> for farm_spec::MachineState {
     type Error = StateError;
@@ -86,9 +87,98 @@ impl TryFrom<Direction> for farm_spec::Direction {
     }
 }
 
+/// A report of an unknown step, or with figures beyond
+/// `farm_spec::progress::MAX_BUILD_SECONDS`, is no build's.
+impl TryFrom<&BuildProgress> for farm_spec::progress::BuildProgress {
+    type Error = ProgressError;
+
+    fn try_from(p: &BuildProgress) -> Result<Self, ProgressError> {
+        use farm_spec::progress::BuildStep as S;
+        let step = match BuildStep::try_from(p.step) {
+            Ok(BuildStep::Waiting) => S::Waiting,
+            Ok(BuildStep::Source) => S::Source,
+            Ok(BuildStep::Configure) => S::Configure,
+            Ok(BuildStep::Compile) => S::Compile,
+            Ok(BuildStep::Link) => S::Link,
+            Ok(BuildStep::Unspecified) | Err(_) => return Err(ProgressError::UnknownStep(p.step)),
+        };
+        farm_spec::progress::BuildProgress {
+            step,
+            elapsed_s: p.elapsed_s,
+            estimate: (p.estimate_s > 0).then_some(Estimate {
+                seconds: p.estimate_s,
+                warm: p.warm,
+            }),
+        }
+        .checked()
+    }
+}
+
+impl From<&farm_spec::progress::BuildProgress> for BuildProgress {
+    fn from(p: &farm_spec::progress::BuildProgress) -> BuildProgress {
+        use farm_spec::progress::BuildStep as S;
+        let step = match p.step {
+            S::Waiting => BuildStep::Waiting,
+            S::Source => BuildStep::Source,
+            S::Configure => BuildStep::Configure,
+            S::Compile => BuildStep::Compile,
+            S::Link => BuildStep::Link,
+        };
+        BuildProgress {
+            step: step as i32,
+            elapsed_s: p.elapsed_s,
+            estimate_s: p.estimate.map_or(0, |e| e.seconds),
+            warm: p.estimate.is_some_and(|e| e.warm),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn build_progress_converts_both_ways_and_is_checked() {
+        use farm_spec::progress::{BuildProgress as Typed, BuildStep as S, MAX_BUILD_SECONDS};
+        for step in S::ALL {
+            for estimate in [None, Some(Estimate::default_for(true))] {
+                let typed = Typed {
+                    step,
+                    elapsed_s: 192,
+                    estimate,
+                };
+                assert_eq!(Typed::try_from(&BuildProgress::from(&typed)), Ok(typed));
+            }
+        }
+        let wire = BuildProgress {
+            step: BuildStep::Compile as i32,
+            elapsed_s: 192,
+            estimate_s: 420,
+            warm: false,
+        };
+        assert_eq!(
+            BuildProgress::from(&Typed::try_from(&wire).unwrap()),
+            wire
+        );
+        for step in [0, 6, -1] {
+            let bad = BuildProgress { step, ..wire };
+            assert_eq!(
+                Typed::try_from(&bad),
+                Err(ProgressError::UnknownStep(step))
+            );
+        }
+        let long = BuildProgress {
+            estimate_s: MAX_BUILD_SECONDS + 1,
+            ..wire
+        };
+        assert_eq!(
+            Typed::try_from(&long),
+            Err(ProgressError::TooLong {
+                what: "estimate",
+                seconds: MAX_BUILD_SECONDS + 1
+            })
+        );
+    }
 
     #[test]
     fn states_convert_both_ways() {

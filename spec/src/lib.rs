@@ -18,6 +18,8 @@
 //! - [`kernel`]: [`Kernel`] (`running`, a release, `debian:`, `file:`) and [`Arch`].
 //! - [`executor`]: [`Executor`] (`host`, `tcg`, `kvm`).
 //! - [`metric`]: metric names, [`Direction`], which metrics are primary.
+//! - [`progress`]: what a run is doing before its workload: a kernel
+//!   build's [`progress::BuildStep`], elapsed time and estimate.
 //!
 //! Every type has `FromStr` and a `Display` that gives back a string the
 //! parser takes again (the canonical form), and names its limits as
@@ -34,6 +36,7 @@ pub mod executor;
 pub mod hotplug;
 pub mod kernel;
 pub mod metric;
+pub mod progress;
 pub mod sched;
 pub mod state;
 
