@@ -149,6 +149,9 @@ pub struct Context<'a> {
     /// processes they start.
     pub journal: &'a Arc<Mutex<Journal>>,
     pub killer: &'a Killer,
+    /// Where the run says what it does before its workload (a kernel
+    /// build's step): the session sends the latest to the coordinator.
+    pub progress: &'a dyn Fn(Option<farm_spec::progress::BuildProgress>),
 }
 
 /// Why this agent cannot execute an assignment as asked.

@@ -55,6 +55,9 @@ pub enum Error {
     Restore(#[from] state::journal::Error),
     #[error("guest cache {0}: {1}")]
     GuestCache(PathBuf, std::io::Error),
+    /// Kernels from trees would be built where the build user cannot go.
+    #[error(transparent)]
+    BuildCache(#[from] executor::guest::build::reach::Error),
 }
 
 #[derive(Clone)]
@@ -134,6 +137,9 @@ impl Options {
             }
             if let Some(kvm::Verdict::Fails(why)) = kvm::kept_verdict(cache) {
                 tracing::info!(%why, "KVM probed before and found not to boot guests");
+            }
+            if let Some(trees) = &self.workload.trees {
+                trees.check_cache(cache)?;
             }
         }
         catalogue::refresh(&mut capabilities, &self.workload);

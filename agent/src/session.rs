@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use farm_proto::{
-    AgentMessage, Capabilities, Heartbeat, Hello, RegisterRequest, RunAssignment, RunRef,
-    RunResult, agent_message, agent_service_client::AgentServiceClient, coordinator_message,
+    AgentMessage, Capabilities, Heartbeat, Hello, RegisterRequest, RunAssignment, RunProgress,
+    RunRef, RunResult, agent_message, agent_service_client::AgentServiceClient,
+    coordinator_message,
 };
 use tokio::sync::{Notify, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
@@ -31,6 +32,10 @@ pub(crate) struct Shared {
     running: Option<(RunRef, Killer)>,
     /// Results not yet acknowledged, by run id and attempt.
     outbox: BTreeMap<(String, u32), RunResult>,
+    /// The running attempt's latest progress: one slot, which a newer
+    /// report replaces, so that reports never queue behind a slow stream.
+    /// Each stream sends it at its next heartbeat when it has not sent it.
+    progress: Option<RunProgress>,
 }
 
 /// How often an idle connection to the coordinator is pinged, and how long
@@ -255,6 +260,9 @@ impl Session {
         info!(agent = %reg.agent_id, "connected to the coordinator");
         let mut sent: HashSet<(String, u32)> = HashSet::new();
         self.flush(&tx, &mut sent).await?;
+        // The progress this stream last sent: a new stream (a new leader,
+        // perhaps) hears the latest at its first heartbeat.
+        let mut progress_sent: Option<RunProgress> = None;
         let mut heartbeat = tokio::time::interval(Duration::from_millis(u64::from(
             reg.heartbeat_interval_ms.max(50),
         )));
@@ -281,6 +289,13 @@ impl Session {
                 _ = heartbeat.tick() => {
                     seq += 1;
                     send(&tx, agent_message::Msg::Heartbeat(Heartbeat { seq })).await?;
+                    let latest = lock(&self.shared).progress.clone();
+                    if let Some(p) = latest
+                        && progress_sent.as_ref() != Some(&p)
+                    {
+                        send(&tx, agent_message::Msg::Progress(p.clone())).await?;
+                        progress_sent = Some(p);
+                    }
                 }
                 _ = self.result_ready.notified() => {
                     self.flush(&tx, &mut sent).await?;
@@ -385,11 +400,18 @@ impl Session {
             .name(format!("run {}", rref.run_id))
             .spawn(move || {
                 let _span = span.entered();
+                let progress = |build: Option<farm_spec::progress::BuildProgress>| {
+                    lock(&shared).progress = Some(RunProgress {
+                        run: Some(rref.clone()),
+                        build: build.as_ref().map(Into::into),
+                    });
+                };
                 let ctx = run::Context {
                     caps: &caps,
                     workload: &workload,
                     journal: &journal,
                     killer: &killer,
+                    progress: &progress,
                 };
                 // Whatever happens, the coordinator hears of this attempt.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -405,6 +427,9 @@ impl Session {
                 let mut s = lock(&shared);
                 if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
                     s.running = None;
+                }
+                if s.progress.as_ref().is_some_and(|p| p.run.as_ref() == Some(&rref)) {
+                    s.progress = None;
                 }
                 s.outbox.insert((rref.run_id.clone(), rref.attempt), result);
                 drop(s);

@@ -7,7 +7,7 @@
 //! linux-source-6.1, flex, bison, bc, libelf-dev, ccache, gcc, make, git,
 //! qemu-system-x86 and busybox-static: scripts/test.sh installs them. A
 //! missing one fails the test; it never skips. A cold build takes about 6
-//! minutes on 2 cores; ccache (in target/guest-cache, which the end-to-end test shares) makes the next ones
+//! minutes on 2 cores; ccache (in the default guest cache, /var/cache/farm/guests as root, which the end-to-end test shares) makes the next ones
 //! faster.
 
 use std::path::{Path, PathBuf};
@@ -26,6 +26,12 @@ fn target() -> PathBuf {
         .parent()
         .unwrap()
         .join("target")
+}
+
+/// The agent's default cache, as README's commands use it: shared with the
+/// end-to-end bisection, which finds these builds there.
+fn cache() -> PathBuf {
+    farm_agent::executor::guest::default_cache().expect("no HOME for the default guest cache")
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -93,7 +99,7 @@ fn trees(repo: &Path) -> Trees {
 fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
     let repo = tree();
     let trees = trees(&repo);
-    let cache = target().join("guest-cache");
+    let cache = cache();
     let kernel = match "git:linux@v6.1".parse::<farm_spec::Kernel>().unwrap() {
         farm_spec::Kernel::Git(g) => g,
         other => panic!("{other}"),
@@ -127,7 +133,7 @@ fn default() -> farm_spec::KernelBuild {
 
 /// Boots `image` with a runner that reports its `uname -r` and powers off.
 fn boot(image: &Path) -> job::GuestRun {
-    let guest_cache = target().join("guest-cache");
+    let guest_cache = cache();
     let init = "#!/bin/sh\nexport PATH=/bin:/sbin:/usr/bin:/usr/sbin\n\
                 mount -t proc proc /proc\nmount -t devtmpfs devtmpfs /dev\n\
                 stty -F /dev/ttyS1 raw -echo\n\
@@ -181,7 +187,7 @@ fn release(repo: &Path) -> String {
 fn a_builds_base_fragment_and_patch_make_the_kernel_and_bad_ones_are_named() {
     use farm_agent::executor::guest::build::files::Files;
     let repo = tree();
-    let cache = target().join("guest-cache");
+    let cache = cache();
     let kernel = match "git:linux@v6.1".parse::<farm_spec::Kernel>().unwrap() {
         farm_spec::Kernel::Git(g) => g,
         other => panic!("{other}"),
@@ -373,7 +379,7 @@ fn a_git_range_lists_first_parent_commits_oldest_first() {
 #[test]
 fn a_cancelled_build_stops_at_once_and_keeps_nothing() {
     let repo = tree();
-    let cache = target().join("guest-cache");
+    let cache = cache();
     let kernel = match "git:linux@v6.1".parse::<farm_spec::Kernel>().unwrap() {
         farm_spec::Kernel::Git(g) => g,
         other => panic!("{other}"),

@@ -26,10 +26,8 @@ const KERNEL: &str = "debian:6.1.0-57-cloud-amd64";
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn cache() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("target/guest-cache")
+    // The agent's own default, as README's commands use it.
+    farm_agent::executor::guest::default_cache().expect("no HOME for the default guest cache")
 }
 
 /// The agent's own check (the same one that decides whether it advertises

@@ -15,10 +15,8 @@ use farm_agent::executor::guest::image::{kernels, modules, sysroot};
 const S390X_SET: &[&str] = &["stress-ng", "sysbench", "rt-tests", "busybox-static"];
 
 fn cache() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("target/guest-cache")
+    // The agent's own default, as README's commands use it.
+    farm_agent::executor::guest::default_cache().expect("no HOME for the default guest cache")
 }
 
 fn require_prerequisites() {

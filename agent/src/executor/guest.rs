@@ -492,10 +492,18 @@ fn built(
         .trees
         .as_ref()
         .ok_or_else(|| Error::NoTrees(name.clone()))?;
-    let b = trees.build_unless(g, build, cache, &|| ctx.killer.is_cancelled())?;
+    let b = trees.build_reporting(
+        g,
+        build,
+        cache,
+        &|| ctx.killer.is_cancelled(),
+        ctx.progress,
+    )?;
     tracing::info!(kernel = %name, commit = %b.commit, built = b.built, took = ?b.took, "guest kernel from a tree");
     result.kernel_commit = b.commit.to_string();
     result.kernel_config_sha256 = b.config_sha256.clone();
+    result.kernel_build_ms = b.took.as_millis() as u64;
+    result.kernel_built = b.built;
     Ok(kernels::Kernel {
         version: b.commit.short().to_owned(),
         name,

@@ -25,6 +25,7 @@ pub mod command;
 pub mod files;
 pub mod make;
 pub mod range;
+pub mod reach;
 
 /// How long one git command (a ref's resolution, a log) may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -182,6 +183,13 @@ impl Trees {
     /// With the operator's base configurations and patches.
     pub fn with_files(self, files: files::Files) -> Trees {
         Trees { files, ..self }
+    }
+
+    /// Makes the builds' directory under `cache` and checks that the build
+    /// user can reach it: a start whose builds could never run fails here,
+    /// naming the directory in the way, rather than every build later.
+    pub fn check_cache(&self, cache: &Path) -> Result<(), reach::Error> {
+        reach::check(cache, &self.user)
     }
 
     /// The names of the operator's files of `kind`, as the capabilities

@@ -432,6 +432,7 @@ impl Agent {
             workload: &self.command,
             journal: &self.journal,
             killer: &killer,
+            progress: &|_| {},
         };
         let result = execute(&a, &ctx);
         assert!(

@@ -3,6 +3,8 @@
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -31,6 +33,29 @@ pub fn run(cmd: &mut Command, timeout: Duration) -> io::Result<Output> {
     run_unless(cmd, timeout, &|| false)
 }
 
+/// Bytes to look for in a command's stdout while it runs: `seen` is set
+/// once they appear (kbuild's `LD vmlinux.o`: the build links), for the
+/// caller to read while the command goes on.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub pattern: &'static [u8],
+    pub seen: Arc<AtomicBool>,
+}
+
+impl Marker {
+    /// Looks for the pattern in `chunk`, after `carry` (the end of the
+    /// chunks before, kept as long as the pattern less a byte, since the
+    /// pattern may straddle two reads); gives the new carry.
+    fn scan(&self, mut carry: Vec<u8>, chunk: &[u8]) -> Vec<u8> {
+        carry.extend_from_slice(chunk);
+        if carry.windows(self.pattern.len()).any(|w| w == self.pattern) {
+            self.seen.store(true, Ordering::Relaxed);
+        }
+        let keep = self.pattern.len().saturating_sub(1);
+        carry.split_off(carry.len().saturating_sub(keep))
+    }
+}
+
 /// [`run`], and the group is killed as soon as `cancelled` says so (a
 /// cancelled run's build stops within 20 ms, not at its end): the error's
 /// kind is then `Interrupted`.
@@ -38,6 +63,17 @@ pub fn run_unless(
     cmd: &mut Command,
     timeout: Duration,
     cancelled: &dyn Fn() -> bool,
+) -> io::Result<Output> {
+    run_marking(cmd, timeout, cancelled, None)
+}
+
+/// [`run_unless`], setting `marker`'s flag when its pattern appears in
+/// the command's stdout.
+pub fn run_marking(
+    cmd: &mut Command,
+    timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+    marker: Option<&Marker>,
 ) -> io::Result<Output> {
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -47,11 +83,23 @@ pub fn run_unless(
     let group = Pid::from_raw(child.id() as i32);
     let mut stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
+    let marker = marker.filter(|m| !m.pattern.is_empty()).cloned();
     let out = std::thread::spawn(move || {
         let mut buf = Vec::new();
-        let _ = (&mut stdout).take(MAX_STDOUT).read_to_end(&mut buf);
-        // Drained past the bound, so that the command never blocks on a pipe.
-        let _ = io::copy(&mut stdout, &mut io::sink());
+        let mut carry = Vec::new();
+        let mut chunk = [0u8; 8192];
+        // Read to the end, past the bound too, so that the command never
+        // blocks on a pipe.
+        while let Ok(n) = stdout.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            if let Some(m) = &marker {
+                carry = m.scan(carry, &chunk[..n]);
+            }
+            let room = (MAX_STDOUT as usize).saturating_sub(buf.len());
+            buf.extend_from_slice(&chunk[..n.min(room)]);
+        }
         buf
     });
     let err = std::thread::spawn(move || {
@@ -139,6 +187,40 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::Interrupted);
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_marker_is_seen_across_reads_and_only_when_printed() {
+        let marker = |pattern| Marker {
+            pattern,
+            seen: Arc::new(AtomicBool::new(false)),
+        };
+        let m = marker(b" LD      vmlinux");
+        let carry = m.scan(Vec::new(), b"  CC      kernel/sched/core.o\n  L");
+        assert!(!m.seen.load(Ordering::Relaxed));
+        assert_eq!(carry, b"ched/core.o\n  L");
+        m.scan(carry, b"D      vmlinux.o\n");
+        assert!(m.seen.load(Ordering::Relaxed));
+        // Through a real command's pipe.
+        let linked = marker(b" LD      vmlinux");
+        let out = run_marking(
+            Command::new("/bin/sh").args(["-c", "echo '  CC      init/main.o'; echo '  LD      vmlinux.o'"]),
+            Duration::from_secs(10),
+            &|| false,
+            Some(&linked),
+        )
+        .unwrap();
+        assert!(linked.seen.load(Ordering::Relaxed));
+        assert_eq!(out.stdout, b"  CC      init/main.o\n  LD      vmlinux.o\n");
+        let compiled = marker(b" LD      vmlinux");
+        run_marking(
+            Command::new("/bin/sh").args(["-c", "echo '  CC      init/main.o'"]),
+            Duration::from_secs(10),
+            &|| false,
+            Some(&compiled),
+        )
+        .unwrap();
+        assert!(!compiled.seen.load(Ordering::Relaxed));
     }
 
     #[test]

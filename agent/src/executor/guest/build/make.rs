@@ -14,6 +14,7 @@
 //! (`<key>.failed`), so the other runs of the cell fail at once with the
 //! same message rather than building again. A work directory left by a
 //! killed agent is removed by the next build of its key, under its lock.
+//! A build reports its step as it goes ([`progress`]).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -24,7 +25,11 @@ use std::time::{Duration, Instant};
 
 use super::files::{self, Kind};
 use super::{BuildUser, Commit, Trees, command};
+use farm_spec::progress::{BuildProgress, BuildStep};
 use farm_spec::{BaseConfig, GitKernel, KernelBuild};
+use progress::Tracker;
+
+pub mod progress;
 
 /// The longest a build may take: a cold build of the farm's small guest
 /// kernel is about 6 minutes on 2 cores; a distribution-sized one is far
@@ -191,6 +196,45 @@ impl Trees {
         cache: &Path,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Built, Error> {
+        self.build_reporting(kernel, spec, cache, cancelled, &|_| {})
+    }
+
+    /// [`Trees::build_unless`], telling `report` its step as it goes
+    /// (`progress::Tracker`: at each step, every `PROGRESS_EVERY`, and
+    /// `None` once over); a build found kept reports nothing. A build it
+    /// made is timed for the next one's estimate.
+    pub fn build_reporting(
+        &self,
+        kernel: &GitKernel,
+        spec: &KernelBuild,
+        cache: &Path,
+        cancelled: &dyn Fn() -> bool,
+        report: &dyn Fn(Option<BuildProgress>),
+    ) -> Result<Built, Error> {
+        let tracker = Tracker::new(report, progress::estimate(cache));
+        // Polled every 20 ms of a command and 100 ms of a wait.
+        let polled = || {
+            tracker.tick();
+            cancelled()
+        };
+        let b = self.build_tracked(kernel, spec, cache, &polled, &tracker);
+        if let Ok(b) = &b
+            && b.built
+        {
+            progress::record(cache, tracker.estimate().warm, b.took);
+        }
+        tracker.finish();
+        b
+    }
+
+    fn build_tracked(
+        &self,
+        kernel: &GitKernel,
+        spec: &KernelBuild,
+        cache: &Path,
+        cancelled: &dyn Fn() -> bool,
+        tracker: &Tracker<'_>,
+    ) -> Result<Built, Error> {
         let t = Instant::now();
         let commit = self.resolve(kernel)?;
         let name = kernel.to_string();
@@ -239,6 +283,7 @@ impl Trees {
             match Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
                 Ok(held) => break held,
                 Err((file, nix::errno::Errno::EWOULDBLOCK)) => {
+                    tracker.step(BuildStep::Waiting);
                     if cancelled() {
                         return Err(Error::Cancelled {
                             kernel: name,
@@ -270,6 +315,7 @@ impl Trees {
         }
         remove_stale_work(&builds, &key);
         tracing::info!(kernel = %name, %commit, build = %spec, "building a kernel");
+        tracker.step(BuildStep::Source);
         let work = tempfile::Builder::new()
             .prefix(&format!("work-{key}-"))
             .tempdir_in(&builds)
@@ -282,7 +328,7 @@ impl Trees {
             spec,
             inputs: &inputs,
         };
-        let b = self.build_in(&job, work.path(), cache, cancelled);
+        let b = self.build_in(&job, work.path(), cache, cancelled, tracker);
         let b = match b {
             Ok(b) => b,
             Err(e) => {
@@ -321,6 +367,7 @@ impl Trees {
         work: &Path,
         cache: &Path,
         cancelled: &dyn Fn() -> bool,
+        tracker: &Tracker<'_>,
     ) -> Result<PathBuf, Error> {
         let Job {
             repo,
@@ -375,10 +422,15 @@ impl Trees {
                     step: "git archive",
                 }
             } else {
-                fail("git archive", e)
+                // The commit resolved already: what fails here is the
+                // machine (a directory the build user cannot write, a full
+                // disk), not the build, so it is not kept as a lasting
+                // failure that would fail every later try.
+                io("git archive")(std::io::Error::other(e))
             }
         })?;
         // A command as the build user: its output's last lines when it fails.
+        let marker = tracker.marker();
         let run = |what: &'static str, program: &str, args: &[&str], cwd: &Path| {
             let mut cmd = as_builder(&self.user, program, &ccache);
             // `git apply` outside a repository patches the directory it runs
@@ -386,7 +438,7 @@ impl Trees {
             cmd.args(args)
                 .current_dir(cwd)
                 .env("GIT_CEILING_DIRECTORIES", work);
-            match command::run_unless(&mut cmd, BUILD_TIMEOUT, cancelled) {
+            match command::run_marking(&mut cmd, BUILD_TIMEOUT, cancelled, Some(&marker)) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Err(Error::Cancelled {
                     kernel: name.to_owned(),
                     step: what,
@@ -439,6 +491,7 @@ impl Trees {
             })?;
         }
         let o = "O=../out";
+        tracker.step(BuildStep::Configure);
         match (&spec.base, &inputs.base) {
             (BaseConfig::File(_), Some(text)) => {
                 let path = input("base.config", text)?;
@@ -487,6 +540,7 @@ impl Trees {
             "-j{}",
             std::thread::available_parallelism().map_or(1, |n| n.get())
         );
+        tracker.step(BuildStep::Compile);
         run(
             "make bzImage",
             "/usr/bin/make",
@@ -645,105 +699,4 @@ fn last_lines(text: &str, n: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use farm_spec::build::RUNNER_NEEDS;
-
-    fn inputs() -> Inputs {
-        Inputs {
-            base: None,
-            patches: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn the_default_build_keeps_its_key_and_any_input_changes_it() {
-        let commit: Commit = "0123456789abcdef0123456789abcdef01234567".parse().unwrap();
-        let default = key_text(&commit, &KernelBuild::default(), &inputs(), "gcc 12");
-        // As before `[build]` existed: kept builds stay valid.
-        let runner: String = RUNNER_NEEDS
-            .iter()
-            .map(|(k, v)| format!("{k}={v}\n"))
-            .collect();
-        assert_eq!(
-            default,
-            format!(
-                "farm kernel build 1\ncommit {commit}\narch x86_64\nbase tinyconfig\n\
-                 toolchain gcc 12\n{runner}"
-            )
-        );
-        let spec = |c: &str, f: &[&str], p: &[&str]| KernelBuild::parse(c, f, p).unwrap();
-        let with_patch = |body: &[u8]| Inputs {
-            base: None,
-            patches: vec![("fix.patch".into(), body.to_vec())],
-        };
-        let keys = [
-            default.clone(),
-            key_text(&commit, &KernelBuild::default(), &inputs(), "gcc 13"),
-            key_text(&commit, &spec("defconfig", &[], &[]), &inputs(), "gcc 12"),
-            key_text(
-                &commit,
-                &spec("", &["CONFIG_HZ_1000=y"], &[]),
-                &inputs(),
-                "gcc 12",
-            ),
-            key_text(
-                &commit,
-                &spec("", &[], &["fix.patch"]),
-                &with_patch(b"a"),
-                "gcc 12",
-            ),
-            key_text(
-                &commit,
-                &spec("", &[], &["fix.patch"]),
-                &with_patch(b"b"),
-                "gcc 12",
-            ),
-            key_text(
-                &commit,
-                &spec("fleet.config", &[], &[]),
-                &Inputs {
-                    base: Some(b"CONFIG_SMP=y\n".to_vec()),
-                    patches: Vec::new(),
-                },
-                "gcc 12",
-            ),
-        ];
-        for (i, a) in keys.iter().enumerate() {
-            for b in &keys[i + 1..] {
-                assert_ne!(a, b);
-            }
-        }
-    }
-
-    #[test]
-    fn a_directory_made_under_a_strict_umask_becomes_traversable_not_readable() {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        let dir = tempfile::tempdir().unwrap();
-        let strict = dir.path().join("strict");
-        fs::create_dir(&strict).unwrap();
-        fs::set_permissions(&strict, fs::Permissions::from_mode(0o700)).unwrap();
-        traversable(&strict).unwrap();
-        assert_eq!(mode(&strict), 0o711);
-        let open = dir.path().join("open");
-        fs::create_dir(&open).unwrap();
-        fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
-        traversable(&open).unwrap();
-        assert_eq!(mode(&open), 0o755);
-    }
-
-    #[test]
-    fn a_configuration_holds_what_a_build_requires_only_as_set() {
-        let config = "CONFIG_SMP=y\nCONFIG_NUMA=m\n# CONFIG_PCI is not set\nCONFIG_HZ=250\n";
-        let b =
-            KernelBuild::parse("", &["CONFIG_HZ=250", "CONFIG_PREEMPT=n"], &[] as &[&str]).unwrap();
-        let missing = not_held(&b.required(), config);
-        // The matrix's options hold; of the runner's needs, SMP alone does.
-        assert_eq!(missing.len(), RUNNER_NEEDS.len() - 1);
-        assert_eq!(
-            missing[..3],
-            ["CONFIG_64BIT=y", "CONFIG_NUMA=y", "CONFIG_ACPI=y"]
-        );
-    }
-}
+mod tests;
