@@ -141,9 +141,16 @@ pub(crate) enum StateError {
     HotplugOutside { spec: String, last: u32, asked: u32 },
 }
 
-/// `$XDG_CACHE_HOME/farm/guests`, else `$HOME/.cache/farm/guests`: kernels
+/// Where guest kernels, images and built kernels are cached when nothing
+/// names another place: for root (an agent, `farmctl run` as root)
+/// [`build::reach::ROOT_CACHE`], which the unprivileged build user can
+/// reach (root's home is 0700); for anyone else
+/// `$XDG_CACHE_HOME/farm/guests`, else `$HOME/.cache/farm/guests`. Kernels
 /// are tens of megabytes, worth keeping across agents and runs.
 pub fn default_cache() -> Option<PathBuf> {
+    if nix::unistd::geteuid().is_root() {
+        return Some(PathBuf::from(build::reach::ROOT_CACHE));
+    }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
