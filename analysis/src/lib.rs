@@ -3,7 +3,9 @@
 //! - [`summary`]: medians and ratios, the figures `farmctl results` prints;
 //! - [`compare`]: a cell against its baseline, one verdict per metric;
 //! - [`changepoint`]: change points in a metric's history;
-//! - [`bisect`]: which kernel of an ordered list is the first bad one.
+//! - [`bisect`]: which kernel of an ordered list is the first bad one;
+//! - [`resolution`]: why a comparison could not decide, when its runs
+//!   spread beyond what it could resolve.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
@@ -13,6 +15,7 @@ pub mod compare;
 pub mod diagnosis;
 pub mod drift;
 mod normal;
+pub mod resolution;
 pub mod summary;
 
 pub use summary::{median, ratio};
