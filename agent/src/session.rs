@@ -428,7 +428,10 @@ impl Session {
                 if s.running.as_ref().is_some_and(|(r, _)| *r == rref) {
                     s.running = None;
                 }
-                if s.progress.as_ref().is_some_and(|p| p.run.as_ref() == Some(&rref)) {
+                if s.progress
+                    .as_ref()
+                    .is_some_and(|p| p.run.as_ref() == Some(&rref))
+                {
                     s.progress = None;
                 }
                 s.outbox.insert((rref.run_id.clone(), rref.attempt), result);

@@ -156,16 +156,10 @@ mod tests {
             estimate_s: 420,
             warm: false,
         };
-        assert_eq!(
-            BuildProgress::from(&Typed::try_from(&wire).unwrap()),
-            wire
-        );
+        assert_eq!(BuildProgress::from(&Typed::try_from(&wire).unwrap()), wire);
         for step in [0, 6, -1] {
             let bad = BuildProgress { step, ..wire };
-            assert_eq!(
-                Typed::try_from(&bad),
-                Err(ProgressError::UnknownStep(step))
-            );
+            assert_eq!(Typed::try_from(&bad), Err(ProgressError::UnknownStep(step)));
         }
         let long = BuildProgress {
             estimate_s: MAX_BUILD_SECONDS + 1,

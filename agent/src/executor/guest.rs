@@ -499,13 +499,7 @@ fn built(
         .trees
         .as_ref()
         .ok_or_else(|| Error::NoTrees(name.clone()))?;
-    let b = trees.build_reporting(
-        g,
-        build,
-        cache,
-        &|| ctx.killer.is_cancelled(),
-        ctx.progress,
-    )?;
+    let b = trees.build_reporting(g, build, cache, &|| ctx.killer.is_cancelled(), ctx.progress)?;
     tracing::info!(kernel = %name, commit = %b.commit, built = b.built, took = ?b.took, "guest kernel from a tree");
     result.kernel_commit = b.commit.to_string();
     result.kernel_config_sha256 = b.config_sha256.clone();

@@ -204,7 +204,10 @@ mod tests {
         // Through a real command's pipe.
         let linked = marker(b" LD      vmlinux");
         let out = run_marking(
-            Command::new("/bin/sh").args(["-c", "echo '  CC      init/main.o'; echo '  LD      vmlinux.o'"]),
+            Command::new("/bin/sh").args([
+                "-c",
+                "echo '  CC      init/main.o'; echo '  LD      vmlinux.o'",
+            ]),
             Duration::from_secs(10),
             &|| false,
             Some(&linked),

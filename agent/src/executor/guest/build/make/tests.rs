@@ -88,8 +88,7 @@ fn a_directory_made_under_a_strict_umask_becomes_traversable_not_readable() {
 #[test]
 fn a_configuration_holds_what_a_build_requires_only_as_set() {
     let config = "CONFIG_SMP=y\nCONFIG_NUMA=m\n# CONFIG_PCI is not set\nCONFIG_HZ=250\n";
-    let b =
-        KernelBuild::parse("", &["CONFIG_HZ=250", "CONFIG_PREEMPT=n"], &[] as &[&str]).unwrap();
+    let b = KernelBuild::parse("", &["CONFIG_HZ=250", "CONFIG_PREEMPT=n"], &[] as &[&str]).unwrap();
     let missing = not_held(&b.required(), config);
     // The matrix's options hold; of the runner's needs, SMP alone does.
     assert_eq!(missing.len(), RUNNER_NEEDS.len() - 1);
