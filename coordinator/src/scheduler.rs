@@ -14,6 +14,8 @@
 //! - `leases`: silent agents lose their runs, which are queued again;
 //! - `dispatch`: idle agents get the oldest run they can serve;
 //! - `ingest`: results from agents end their runs;
+//! - `activity`: what running attempts report doing (kernel builds), and
+//!   run and build times for ETAs;
 //! - `reruns`: inconclusive comparisons get more runs;
 //! - `matrices`: submission, cancellation, status, publishing;
 //! - `summaries`: results computed off this thread, cached per matrix;
@@ -351,8 +353,11 @@ struct MatrixMem {
     dirty: bool,
     /// When watchers last got a status; `None` until the first one.
     published: Option<Instant>,
-    /// Durations of finished runs, for ETAs.
+    /// Durations of finished runs, their builds left out, for ETAs
+    /// (`activity::run_seconds`).
     durations_s: Vec<f64>,
+    /// Durations of the builds finished runs made, for ETAs.
+    build_durations_s: Vec<f64>,
     /// Each cell's `series_key`, computed once: every ended run looks up
     /// the matrices that share its series.
     series_keys: Vec<Vec<u8>>,
@@ -384,6 +389,9 @@ struct RunMem {
     /// included. As long as its attempts (`max_attempts`, plus the rare
     /// adoption of a run back from an agent that lost it).
     holders: Vec<(String, u32)>,
+    /// What its holder last said it does (its kernel's build), in memory
+    /// only (`activity`).
+    activity: Option<activity::Activity>,
 }
 
 struct Scheduler {
@@ -680,6 +688,7 @@ impl Scheduler {
     }
 }
 
+mod activity;
 mod agents;
 mod archiving;
 mod bisections;

@@ -10,7 +10,7 @@ use std::time::Instant;
 use farm_proto::{
     AgentInfo, Capabilities, CoordinatorMessage, Hello, RunRef, agent_message, coordinator_message,
 };
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::provenance::{self, Rejection};
 use super::{Agent, AgentTx, Error, Scheduler, now_ms, random_id};
@@ -241,18 +241,7 @@ impl Scheduler {
                 warn!(agent = %agent_id, "second hello on a stream ignored");
             }
             agent_message::Msg::Heartbeat(_) => {}
-            agent_message::Msg::Progress(p) => {
-                let r = p.run.unwrap_or_default();
-                let held = self
-                    .runs
-                    .get(&r.run_id)
-                    .is_some_and(|run| provenance::holds(run, agent_id, r.attempt));
-                if held {
-                    debug!(agent = %agent_id, run = %r.run_id, phase = %farm_spec::excerpt(&p.phase), "progress");
-                } else {
-                    self.reject(agent_id, Rejection::ProgressNotLeased, &r.run_id);
-                }
-            }
+            agent_message::Msg::Progress(p) => self.progress(agent_id, p),
             agent_message::Msg::Result(res) => self.result(agent_id, res),
             agent_message::Msg::Capabilities(caps) => self.capabilities_changed(agent_id, caps),
             agent_message::Msg::Commits(c) => self.commits_listed(agent_id, c),
@@ -278,6 +267,11 @@ impl Scheduler {
                     .as_ref()
                     .map(|n| n.to_string())
                     .unwrap_or_default(),
+                activity: a
+                    .current
+                    .as_ref()
+                    .and_then(|r| self.activity(&r.run_id))
+                    .filter(|x| x.agent_id == *id),
             })
             .collect();
         out.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));

@@ -10,9 +10,9 @@ use farm_proto::trace::TARGET;
 use farm_proto::{RunRef, RunResult};
 use tracing::{Span, debug, info_span, warn};
 
-use super::Scheduler;
 use super::agents::{ack_msg, cancel_msg};
 use super::provenance::{self, Rejection};
+use super::{Scheduler, activity};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -87,7 +87,7 @@ impl Scheduler {
         if !res.ok {
             warn!(agent = %agent_id, run = %rref.run_id, error = %res.error, "run failed");
         }
-        let duration = res.finished_unix_ms.saturating_sub(res.started_unix_ms) as f64 / 1e3;
+        let (duration, build) = (activity::run_seconds(&res), activity::build_seconds(&res));
         run.rec.result = Some(res);
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         // The attempt's span ends once its result is on disk; the store
@@ -122,6 +122,7 @@ impl Scheduler {
             m.dirty = true;
             if finished {
                 m.durations_s.push(duration);
+                m.build_durations_s.extend(build);
             }
         }
         self.outbox.push(ack);

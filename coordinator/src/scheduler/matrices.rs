@@ -159,6 +159,7 @@ impl Scheduler {
                     assigned_at: None,
                     queued_at: Instant::now(),
                     span: Span::none(),
+                    activity: None,
                 },
             );
         }
@@ -221,6 +222,7 @@ impl Scheduler {
                 cell: Some(c.clone()),
                 counts: Some(RunCounts::default()),
                 waiting_reason: String::new(),
+                activities: Vec::new(),
             })
             .collect();
         let mut total = RunCounts::default();
@@ -262,6 +264,8 @@ impl Scheduler {
                 c.waiting_reason = reason.clone().unwrap_or_default();
             }
         }
+        self.cell_activities(m, &mut cells);
+        let builds_pending = self.builds_pending(m, &cells);
         let state = if m.rec.cancelled {
             MatrixState::Cancelled
         } else if total.queued + total.running == 0 {
@@ -277,6 +281,8 @@ impl Scheduler {
             cells,
             submitted_unix_ms: m.rec.submitted_ms,
             median_run_seconds: farm_analysis::median(&m.durations_s).unwrap_or(0.0),
+            builds_pending,
+            median_build_seconds: farm_analysis::median(&m.build_durations_s).unwrap_or(0.0),
             schedule_id: m
                 .rec
                 .execution

@@ -51,6 +51,9 @@ pub(super) enum Rejection {
     ResultNotLeased,
     /// A progress report for an attempt the sender does not hold.
     ProgressNotLeased,
+    /// A progress report of the holder with figures no build has
+    /// (`farm_spec::progress`).
+    BadProgress,
     /// A `Hello` claiming to run an attempt never leased to the sender.
     ClaimNotLeased,
     /// A `Register` or `Hello` for an agent id whose session is live.
@@ -67,6 +70,7 @@ impl Rejection {
             Rejection::UnknownRun => "unknown_run",
             Rejection::ResultNotLeased => "result_not_leased",
             Rejection::ProgressNotLeased => "progress_not_leased",
+            Rejection::BadProgress => "bad_progress",
             Rejection::ClaimNotLeased => "claim_not_leased",
             Rejection::Takeover => "session_takeover",
             Rejection::IdentityMismatch => "identity_mismatch",

@@ -13,7 +13,7 @@ use tracing::{Span, info, warn};
 
 use super::continuous::ScheduleMem;
 use super::histories::series_key;
-use super::{Agent, Error, MatrixMem, RunMem, Scheduler};
+use super::{Agent, Error, MatrixMem, RunMem, Scheduler, activity};
 use crate::placement;
 use crate::store::{MatrixRecord, RunState};
 
@@ -72,8 +72,8 @@ impl Scheduler {
             if let Some(res) = &r.result
                 && r.state == RunState::Finished
             {
-                let d = res.finished_unix_ms.saturating_sub(res.started_unix_ms) as f64 / 1e3;
-                m.durations_s.push(d);
+                m.durations_s.push(activity::run_seconds(res));
+                m.build_durations_s.extend(activity::build_seconds(res));
             }
             match r.state {
                 RunState::Queued => {
@@ -108,6 +108,7 @@ impl Scheduler {
                     assigned_at: None,
                     queued_at: now,
                     span: Span::none(),
+                    activity: None,
                 },
             );
         }
@@ -170,6 +171,7 @@ impl Scheduler {
                 dirty: true,
                 published: None,
                 durations_s: Vec::new(),
+                build_durations_s: Vec::new(),
                 series_keys,
                 version: self.generation,
                 requested: 0,

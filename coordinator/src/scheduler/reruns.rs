@@ -128,6 +128,7 @@ impl Scheduler {
                 assigned_at: None,
                 queued_at: Instant::now(),
                 span: Span::none(),
+                activity: None,
             },
         );
     }

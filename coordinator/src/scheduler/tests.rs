@@ -231,6 +231,7 @@ impl Farm {
 /// attempt's result while already running the re-queued attempt: it must
 /// stay busy (no run of it refused as "agent busy"), the later attempt is
 /// cancelled, and every run still finishes.
+mod activity;
 mod bisections;
 mod builds;
 
@@ -1011,7 +1012,11 @@ fn random_messages(msgs: Vec<RandomMsg>) {
                 }),
                 1 => agent_message::Msg::Progress(farm_proto::RunProgress {
                     run: r,
-                    phase: "x".into(),
+                    build: Some(farm_proto::BuildProgress {
+                        step: farm_proto::BuildStep::Compile as i32,
+                        elapsed_s: value.abs().min(1e6) as u32,
+                        ..Default::default()
+                    }),
                 }),
                 _ => agent_message::Msg::Heartbeat(Heartbeat { seq: 1 }),
             };
