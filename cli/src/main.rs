@@ -477,32 +477,7 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
         }
         Command::Agents => {
             let r = c.list_agents(ListAgentsRequest {}).await?.into_inner();
-            println!(
-                "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  {:<16} CURRENT",
-                "AGENT", "STATE", "ARCH", "KERNEL", "CPUS", "NODES", "IDENTITY"
-            );
-            for a in r.agents {
-                let caps = a.capabilities.unwrap_or_default();
-                println!(
-                    "{:<16} {:<10} {:<8} {:<24} {:>4} {:>5}  {:<16} {}",
-                    a.agent_id,
-                    if a.connected { "connected" } else { "gone" },
-                    caps.arch,
-                    caps.kernel_release,
-                    caps.cpus_online,
-                    caps.numa_nodes.len().max(1),
-                    if a.identity.is_empty() {
-                        "-"
-                    } else {
-                        &a.identity
-                    },
-                    if a.current_run.is_empty() {
-                        "-"
-                    } else {
-                        &a.current_run
-                    },
-                );
-            }
+            print!("{}", render::agents_table(&r.agents));
         }
         Command::Results { id, json } => {
             let r = c

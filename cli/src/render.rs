@@ -3,7 +3,9 @@
 use farm_proto::{Direction, GetResultsResponse, MatrixState, MatrixStatus, RunCounts, Verdict};
 use serde_json::{Value, json};
 
+mod activity;
 mod schedules;
+pub use activity::{agents_table, build_seconds_left, duration};
 pub use schedules::{schedules_json, schedules_table, utc};
 
 fn state_name(s: i32) -> &'static str {
@@ -42,11 +44,13 @@ fn counts_json(c: &RunCounts) -> Value {
     })
 }
 
-/// One line: `12/12 done · 0 running · 0 queued · 0 failed`.
+/// One line: `12/12 done · 0 running · 0 queued · 0 failed`, and the
+/// builds under way: `· building git:linux@v6.1 (compile, 3m12s of ~7m
+/// cold)`.
 pub fn progress_line(s: &MatrixStatus) -> String {
     let c = s.counts.unwrap_or_default();
     format!(
-        "{}/{} done · {} running · {} queued · {} failed{}",
+        "{}/{} done · {} running · {} queued · {} failed{}{}",
         c.finished,
         c.total,
         c.running,
@@ -56,7 +60,8 @@ pub fn progress_line(s: &MatrixStatus) -> String {
             format!(" · {} cancelled", c.cancelled)
         } else {
             String::new()
-        }
+        },
+        activity::builds_part(s)
     )
 }
 
@@ -143,6 +148,10 @@ pub fn results_json(r: &GetResultsResponse) -> Value {
                 "kernel_release": res.kernel_release,
                 "kernel_commit": (!res.kernel_commit.is_empty()).then_some(&res.kernel_commit),
                 "kernel_config_sha256": (!res.kernel_config_sha256.is_empty()).then_some(&res.kernel_config_sha256),
+                // For a `git:` kernel: the time spent getting it, and whether
+                // this run built it (not found kept).
+                "kernel_build_ms": (!res.kernel_commit.is_empty()).then_some(res.kernel_build_ms),
+                "kernel_built": (!res.kernel_commit.is_empty()).then_some(res.kernel_built),
                 "started_unix_ms": res.started_unix_ms,
                 "finished_unix_ms": res.finished_unix_ms,
                 "metrics": res.metrics.iter().map(|m| (m.name.clone(), json!(m.value))).collect::<serde_json::Map<_, _>>(),

@@ -43,6 +43,7 @@ fn cell(index: u32, name: &str, baseline: Option<u32>) -> CellStatus {
         }),
         counts: Some(counts(5)),
         waiting_reason: String::new(),
+        activities: Vec::new(),
     }
 }
 
@@ -238,6 +239,7 @@ fn sample() -> GetResultsResponse {
             submitted_unix_ms: 1_764_540_000_000,
             median_run_seconds: 21.0,
             schedule_id: String::new(),
+            ..Default::default()
         }),
         runs,
         cells: vec![
