@@ -79,6 +79,23 @@ pub async fn started(c: &mut Client, req: StartBisectionRequest) -> Result<Strin
     Ok(b.bisection_id)
 }
 
+/// Writes bisection `id`'s report (its steps over the kernels, the table
+/// and the confirmation's diagnosis) to `path`.
+pub async fn write_report(c: &mut Client, id: &str, path: &std::path::Path) -> Result<()> {
+    let b = c
+        .get_bisection(GetBisectionRequest {
+            bisection_id: id.to_owned(),
+        })
+        .await?
+        .into_inner();
+    let diagnosis = match &b.outcome {
+        Some(o) => diagnosis(c, o).await?,
+        None => Vec::new(),
+    };
+    let page = crate::report::bisection::render(&b, &outcome_line(&b), &diagnosis);
+    std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))
+}
+
 /// Prints each step as it is decided and the outcome (or, with `json`,
 /// the whole bisection once ended); true when the culprit was confirmed.
 pub async fn follow(c: &mut Client, id: &str, json: bool) -> Result<bool> {

@@ -148,6 +148,10 @@ enum Command {
         /// Where to write it (default: `<ID>.html`).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Read it from the store `farmctl run --data-dir DIR` kept, with
+        /// a coordinator of its own (none needs to be running).
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// The farm's statistics on files of numbers, one per line.
     Analyze {
@@ -161,8 +165,10 @@ enum Command {
         /// `bisections`).
         #[arg(long)]
         json: bool,
-        /// Keep the store here instead of a temporary directory.
-        #[arg(long)]
+        /// Keep the store (matrices, results, bisections) here instead of a
+        /// temporary directory; `farmctl report --data-dir DIR ID` reads
+        /// it again.
+        #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
         /// Also write the HTML report (as `farmctl report`) to this file.
         #[arg(long, value_name = "FILE")]
@@ -178,6 +184,8 @@ enum Command {
         /// With --bisect: the most runs of each kernel in a step (default 30).
         #[arg(long, requires = "bisect")]
         max_runs: Option<u32>,
+        #[command(flatten)]
+        machine: local::MachineArgs,
     },
 }
 
@@ -407,6 +415,25 @@ fn outcome(r: &GetResultsResponse) -> ExitCode {
     }
 }
 
+/// `farmctl report ID`: a matrix's report, or a bisection's (`b-…`).
+async fn write_report(c: &mut client::Client, id: &str, output: Option<PathBuf>) -> Result<()> {
+    let path = output.unwrap_or_else(|| PathBuf::from(format!("{id}.html")));
+    if id.starts_with("b-") {
+        bisect::write_report(c, id, &path).await?;
+    } else {
+        let r = c
+            .get_results(GetResultsRequest {
+                matrix_id: id.to_owned(),
+            })
+            .await?
+            .into_inner();
+        std::fs::write(&path, report::render(&r))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
     if let Command::Run {
         file,
@@ -416,13 +443,45 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
         bisect,
         runs,
         max_runs,
+        machine,
     } = &cli.command
     {
         let bisect = bisect.then(|| local::Bisect {
             runs: runs.unwrap_or(0),
             max_runs: max_runs.unwrap_or(0),
         });
-        return local::run(file, *json, data_dir.as_deref(), report.as_deref(), bisect).await;
+        return local::run(
+            file,
+            *json,
+            data_dir.as_deref(),
+            report.as_deref(),
+            bisect,
+            machine,
+        )
+        .await;
+    }
+    if let Command::Report {
+        id,
+        output,
+        data_dir: Some(dir),
+    } = &cli.command
+    {
+        // A store farmctl run kept: no coordinator serves it, so one of
+        // farmctl's own does, and only for this. A directory that holds no
+        // store is refused rather than made into an empty one.
+        if !dir.join(farm_coordinator::server::DB_FILE).is_file() {
+            return Err(BadInput(format!(
+                "--data-dir {}: no farm store there (a directory `farmctl run --data-dir` kept)",
+                dir.display()
+            ))
+            .into());
+        }
+        let embedded = local::Embedded::start(dir).await?;
+        let mut c = embedded.client().await?;
+        let written = write_report(&mut c, id, output.clone()).await;
+        embedded.stop().await?;
+        written?;
+        return Ok(ExitCode::SUCCESS);
     }
     let files = cli.transport.files()?;
     let access = client::access(
@@ -487,34 +546,7 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
             print_results(&r, json)?;
             return Ok(outcome(&r));
         }
-        Command::Report { id, output } if id.starts_with("b-") => {
-            let b = c
-                .get_bisection(farm_proto::GetBisectionRequest {
-                    bisection_id: id.clone(),
-                })
-                .await?
-                .into_inner();
-            let diagnosis = match &b.outcome {
-                Some(o) => bisect::diagnosis(&mut c, o).await?,
-                None => Vec::new(),
-            };
-            let page = report::bisection::render(&b, &bisect::outcome_line(&b), &diagnosis);
-            let path = output.unwrap_or_else(|| PathBuf::from(format!("{id}.html")));
-            std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("wrote {}", path.display());
-        }
-        Command::Report { id, output } => {
-            let r = c
-                .get_results(GetResultsRequest {
-                    matrix_id: id.clone(),
-                })
-                .await?
-                .into_inner();
-            let path = output.unwrap_or_else(|| PathBuf::from(format!("{id}.html")));
-            std::fs::write(&path, report::render(&r))
-                .with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("wrote {}", path.display());
-        }
+        Command::Report { id, output, .. } => write_report(&mut c, &id, output).await?,
         Command::Schedules { json } => {
             let r = c
                 .list_schedules(farm_proto::ListSchedulesRequest {})

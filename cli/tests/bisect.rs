@@ -1,16 +1,18 @@
-//! `farmctl bisect` on real builds and real guests: the example matrix
-//! finds the regression between `v6.1` and `bisect-bad` of
-//! scripts/kernel-tree.sh's tree, and the bisection names the commit that
-//! slows every context switch ("sched/core: Delay finish_task_switch() by
-//! 50us"), confirmed, in ceil(log2(7)) = 3 steps. Then the same found
+//! `farmctl bisect` on real builds and real guests, first by README's
+//! command (`farmctl run examples/bisect.toml --bisect`, as root, with the
+//! agent's default cache): the example matrix finds the regression between
+//! `v6.1` and `bisect-bad` of scripts/kernel-tree.sh's tree, and the
+//! bisection names the commit that slows every context switch
+//! ("sched/core: Delay finish_task_switch() by 50us"), confirmed, in
+//! ceil(log2(7)) = 3 steps, exiting 0, with both reports. Then the same found
 //! without a matrix first: `farmctl bisect --good --bad --workload …` over
 //! the three commits around it (their builds kept from the first).
 
 mod common;
 
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
-use common::{Farm, browser, git, kernel_tree, serial, wait_for};
+use common::{Farm, browser, git, kernel_tree, serial};
 
 #[test]
 fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
@@ -40,19 +42,37 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     );
     assert_eq!(commits.iter().position(|c| *c == culprit), Some(4));
 
-    let farm = Farm::with_guests(&[
+    // README's command, as README writes it: as root, the agent's default
+    // cache (nothing moves it), the build user nobody; the matrix, then the
+    // bisection of its regressed cell, and both reports.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let ends_report = dir.path().join("ends.html");
+    let env = [
         ("FARM_KERNEL_REPOS", format!("linux={repo}")),
-        ("FARM_BUILD_USER", "nobody".into()),
-    ]);
-    let id = farm.submit(&root.join("examples/bisect.toml"));
-    // Two builds (one usually cached by agent/tests/build.rs) and 10 runs.
-    wait_for(
-        Duration::from_secs(2400),
-        "the example matrix to finish",
-        || farm.results(&id)["state"] == "done",
-    );
-    let v = farm.results(&id);
-    let cell = v["cells"]
+        ("FARM_BUILD_USER", "nobody".to_string()),
+    ];
+    let out = Command::new(common::farmctl_bin())
+        .arg("run")
+        .arg(root.join("examples/bisect.toml"))
+        .args(["--bisect", "--runs", "5", "--max-runs", "10", "--json"])
+        .arg("--report")
+        .arg(&ends_report)
+        .arg("--data-dir")
+        .arg(&data)
+        .env_remove("FARM_GUEST_CACHE")
+        .env_remove("XDG_CACHE_HOME")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("{err}");
+    // 0: the culprit was confirmed.
+    assert_eq!(out.status.code(), Some(0), "run --bisect: {err}");
+    let both: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = both["results"]["matrix_id"].as_str().unwrap().to_owned();
+    let cell = both["results"]["cells"]
         .as_array()
         .unwrap()
         .iter()
@@ -60,6 +80,34 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
         .unwrap()
         .clone();
     assert_eq!(cell["verdict"], "regression", "{cell}");
+    let bisections = both["bisections"].as_array().unwrap();
+    assert_eq!(bisections.len(), 1, "{both}");
+    let b = bisections[0].clone();
+    let bisection_id = b["bisection_id"].as_str().unwrap().to_owned();
+    assert!(std::fs::read_to_string(&ends_report).unwrap().contains("<!DOCTYPE html>"));
+    // The bisection's report beside the matrix's, named by its id.
+    let page_path = dir.path().join(format!("ends.{bisection_id}.html"));
+    assert!(
+        err.lines()
+            .any(|l| l == format!("bisection report: {}", page_path.display())),
+        "{err}"
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    // Read again from the kept store, with no coordinator started by hand.
+    let again = dir.path().join("again.html");
+    let out = Command::new(common::farmctl_bin())
+        .args(["report", "--data-dir"])
+        .arg(&data)
+        .arg(&bisection_id)
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
+
+    // The farm of the rest of the test keeps that store.
+    let farm = Farm::with_guests_in(dir, &env);
 
     // Bad requests are refused before any run, naming what is wrong.
     let refused = |args: &[&str], says: &str| {
@@ -97,27 +145,6 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     );
 
     // The kernels between are the agent's listing of v6.1..bisect-bad.
-    let out = farm.farmctl(&[
-        "bisect",
-        &id,
-        "--cell",
-        "1",
-        "--git-range",
-        "--metric",
-        "tps",
-        "--runs",
-        "5",
-        "--max-runs",
-        "10",
-        "--json",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bisect: {text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     eprintln!("{b:#}");
     assert_eq!(b["metric"], "tps", "{b}");
     let o = &b["outcome"];
@@ -163,7 +190,7 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     );
 
     // Shown again, as text, by its id.
-    let id = b["bisection_id"].as_str().unwrap();
+    let id = bisection_id.as_str();
     let out = farm.farmctl(&["bisection", id]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     eprintln!("{text}");
@@ -195,16 +222,8 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), text);
 
-    // Its report draws the three steps by their calls and the culprit's
-    // boundary.
-    let page_path = farm.write("b.html", "");
-    let out = farm.farmctl(&["report", id, "-o", page_path.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let page = std::fs::read_to_string(&page_path).unwrap();
+    // Its report, as `run --bisect --report` wrote it, draws the three
+    // steps by their calls and the culprit's boundary.
     assert_eq!(
         page.matches(r#"<circle class="step good""#).count(),
         2,

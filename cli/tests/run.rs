@@ -171,3 +171,105 @@ fn run_with_report_writes_a_self_contained_html_report_naming_its_cells() {
         assert!(!html.contains(banned), "`{banned}` in the report");
     }
 }
+
+/// One cell and no baseline: nothing is judged, so nothing regressed.
+const ALONE: &str = r#"
+name = "alone"
+repetitions = 1
+timeout_s = 60
+
+[[workloads]]
+name = "cpu-hog"
+params = { threads = 1, seconds = 0.2 }
+"#;
+
+/// `run --bisect` exits 0 only for a confirmed culprit (cli/tests/bisect.rs):
+/// 1 when nothing regressed, 2 on bad input before anything runs. A store
+/// kept by `--data-dir` gives its report again with no coordinator started
+/// by hand.
+#[test]
+fn run_bisect_exits_1_when_nothing_regressed_2_on_bad_input_and_its_store_reports_again() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("alone.toml");
+    std::fs::write(&file, ALONE).unwrap();
+    let data = dir.path().join("data");
+    let out = Command::new(common::farmctl_bin())
+        .args(["run", file.to_str().unwrap(), "--bisect", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "run --bisect: {err}");
+    assert!(
+        err.lines().any(|l| l == "no cell regressed: nothing to bisect"),
+        "{err}"
+    );
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("matrix "))
+        .and_then(|l| l.split(':').next())
+        .unwrap_or_else(|| panic!("no matrix id in {err}"))
+        .to_owned();
+    assert!(
+        err.lines().any(|l| l
+            == format!(
+                "kept in {}: `farmctl report --data-dir {} ID` writes any of its reports again",
+                data.display(),
+                data.display()
+            )),
+        "{err}"
+    );
+
+    let page = dir.path().join("again.html");
+    let out = Command::new(common::farmctl_bin())
+        .args(["report", "--data-dir"])
+        .arg(&data)
+        .arg(&id)
+        .arg("-o")
+        .arg(&page)
+        // No coordinator anywhere: the store is all it reads.
+        .env("FARM_COORDINATOR", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("cpu-hog threads=1 seconds=0.2"), "{html}");
+    assert!(html.contains(&id), "{html}");
+
+    // Bad input: exit 2, naming it, before anything runs.
+    let bad = |args: &[&str], says: &str| {
+        let out = Command::new(common::farmctl_bin())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("matrix m-"), "{args:?} ran: {err}");
+    };
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "name = \"x\"\nrepetitions = 0\n").unwrap();
+    bad(
+        &["run", broken.to_str().unwrap(), "--bisect"],
+        "broken.toml",
+    );
+    bad(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--bisect",
+            "--kernel-repo",
+            "linux=relative/path",
+        ],
+        "--kernel-repo (FARM_KERNEL_REPOS): --kernel-repo `linux=relative/path`: expected NAME=PATH",
+    );
+    bad(
+        &["report", "--data-dir", "/nonexistent/farm", "m-1"],
+        "--data-dir /nonexistent/farm: no farm store there",
+    );
+}

@@ -172,10 +172,10 @@ fn table(b: &Bisection) -> String {
             escape(b.subjects.get(s.kernel as usize).map_or("", String::as_str)),
             escape(&s.call),
             // As the matrix's page writes them (`report/format.rs`).
-            ratio(s.ratio_vs_good),
-            p_value(s.p_vs_good),
-            ratio(s.ratio_vs_bad),
-            p_value(s.p_vs_bad),
+            escape(&ratio(s.ratio_vs_good)),
+            escape(&p_value(s.p_vs_good)),
+            escape(&ratio(s.ratio_vs_bad)),
+            escape(&p_value(s.p_vs_bad)),
             s.runs
         );
     }

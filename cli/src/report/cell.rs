@@ -109,7 +109,7 @@ pub(super) fn card(s: &Shown<'_>) -> String {
         };
         let mut line = ratio_text(m);
         if interval(m).is_some() {
-            let _ = write!(line, ", {}", format::p_value(m.p_value));
+            let _ = write!(line, ", {}", escape(&format::p_value(m.p_value)));
         }
         let _ = write!(line, ", {n} vs {bn} runs");
         let _ = write!(
@@ -252,7 +252,7 @@ pub(super) fn history(o: &mut String, c: &CellSummary, matrix_id: &str) {
                         num(cp.mean_before),
                         num(cp.mean_after),
                         escape(&h.unit),
-                        format::p_value(cp.p_value)
+                        escape(&format::p_value(cp.p_value))
                     );
                 }
                 card.push_str("</ul>");

@@ -163,7 +163,7 @@ fn sample() -> GetResultsResponse {
     lu.verdict = Verdict::Regression as i32;
     lu.ci_low = 0.098;
     lu.ci_high = 0.52;
-    lu.p_value = 0.0002;
+    lu.p_value = 0.00003;
     let mut cm = summary(
         "cpu_migrations",
         "migrations",
@@ -299,6 +299,21 @@ fn assert_well_formed(html: &str) {
     ] {
         assert!(!html.contains(bad), "the page contains {bad:?}");
     }
+    assert_text_escaped(html);
+}
+
+/// Every `<` of a page opens a tag, a closing tag or a declaration: text
+/// from data (`p < 0.0001`, a subject `commit <5>`) is escaped wherever it
+/// is written, in every cell of every table.
+fn assert_text_escaped(html: &str) {
+    for (i, _) in html.match_indices('<') {
+        let next = html[i + 1..].chars().next();
+        assert!(
+            next.is_some_and(|c| c.is_ascii_alphabetic() || c == '/' || c == '!'),
+            "an unescaped `<` at byte {i}: {:?}",
+            &html[i.saturating_sub(40)..(i + 40).min(html.len())]
+        );
+    }
 }
 
 #[test]
@@ -320,6 +335,7 @@ fn sample_page_is_well_formed_and_complete() {
     let r = svg::median(&GROUP).unwrap() / svg::median(&NORMAL).unwrap();
     let line = format!("<b>×{r:.3}</b> [1.900, 10.200], p = 0.0002, 5 vs 5 runs");
     assert!(html.contains(&line), "missing {line:?}");
+    assert!(html.contains(", p &lt; 0.0001, "), "lu's p-value, escaped");
     assert!(html.contains("2 adaptive reruns"));
     assert!(html.contains("runs vary far more"));
     assert!(html.contains(r#"<ol class="diagnosis"><li>nodes 2 and 3 overcommitted"#));
@@ -624,7 +640,7 @@ fn a_bisection_page_draws_each_step_by_its_call_and_marks_the_culprit() {
         ratio_vs_good: r,
         p_vs_good: 0.5,
         ratio_vs_bad: r / 4.0,
-        p_vs_bad: 0.0079,
+        p_vs_bad: if call == "same_as_good" { 0.00002 } else { 0.0079 },
         ..Default::default()
     };
     let b = Bisection {
@@ -669,7 +685,8 @@ fn a_bisection_page_draws_each_step_by_its_call_and_marks_the_culprit() {
         page.contains("<td>×0.260</td><td>p = 0.50</td><td>×0.065</td><td>p = 0.008</td>"),
         "{page}"
     );
-    assert!(page.contains("<td>–</td><td>p = 0.50</td><td>–</td><td>p = 0.008</td>"));
+    assert!(page.contains("<td>–</td><td>p = 0.50</td><td>–</td><td>p &lt; 0.0001</td>"));
+    assert_text_escaped(&page);
     assert!(page.contains("<li>context-switches ×0.27</li>"));
     // A ratio not measured is drawn on the good line, never as NaN.
     assert!(!page.contains("NaN"));

@@ -121,7 +121,12 @@ pub struct Farm {
 impl Farm {
     /// Starts a coordinator with extra flags (e.g. a short lease) on a fixed free port.
     pub fn start(extra: &[&str]) -> Farm {
-        let dir = tempfile::tempdir().unwrap();
+        Farm::start_in(tempfile::tempdir().unwrap(), extra)
+    }
+
+    /// [`Farm::start`] in `dir`: its coordinator's store is `dir/data`,
+    /// which may be one `farmctl run --data-dir` left.
+    pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Farm {
         let mut farm = Farm {
             port: free_port(),
             dir,
@@ -215,20 +220,24 @@ impl Farm {
         i
     }
 
-    /// A coordinator and one agent that boots guests, with the tests'
-    /// shared kernel cache and extra environment (e.g. `FARM_KERNEL_DIRS`).
+    /// A coordinator and one agent that boots guests, with the default
+    /// kernel cache (nothing moves it: README's commands move nothing) and
+    /// extra environment (e.g. `FARM_KERNEL_DIRS`).
     /// Fails, never skips, where QEMU and the rest are missing.
     pub fn with_guests(env: &[(&str, String)]) -> Farm {
+        Farm::with_guests_in(tempfile::tempdir().unwrap(), env)
+    }
+
+    /// [`Farm::with_guests`] over `dir` (see [`Farm::start_in`]).
+    pub fn with_guests_in(dir: tempfile::TempDir, env: &[(&str, String)]) -> Farm {
         for arch in farm_agent::executor::guest::machine::arch::GuestArch::ALL {
             if let Err(why) = farm_agent::executor::guest::machine::available(arch) {
                 panic!("{arch} guests: run scripts/test.sh, which sets them up: {why}");
             }
         }
-        let mut farm = Farm::start(&[]);
-        let mut env = env.to_vec();
-        env.push(("FARM_GUEST_CACHE", guest_cache().display().to_string()));
+        let mut farm = Farm::start_in(dir, &[]);
         let state = farm.dir.path().join("agent-state");
-        farm.start_agent_with(&state, &env);
+        farm.start_agent_with(&state, env);
         farm.wait_agents(1);
         farm
     }
@@ -358,9 +367,11 @@ pub fn executions(agents: &[Proc]) -> BTreeMap<String, BTreeSet<String>> {
     out
 }
 
-/// The guest kernel cache the tests share (downloads are kept).
+/// The guest kernel cache the tests share (downloads and builds are
+/// kept): the agent's default, /var/cache/farm/guests as root, so that the
+/// tests meet the cache a user of README's commands meets.
 pub fn guest_cache() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guest-cache")
+    farm_agent::executor::guest::default_cache().expect("no HOME for the default guest cache")
 }
 
 /// scripts/kernel-tree.sh's repository (v6.1 and the bisection's commits),
