@@ -1,8 +1,10 @@
 //! Per-cell summaries of finished runs: each metric's median, its ratio to
 //! the baseline cell's, and the verdict of comparing their runs
 //! (`farm_analysis::compare`); the cell's verdict, what its telemetry says
-//! about why (`farm_analysis::diagnosis`), and its history over past
-//! matrices with change points (`farm_analysis::changepoint`).
+//! about why (`farm_analysis::diagnosis`), why an inconclusive one could not
+//! decide (`farm_analysis::resolution`, against the hosts' figures that
+//! `conditions` gathers), and its history over past matrices with change
+//! points (`farm_analysis::changepoint`).
 //!
 //! *Primary* metrics are the workload's own figures (its time, throughput,
 //! `wall_s`): they make the cell's verdict. The others are telemetry every
@@ -22,6 +24,8 @@ use farm_spec::Executor;
 use farm_spec::metric::{self, is_primary};
 
 use crate::store::{RunRecord, RunState};
+
+mod conditions;
 
 /// One metric's values over a cell's finished runs, in run order.
 #[derive(Debug, Clone, Default)]
@@ -171,6 +175,15 @@ pub fn comparable(
     Ok(())
 }
 
+/// The policy's minimum effect for metric `name`.
+fn min_effect(policy: &VerdictPolicy, name: &str) -> f64 {
+    policy
+        .min_effect_by_metric
+        .get(name)
+        .copied()
+        .unwrap_or(policy.min_effect)
+}
+
 /// Compares one metric's runs; `None` when a side has fewer than 2 values.
 /// Without `interval` the bootstrap interval is skipped (its bounds are
 /// NaN): it does not enter the verdict, and it is most of the cost.
@@ -184,11 +197,7 @@ fn compare_metric(
 ) -> Option<Comparison> {
     let defaults = compare::Options::default();
     let options = compare::Options {
-        min_effect: policy
-            .min_effect_by_metric
-            .get(name)
-            .copied()
-            .unwrap_or(policy.min_effect),
+        min_effect: min_effect(policy, name),
         resamples: if interval { defaults.resamples } else { 0 },
         ..defaults
     };
@@ -282,11 +291,7 @@ fn worse(
     ratio: f64,
     p: &SeriesPoint,
 ) -> Option<ChangeRegression> {
-    let min_effect = policy
-        .min_effect_by_metric
-        .get(&m.name)
-        .copied()
-        .unwrap_or(policy.min_effect);
+    let min_effect = min_effect(policy, &m.name);
     let worse = match direction(m.direction) {
         Direction::LowerIsBetter => ratio >= 1.0 + min_effect,
         Direction::HigherIsBetter => ratio <= 1.0 - min_effect,
@@ -486,6 +491,9 @@ pub fn summarise(
                 summary.notes.insert(0, why.clone());
             }
             let base = base_i.map(|b| by_name(&vals[b])).unwrap_or_default();
+            let hosts = base_i.map(|b| {
+                conditions::of([&by_cell[b], &by_cell[i]], [&vals[b], &vals[i]])
+            });
             let mut worst: Option<Verdict> = None;
             let mut moved: Vec<(String, f64, f64, Verdict)> = Vec::new();
             for v in &vals[i] {
@@ -519,6 +527,10 @@ pub fn summarise(
                             .map(|f| diagnosis::finding_text(f, &v.unit))
                             .collect();
                         if is_primary(&v.name) {
+                            // Why an inconclusive verdict could not decide.
+                            m.findings.extend(hosts.as_ref().and_then(|k| {
+                                conditions::why_undecided(&policy, &c, [*b, v], k)
+                            }));
                             if worst.is_none_or(|w| severity(c.verdict) > severity(w)) {
                                 worst = Some(c.verdict);
                             }

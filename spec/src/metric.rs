@@ -109,6 +109,20 @@ pub const RUNQUEUE_WAIT_P99_US: Metric = shown(
 pub const LOADS_CPUS: Metric = shown(m("loads_cpus", "CPUs", Down), "competing loads' CPUs");
 /// From the agent's start of a guest run to the workload's start.
 pub const GUEST_START_S: Metric = m("guest_start_s", "s", Down);
+/// The host's 1-minute load average (`/proc/loadavg`) as the run ended: a
+/// mean of its runnable threads weighted over about the last minute, so
+/// the run itself for runs shorter than that, its own threads (or its
+/// guest's vCPU threads) included. What a verdict's spread is read against.
+pub const HOST_LOAD: Metric = shown(m("host_load", "threads", Down), "the host's load average");
+/// The host's online CPUs when the run ran.
+pub const HOST_CPUS: Metric = shown(m("host_cpus", "CPUs", Up), "the host's CPUs");
+/// A guest's online vCPUs during the workload: under TCG each busy one
+/// wants a host CPU of its own.
+pub const GUEST_CPUS: Metric = shown(m("guest_cpus", "vCPUs", Up), "the guest's vCPUs");
+/// The share of a guest's CPU time its hypervisor stole (its `/proc/stat`
+/// steal column over the workload), in percent: 0 under TCG, which does
+/// not account it.
+pub const STEAL_PCT: Metric = shown(m("steal_pct", "%", Down), "steal time");
 
 /// The telemetry metrics: never part of a cell's verdict, the material of
 /// its diagnosis.
@@ -131,6 +145,10 @@ pub const TELEMETRY: &[Metric] = &[
     RUNQUEUE_WAIT_P99_US,
     LOADS_CPUS,
     GUEST_START_S,
+    HOST_LOAD,
+    HOST_CPUS,
+    GUEST_CPUS,
+    STEAL_PCT,
 ];
 
 /// The telemetry metric of this name.
@@ -353,6 +371,8 @@ mod tests {
             ("instance3_triad_mbs", false),
             ("cpu_migrations", false),
             ("guest_start_s", false),
+            ("host_load", false),
+            ("steal_pct", false),
             ("user_s", false),
             ("lb_numa_newidle", false),
             ("lb_mc_wake_affine", false),
@@ -401,7 +421,7 @@ mod tests {
             display("loads_node1_threads"),
             "competing loads' threads on node 1"
         );
-        assert_eq!(TELEMETRY.len(), 18);
+        assert_eq!(TELEMETRY.len(), 22);
         for d in [Up, Down] {
             assert_eq!(d.to_string().parse::<Direction>(), Ok(d));
         }

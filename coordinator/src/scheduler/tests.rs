@@ -234,6 +234,7 @@ impl Farm {
 mod activity;
 mod bisections;
 mod builds;
+mod undecided;
 
 #[tokio::test]
 async fn a_late_result_of_an_earlier_attempt_does_not_free_the_busy_agent() {
