@@ -119,7 +119,7 @@ async fn a_build_reported_by_the_lease_holder_shows_until_it_is_over() {
     assert_eq!(farm.activity_of(&holder).await, Some(building.clone()));
     assert_eq!(farm.activity_of(&forger).await, None);
     let st = farm.status(&m).await;
-    assert_eq!(st.cells[0].activities, [building.clone()]);
+    assert_eq!(st.cells[0].activities, std::slice::from_ref(&building));
     assert_eq!(st.cells[1].activities, NONE);
     assert_eq!(st.builds_pending, 1);
     // Watchers were told.
