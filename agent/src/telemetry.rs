@@ -14,6 +14,7 @@
 //!   sysfs) and a readable diff of two snapshots (seed 000: a level missing after a
 //!   hotplug cycle).
 //! - [`loads`]: the CPU time of the competing loads' process trees over a run.
+//! - [`loadavg`]: `/proc/loadavg`, the host's load averages at a run's end.
 //! - [`runqueue`]: a thread's `schedstat` (time waiting for a CPU) and the run's
 //!   total, percentiles per timeslice and series of waiting threads.
 //! - [`schedstat`]: `/proc/schedstat`'s load-balancing counters per sched-domain level,
@@ -24,8 +25,8 @@
 //! **Architecture invariant**: every parser and summary is a pure function from text or
 //! plain data to plain data, tested with tables of fixtures captured from real machines
 //! (a farm host, and x86_64 and s390x QEMU guests). The only I/O is in the `read*`
-//! functions at the bottom of [`interrupts`], [`procstat`], [`taskstat`] and
-//! [`topology`] (and [`procstat::user_hz`]); they take the root of the filesystem ("/"
+//! functions at the bottom of [`interrupts`], [`loadavg`], [`procstat`], [`taskstat`]
+//! and [`topology`] (and [`procstat::user_hz`]); they take the root of the filesystem ("/"
 //! in production, a temporary directory in tests), read files, and hand the text to
 //! the pure parser. [`placement`] and [`waste`] do no I/O at all. Sampling on a timer
 //! and storing results belong to the run path, not here.
@@ -36,6 +37,7 @@
 
 pub mod downsample;
 pub mod interrupts;
+pub mod loadavg;
 pub mod loads;
 pub mod perf;
 pub mod placement;

@@ -188,7 +188,10 @@ pub fn why_undecided(q: &Question<'_>, conditions: &Conditions) -> Option<String
         )
     };
     let beyond_limit = if b.runs_to_resolve > u64::from(q.runs_limit) {
-        format!(", beyond the {} a cell may have", amount(f64::from(q.runs_limit)))
+        format!(
+            ", beyond the {} a cell may have",
+            amount(f64::from(q.runs_limit))
+        )
     } else {
         String::new()
     };
@@ -269,7 +272,10 @@ fn suggestions(q: &Question<'_>, k: &Conditions, b: &Beyond) -> Vec<String> {
 
 /// `5.1–7.0`, or `5.1` when both ends read the same, to `decimals`.
 fn span(r: Range, decimals: usize) -> String {
-    let (low, high) = (format!("{:.decimals$}", r.low), format!("{:.decimals$}", r.high));
+    let (low, high) = (
+        format!("{:.decimals$}", r.low),
+        format!("{:.decimals$}", r.high),
+    );
     if low == high {
         low
     } else {

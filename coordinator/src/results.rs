@@ -491,9 +491,8 @@ pub fn summarise(
                 summary.notes.insert(0, why.clone());
             }
             let base = base_i.map(|b| by_name(&vals[b])).unwrap_or_default();
-            let hosts = base_i.map(|b| {
-                conditions::of([&by_cell[b], &by_cell[i]], [&vals[b], &vals[i]])
-            });
+            let hosts =
+                base_i.map(|b| conditions::of([&by_cell[b], &by_cell[i]], [&vals[b], &vals[i]]));
             let mut worst: Option<Verdict> = None;
             let mut moved: Vec<(String, f64, f64, Verdict)> = Vec::new();
             for v in &vals[i] {
@@ -528,9 +527,11 @@ pub fn summarise(
                             .collect();
                         if is_primary(&v.name) {
                             // Why an inconclusive verdict could not decide.
-                            m.findings.extend(hosts.as_ref().and_then(|k| {
-                                conditions::why_undecided(&policy, &c, [*b, v], k)
-                            }));
+                            m.findings.extend(
+                                hosts.as_ref().and_then(|k| {
+                                    conditions::why_undecided(&policy, &c, [*b, v], k)
+                                }),
+                            );
                             if worst.is_none_or(|w| severity(c.verdict) > severity(w)) {
                                 worst = Some(c.verdict);
                             }

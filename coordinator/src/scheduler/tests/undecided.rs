@@ -92,7 +92,11 @@ async fn runs_that_spread_tenfold_say_why_the_verdict_could_not_decide() {
     // Issue 35's hackbench: 0.68 to 6.56 s on the good kernel, 0.93 to
     // 13.3 s on the bad one, log-spaced.
     let (verdict, findings) = why_lines(|cell, rep| {
-        let (low, high) = if cell == 0 { (0.68, 6.56) } else { (0.93, 13.3) };
+        let (low, high) = if cell == 0 {
+            (0.68, 6.56)
+        } else {
+            (0.93, 13.3)
+        };
         low * f64::powf(high / low, shuffled(rep) / 14.0)
     })
     .await;

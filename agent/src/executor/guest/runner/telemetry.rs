@@ -72,6 +72,7 @@ use farm_spec::metric;
 mod balancing;
 mod error;
 mod values;
+mod vcpus;
 
 pub use error::{BuildError, Reason};
 use values::{clock_ms, number, parse_cpu, parse_task, reason, uptime_ms};
@@ -639,6 +640,7 @@ pub fn build(
         metrics.extend(without_counts(obs, cpu_s, wall_s, ctxt)?);
     }
     metrics.extend(balancing);
+    metrics.extend(vcpus::metrics(&obs.sweeps));
     Ok((metrics, telemetry))
 }
 
