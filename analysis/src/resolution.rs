@@ -3,11 +3,12 @@
 //! figures, what the hosts were doing meanwhile, and what would help.
 //!
 //! "runs vary ×9.65 (0.680–6.56 s) in the baseline, ×14.3 (0.930–13.3 s) in
-//! the candidate: too much to resolve ±2% with 15 runs a side (about 13,400
-//! would); the host's load average was 5.1–7.0 on 2 CPUs during the runs;
-//! might help: a guest with fewer vCPUs than the host's 2 CPUs (it had 2,
-//! under tcg), a quieter host" — where an inconclusive verdict alone said
-//! nothing (issue 35: a 2-vCPU TCG guest on a busy 2-core host).
+//! the candidate: too much to resolve ±2% with 15 runs a side (about 10,163
+//! would, beyond the 1,000 a cell may have); the host's load average was
+//! 5.1–7.0 on 2 CPUs during the runs; might help: a guest with fewer vCPUs
+//! than the host's 2 CPUs (it had 2, under tcg), a quieter host" — where an
+//! inconclusive verdict alone said nothing (issue 35: a 2-vCPU TCG guest on
+//! a busy 2-core host; the coordinator's `undecided` test plays it).
 //!
 //! # The rule
 //!

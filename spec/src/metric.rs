@@ -112,7 +112,9 @@ pub const GUEST_START_S: Metric = m("guest_start_s", "s", Down);
 /// The host's 1-minute load average (`/proc/loadavg`) as the run ended: a
 /// mean of its runnable threads weighted over about the last minute, so
 /// the run itself for runs shorter than that, its own threads (or its
-/// guest's vCPU threads) included. What a verdict's spread is read against.
+/// guest's vCPU threads) included. The kernel updates it every 5 s, so runs
+/// shorter than that may share one reading. What a verdict's spread is read
+/// against.
 pub const HOST_LOAD: Metric = shown(m("host_load", "threads", Down), "the host's load average");
 /// The host's online CPUs when the run ran.
 pub const HOST_CPUS: Metric = shown(m("host_cpus", "CPUs", Up), "the host's CPUs");
