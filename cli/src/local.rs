@@ -213,7 +213,8 @@ pub async fn run(
 
     let mut code = outcome(&results);
     if let Some(opts) = bisect {
-        let (bisect_code, bisections) = bisect_regressed(&mut c, &results, opts, json, report).await?;
+        let (bisect_code, bisections) =
+            bisect_regressed(&mut c, &results, opts, json, report).await?;
         // Only a confirmed culprit for every regressed cell is a success.
         if bisect_code != ExitCode::SUCCESS {
             code = bisect_code;
@@ -264,6 +265,18 @@ async fn bisect_regressed(
     let mut code = ExitCode::SUCCESS;
     if regressed.is_empty() {
         eprintln!("no cell regressed: nothing to bisect");
+        // An undecided cell is not a kernel without a regression: point at
+        // the table's lines that say why it could not decide.
+        for c in results
+            .cells
+            .iter()
+            .filter(|c| c.verdict == farm_proto::Verdict::Inconclusive as i32)
+        {
+            eprintln!(
+                "cell {} ({}) is inconclusive: its findings above say why",
+                c.cell_index, c.cell_name
+            );
+        }
         code = ExitCode::from(1);
     }
     let matrix_id = results.status.clone().unwrap_or_default().matrix_id;

@@ -535,8 +535,11 @@ pub fn summarise(
                             if worst.is_none_or(|w| severity(c.verdict) > severity(w)) {
                                 worst = Some(c.verdict);
                             }
-                        } else if v.name != metric::TELEMETRY_OVERHEAD_PCT.name {
-                            // The farm's own cost explains nothing about the kernel.
+                        } else if v.name != metric::TELEMETRY_OVERHEAD_PCT.name
+                            && !metric::CONDITIONS.iter().any(|k| k.name == v.name)
+                        {
+                            // The farm's own cost and the host's conditions
+                            // explain nothing about the kernel.
                             moved.push((v.name.clone(), bm, m.median, c.verdict));
                         }
                     }

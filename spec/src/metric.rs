@@ -126,6 +126,12 @@ pub const GUEST_CPUS: Metric = shown(m("guest_cpus", "vCPUs", Up), "the guest's 
 /// not account it.
 pub const STEAL_PCT: Metric = shown(m("steal_pct", "%", Down), "steal time");
 
+/// What the machine was like while a run ran, not what its kernel did:
+/// read against a verdict's spread (why it could not decide), never a line
+/// of a diagnosis — a run that waited behind another's build is no sign of
+/// the kernel under test.
+pub const CONDITIONS: &[Metric] = &[HOST_LOAD, HOST_CPUS, GUEST_CPUS, STEAL_PCT];
+
 /// The telemetry metrics: never part of a cell's verdict, the material of
 /// its diagnosis.
 pub const TELEMETRY: &[Metric] = &[

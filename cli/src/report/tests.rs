@@ -640,7 +640,11 @@ fn a_bisection_page_draws_each_step_by_its_call_and_marks_the_culprit() {
         ratio_vs_good: r,
         p_vs_good: 0.5,
         ratio_vs_bad: r / 4.0,
-        p_vs_bad: if call == "same_as_good" { 0.00002 } else { 0.0079 },
+        p_vs_bad: if call == "same_as_good" {
+            0.00002
+        } else {
+            0.0079
+        },
         ..Default::default()
     };
     let b = Bisection {

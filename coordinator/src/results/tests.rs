@@ -307,3 +307,42 @@ fn a_step_is_a_change_point_and_no_drift() {
     // The 15 points after it are flat.
     assert_eq!(h.drift, None);
 }
+
+/// The host's load moved with the kernel here (a run slower by half keeps
+/// more threads runnable), and so did cpu-migrations: only the latter is
+/// the kernel's, and only it makes a diagnosis line.
+#[test]
+fn the_hosts_conditions_are_never_a_diagnosis_line() {
+    let cells = base_and_candidate();
+    let with = |cell: u32, k: u32| {
+        let slow = f64::from(cell) * 0.5 + 1.0;
+        let jitter = 0.01 * f64::from(k);
+        let mut r = run(cell, RunState::Finished, slow + jitter);
+        let res = r.result.as_mut().unwrap();
+        for (name, value) in [
+            ("cpu_migrations", 1000.0 * slow + jitter),
+            ("host_load", 2.0 * slow + jitter),
+            ("host_cpus", 2.0),
+        ] {
+            res.metrics.push(Metric {
+                name: name.into(),
+                value,
+                unit: String::new(),
+                direction: 1,
+            });
+        }
+        r
+    };
+    let runs: Vec<RunRecord> = (0..10).flat_map(|k| [with(0, k), with(1, k)]).collect();
+    let refs: Vec<&RunRecord> = runs.iter().collect();
+    let s = summarise(&cells, &refs, Vec::new());
+    assert_eq!(s[1].verdict, WireVerdict::Regression as i32);
+    let load = s[1].metrics.iter().find(|m| m.name == "host_load").unwrap();
+    assert_eq!(load.verdict, WireVerdict::Regression as i32, "it did move");
+    assert_eq!(
+        s[1].diagnosis,
+        ["cpu-migrations ×1.50 (1,000 → 1,500)"],
+        "{:?}",
+        s[1].diagnosis
+    );
+}
