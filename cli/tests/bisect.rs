@@ -84,7 +84,11 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     assert_eq!(bisections.len(), 1, "{both}");
     let b = bisections[0].clone();
     let bisection_id = b["bisection_id"].as_str().unwrap().to_owned();
-    assert!(std::fs::read_to_string(&ends_report).unwrap().contains("<!DOCTYPE html>"));
+    assert!(
+        std::fs::read_to_string(&ends_report)
+            .unwrap()
+            .contains("<!DOCTYPE html>")
+    );
     // The bisection's report beside the matrix's, named by its id.
     let page_path = dir.path().join(format!("ends.{bisection_id}.html"));
     assert!(
@@ -103,7 +107,11 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
         .arg(&again)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
 
     // The farm of the rest of the test keeps that store.

@@ -202,7 +202,8 @@ fn run_bisect_exits_1_when_nothing_regressed_2_on_bad_input_and_its_store_report
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "run --bisect: {err}");
     assert!(
-        err.lines().any(|l| l == "no cell regressed: nothing to bisect"),
+        err.lines()
+            .any(|l| l == "no cell regressed: nothing to bisect"),
         "{err}"
     );
     let id = err
