@@ -167,9 +167,10 @@ pub fn why_undecided(q: &Question<'_>, conditions: &Conditions) -> Option<String
     } else {
         format!(" {}", q.unit)
     };
-    let spread = |values: &[f64]| -> String {
-        let r = Range::of(values.iter().copied()).expect("a compared side has values");
-        if r.low > 0.0 {
+    // A side without finite values has no spread to tell: no line then.
+    let spread = |values: &[f64]| -> Option<String> {
+        let r = Range::of(values.iter().copied())?;
+        Some(if r.low > 0.0 {
             format!(
                 "{} ({}–{}{unit})",
                 factor(r.high / r.low),
@@ -178,7 +179,7 @@ pub fn why_undecided(q: &Question<'_>, conditions: &Conditions) -> Option<String
             )
         } else {
             format!("from {} to {}{unit}", amount(r.low), amount(r.high))
-        }
+        })
     };
     let runs = if c.n_baseline == c.n_candidate {
         format!("{} runs a side", c.n_baseline)
@@ -199,8 +200,8 @@ pub fn why_undecided(q: &Question<'_>, conditions: &Conditions) -> Option<String
     let mut line = format!(
         "runs vary {} in the baseline, {} in the candidate: too much to resolve ±{} with {runs} \
          (about {} would{beyond_limit})",
-        spread(q.baseline),
-        spread(q.candidate),
+        spread(q.baseline)?,
+        spread(q.candidate)?,
         percent(q.min_effect * 100.0),
         amount(b.runs_to_resolve as f64),
     );

@@ -6,9 +6,10 @@
 #
 # TREE is scripts/kernel-tree.sh's repository (v6.1, then C0..C6 with
 # C4 "sched/core: Delay finish_task_switch() by 50us" and C6 bisect-bad);
-# GUEST_CACHE the agent's guest cache (default ~/.cache/farm/guests). Run
-# it with the builds cached (after `cargo test --test bisect -p farmctl`,
-# GUEST_CACHE=target/guest-cache): the wall times are then the guests',
+# GUEST_CACHE the agent's guest cache (default: the agent's own,
+# /var/cache/farm/guests as root). Run it with the builds cached (after
+# `cargo test --test bisect -p farmctl`, which builds into that default):
+# the wall times are then the guests',
 # not the compiler's. Uses the binaries in BIN (default target/release:
 # cargo build --release --workspace --bins), a coordinator and an agent on
 # 127.0.0.1, as root.
@@ -23,7 +24,8 @@
 #   N=8 v6.1 C0..C6 (the git range)
 set -euo pipefail
 tree=${1:?usage: wall.sh TREE [GUEST_CACHE]}
-cache=${2:-$HOME/.cache/farm/guests}
+# The agent runs as root here, so its default is root's.
+cache=${2:-/var/cache/farm/guests}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${BIN:-$root/target/release}
 work=$(mktemp -d)

@@ -265,17 +265,33 @@ async fn bisect_regressed(
     let mut code = ExitCode::SUCCESS;
     if regressed.is_empty() {
         eprintln!("no cell regressed: nothing to bisect");
-        // An undecided cell is not a kernel without a regression: point at
-        // the table's lines that say why it could not decide.
+        // An undecided cell is not a kernel without a regression: say which
+        // could not decide, and what its comparison found (with --json the
+        // table was not printed).
         for c in results
             .cells
             .iter()
             .filter(|c| c.verdict == farm_proto::Verdict::Inconclusive as i32)
         {
-            eprintln!(
-                "cell {} ({}) is inconclusive: its findings above say why",
-                c.cell_index, c.cell_name
-            );
+            eprintln!("cell {} ({}) is inconclusive", c.cell_index, c.cell_name);
+            for m in c
+                .metrics
+                .iter()
+                .filter(|m| m.primary && m.verdict == farm_proto::Verdict::Inconclusive as i32)
+            {
+                eprintln!(
+                    "  {}: ×{:.2} [{:.2}, {:.2}], {} vs {} runs",
+                    m.name,
+                    m.ratio.unwrap_or(f64::NAN),
+                    m.ci_low,
+                    m.ci_high,
+                    m.n,
+                    m.baseline_n
+                );
+                for f in &m.findings {
+                    eprintln!("    {f}");
+                }
+            }
         }
         code = ExitCode::from(1);
     }
@@ -353,7 +369,8 @@ fn local_trees(
         .filter(|s| !s.is_empty())
         .map(|s| s.parse::<Repo>())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| BadInput(format!("--kernel-repo (FARM_KERNEL_REPOS): {e}")))?;
+        // The error names the flag (`--kernel-repo `…``).
+        .map_err(|e| BadInput(format!("{e} (or FARM_KERNEL_REPOS)")))?;
     let user = BuildUser::lookup(&machine.build_user)
         .map_err(|e| BadInput(format!("--build-user (FARM_BUILD_USER): {e}")))?;
     // As --build-configs and --build-patches.

@@ -267,7 +267,7 @@ fn run_bisect_exits_1_when_nothing_regressed_2_on_bad_input_and_its_store_report
             "--kernel-repo",
             "linux=relative/path",
         ],
-        "--kernel-repo (FARM_KERNEL_REPOS): --kernel-repo `linux=relative/path`: expected NAME=PATH",
+        "--kernel-repo `linux=relative/path`: expected NAME=PATH",
     );
     bad(
         &["report", "--data-dir", "/nonexistent/farm", "m-1"],

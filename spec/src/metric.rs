@@ -116,7 +116,9 @@ pub const GUEST_START_S: Metric = m("guest_start_s", "s", Down);
 /// shorter than that may share one reading. What a verdict's spread is read
 /// against.
 pub const HOST_LOAD: Metric = shown(m("host_load", "threads", Down), "the host's load average");
-/// The host's online CPUs when the run ran.
+/// The host's CPUs: those online when the agent looked at the machine,
+/// before any run's state (a hotplug state takes some offline while its
+/// run runs, and its own metrics say so).
 pub const HOST_CPUS: Metric = shown(m("host_cpus", "CPUs", Up), "the host's CPUs");
 /// A guest's online vCPUs during the workload: under TCG each busy one
 /// wants a host CPU of its own.

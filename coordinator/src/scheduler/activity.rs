@@ -137,9 +137,14 @@ pub(super) fn run_seconds(res: &RunResult) -> f64 {
     total.saturating_sub(res.kernel_build_ms) as f64 / 1e3
 }
 
-/// The time of the build a run's attempt made, if it made one.
+/// The time of the build a run's attempt made, if it made one: within the
+/// run's own time and `MAX_BUILD_SECONDS`, so that one agent's odd figure
+/// cannot stretch every ETA the median of builds feeds.
 pub(super) fn build_seconds(res: &RunResult) -> Option<f64> {
-    res.kernel_built.then_some(res.kernel_build_ms as f64 / 1e3)
+    let total = res.finished_unix_ms.saturating_sub(res.started_unix_ms);
+    let most = u64::from(farm_spec::progress::MAX_BUILD_SECONDS) * 1000;
+    res.kernel_built
+        .then_some(res.kernel_build_ms.min(total).min(most) as f64 / 1e3)
 }
 
 #[cfg(test)]
@@ -171,5 +176,13 @@ mod tests {
             ..res
         };
         assert_eq!(run_seconds(&odd), 0.0);
+        assert_eq!(build_seconds(&odd), Some(451.5));
+        // Nor longer than a day, whatever the run's times say.
+        let week = RunResult {
+            finished_unix_ms: 1_000 + 7 * 86_400_000,
+            kernel_build_ms: 7 * 86_400_000,
+            ..odd
+        };
+        assert_eq!(build_seconds(&week), Some(86_400.0));
     }
 }

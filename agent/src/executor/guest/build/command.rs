@@ -90,10 +90,14 @@ pub fn run_marking(
         let mut chunk = [0u8; 8192];
         // Read to the end, past the bound too, so that the command never
         // blocks on a pipe.
-        while let Ok(n) = stdout.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
+        loop {
+            let n = match stdout.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                // A signal is no end of the output: `read_to_end` retried too.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
             if let Some(m) = &marker {
                 carry = m.scan(carry, &chunk[..n]);
             }
@@ -105,10 +109,13 @@ pub fn run_marking(
     let err = std::thread::spawn(move || {
         let mut tail: Vec<u8> = Vec::new();
         let mut chunk = [0u8; 8192];
-        while let Ok(n) = stderr.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
+        loop {
+            let n = match stderr.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
             tail.extend_from_slice(&chunk[..n]);
             if tail.len() > 2 * MAX_STDERR {
                 tail.drain(..tail.len() - MAX_STDERR);

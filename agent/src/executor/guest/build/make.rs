@@ -272,7 +272,7 @@ impl Trees {
         fs::create_dir_all(&builds).map_err(io("create the builds directory"))?;
         // The build user reaches its work directory and ccache through these.
         for d in [cache, builds.as_path()] {
-            traversable(d).map_err(io("open the builds directory for traversal"))?;
+            super::reach::traversable(d).map_err(io("open the builds directory for traversal"))?;
         }
         let done = builds.join(&key);
         let mut lock = fs::File::create(builds.join(format!("{key}.lock"))).map_err(io("lock"))?;
@@ -667,18 +667,6 @@ fn as_builder(user: &BuildUser, program: &str, ccache: &Path) -> Command {
         });
     }
     cmd
-}
-
-/// Lets the build user pass through `dir` to what it owns below: execute
-/// for group and others, never read (it lists nothing). An agent under
-/// `UMask=0077` (deploy/systemd) makes its directories 0700.
-fn traversable(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = fs::metadata(dir)?.permissions().mode();
-    if mode & 0o011 != 0o011 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o011))?;
-    }
-    Ok(())
 }
 
 /// The compiler's version line: part of a build's key.

@@ -89,7 +89,19 @@ pub fn check(cache: &Path, user: &BuildUser) -> Result<(), Error> {
         source,
     };
     let builds = cache.join("builds");
+    // What this creates is the farm's, and made for the build user to pass
+    // through, whatever the umask (deploy/systemd's is 0077): the
+    // directories missing on the way, the cache and its builds.
+    let mut made: Vec<PathBuf> = builds
+        .ancestors()
+        .take_while(|d| !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(&builds).map_err(io)?;
+    made.extend([cache.to_path_buf(), builds.clone()]);
+    for d in &made {
+        traversable(d).map_err(io)?;
+    }
     let builds = std::fs::canonicalize(&builds).map_err(io)?;
     let mut dirs = Vec::new();
     for dir in builds.ancestors() {
@@ -117,6 +129,18 @@ pub fn check(cache: &Path, user: &BuildUser) -> Result<(), Error> {
         }
         .into()),
     }
+}
+
+/// Lets the build user pass through `dir` to what it owns below: execute
+/// for group and others, never read (it lists nothing). An agent under
+/// `UMask=0077` (deploy/systemd) makes its directories 0700.
+pub fn traversable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o011 != 0o011 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o011))?;
+    }
+    Ok(())
 }
 
 /// The user's groups: its primary group and those that list it.
@@ -208,6 +232,54 @@ mod tests {
         assert_eq!(why.dir, std::fs::canonicalize(&closed).unwrap());
         assert_eq!((why.mode, why.owner), (0o700, 0));
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o711)).unwrap();
+        check(&cache, &user).unwrap();
+    }
+
+    #[test]
+    fn a_directory_made_under_a_strict_umask_becomes_traversable_not_readable() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let strict = dir.path().join("strict");
+        std::fs::create_dir(&strict).unwrap();
+        std::fs::set_permissions(&strict, std::fs::Permissions::from_mode(0o700)).unwrap();
+        traversable(&strict).unwrap();
+        assert_eq!(mode(&strict), 0o711);
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        traversable(&open).unwrap();
+        assert_eq!(mode(&open), 0o755);
+    }
+
+    /// As deploy/systemd's agent makes them (`UMask=0077`): the directories
+    /// the check creates are the farm's, and opened for the build user to
+    /// pass through; those it did not create are left as they were.
+    #[test]
+    fn what_the_check_creates_under_a_strict_umask_lets_the_build_user_through() {
+        use std::os::unix::fs::PermissionsExt;
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "checks directories for nobody: run as root"
+        );
+        let user = BuildUser::lookup("nobody").unwrap();
+        let top = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o750)).unwrap();
+        let cache = top.path().join("farm/guests");
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+        let checked = check(&cache, &user);
+        nix::sys::stat::umask(old);
+        // The top is the operator's, 0750: nobody is refused there, by name.
+        let Err(Error::Unreachable(why)) = checked else {
+            panic!("{checked:?}");
+        };
+        assert_eq!(why.dir, std::fs::canonicalize(top.path()).unwrap());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for d in [top.path().join("farm"), cache.clone(), cache.join("builds")] {
+            assert_eq!(mode(&d), 0o711, "{}", d.display());
+        }
+        assert_eq!(mode(top.path()), 0o750);
+        std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o751)).unwrap();
         check(&cache, &user).unwrap();
     }
 }

@@ -69,23 +69,6 @@ fn the_default_build_keeps_its_key_and_any_input_changes_it() {
 }
 
 #[test]
-fn a_directory_made_under_a_strict_umask_becomes_traversable_not_readable() {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    let dir = tempfile::tempdir().unwrap();
-    let strict = dir.path().join("strict");
-    fs::create_dir(&strict).unwrap();
-    fs::set_permissions(&strict, fs::Permissions::from_mode(0o700)).unwrap();
-    traversable(&strict).unwrap();
-    assert_eq!(mode(&strict), 0o711);
-    let open = dir.path().join("open");
-    fs::create_dir(&open).unwrap();
-    fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
-    traversable(&open).unwrap();
-    assert_eq!(mode(&open), 0o755);
-}
-
-#[test]
 fn a_configuration_holds_what_a_build_requires_only_as_set() {
     let config = "CONFIG_SMP=y\nCONFIG_NUMA=m\n# CONFIG_PCI is not set\nCONFIG_HZ=250\n";
     let b = KernelBuild::parse("", &["CONFIG_HZ=250", "CONFIG_PREEMPT=n"], &[] as &[&str]).unwrap();
