@@ -42,12 +42,26 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     );
     assert_eq!(commits.iter().position(|c| *c == culprit), Some(4));
 
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "README's bisect commands run as root, and so does this test (scripts/test.sh does)"
+    );
     // README's command, as README writes it: as root, the agent's default
     // cache (nothing moves it), the build user nobody; the matrix, then the
     // bisection of its regressed cell, and both reports.
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let ends_report = dir.path().join("ends.html");
+    // bisect-bad is built by this run whatever an earlier run kept (on a
+    // fresh machine it is anyway), so that its progress is always seen.
+    let bad_commit = git(&repo, &["rev-parse", "bisect-bad"]);
+    let builds = common::guest_cache().join("builds");
+    for e in std::fs::read_dir(&builds).into_iter().flatten().flatten() {
+        let kept = std::fs::read_to_string(e.path().join("commit")).unwrap_or_default();
+        if kept.trim() == bad_commit {
+            std::fs::remove_dir_all(e.path()).unwrap();
+        }
+    }
     let env = [
         ("FARM_KERNEL_REPOS", format!("linux={repo}")),
         ("FARM_BUILD_USER", "nobody".to_string()),
@@ -72,6 +86,47 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     assert_eq!(out.status.code(), Some(0), "run --bisect: {err}");
     let both: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = both["results"]["matrix_id"].as_str().unwrap().to_owned();
+    // The build said what it was doing: bisect-bad's compile (minutes
+    // long, so a progress line always catches it), and every build line
+    // in one form.
+    let building: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split_once(" · building ").map(|(_, b)| b))
+        .collect();
+    let short = &bad_commit[..12];
+    assert!(
+        building
+            .iter()
+            .any(|b| b.starts_with(&format!("git:linux@{short} (compile, "))
+                || b.starts_with("git:linux@bisect-bad (compile, ")),
+        "{err}"
+    );
+    for b in &building {
+        let (_, step) = b.split_once(" (").unwrap_or_else(|| panic!("{b}"));
+        assert!(
+            [
+                "waiting for the same build, ",
+                "source, ",
+                "configure, ",
+                "compile, ",
+                "link, "
+            ]
+            .iter()
+            .any(|s| step.starts_with(s)),
+            "{b}"
+        );
+    }
+    let results = both["results"]["results"].as_array().unwrap();
+    let built: Vec<&serde_json::Value> = results
+        .iter()
+        .filter(|r| r["kernel_built"] == true)
+        .collect();
+    assert!(!built.is_empty(), "bisect-bad was built: {both}");
+    for r in results {
+        let took = r["kernel_build_ms"].as_u64().unwrap();
+        let run = r["finished_unix_ms"].as_u64().unwrap() - r["started_unix_ms"].as_u64().unwrap();
+        assert!(took <= run, "a build longer than its run: {r}");
+    }
     let cell = both["results"]["cells"]
         .as_array()
         .unwrap()
