@@ -85,7 +85,6 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     // 0: the culprit was confirmed.
     assert_eq!(out.status.code(), Some(0), "run --bisect: {err}");
     let both: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let id = both["results"]["matrix_id"].as_str().unwrap().to_owned();
     // The build said what it was doing: bisect-bad's compile (minutes
     // long, so a progress line always catches it), and every build line
     // in one form.
@@ -172,7 +171,28 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     // The farm of the rest of the test keeps that store.
     let farm = Farm::with_guests_in(dir, &env);
 
-    // Bad requests are refused before any run, naming what is wrong.
+    // Bad requests are refused before any run, naming what is wrong: on a
+    // matrix of this coordinator's (the run's has ended and been archived
+    // with the embedded coordinator; a bisection starts from a live one).
+    let shape = farm.write(
+        "shape.toml",
+        r#"
+name = "shape"
+repetitions = 1
+timeout_s = 60
+[[workloads]]
+name = "cpu-hog"
+params = { threads = [1, 2], seconds = 0.2 }
+[baseline]
+threads = 1
+"#,
+    );
+    let id = farm.submit(&shape);
+    common::wait_for(
+        std::time::Duration::from_secs(120),
+        "the shape matrix to finish",
+        || farm.results(&id)["state"] == "done",
+    );
     let refused = |args: &[&str], says: &str| {
         let out = farm.farmctl(args);
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -188,7 +208,16 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
         "there is no cell 7",
     );
     refused(
-        &["bisect", &id, "--cell", "1", "--between", "git:linux@a..b"],
+        &[
+            "bisect",
+            &id,
+            "--cell",
+            "1",
+            "--metric",
+            "wall_s",
+            "--between",
+            "git:linux@a..b",
+        ],
         "kernel 1 of the bisection (\"git:linux@a..b\")",
     );
     refused(
