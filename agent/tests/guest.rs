@@ -1,6 +1,7 @@
 //! Boots Debian kernels under QEMU TCG with the agent's runner and checks
 //! what it reports: the NUMA nodes, sched domains and hotplug of a 2-node
-//! guest, a built-in workload's metrics and telemetry, an s390x guest
+//! guest, a built-in workload's metrics and telemetry (and how much slower
+//! than the host the guest ran its calibration loop), an s390x guest
 //! running Debian's stress-ng; and that a guest that never powers off is
 //! killed at the timeout, one that panics fails with its console, and none
 //! leaves a QEMU behind.
@@ -409,6 +410,29 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
         (1.2..3.5).contains(&get("cpus_utilised")),
         "{}",
         get("cpus_utilised")
+    );
+    // The runner timed the calibration loop before the workload, and the
+    // host times the same program natively: under TCG the guest ran it
+    // slower (×2.3 on a quiet 2-CPU host; more as its load preempts).
+    let guest = r
+        .observed
+        .calibration()
+        .unwrap_or_else(|| panic!("no calibrate line; console:\n{}", r.console_tail));
+    let host = image::sampler::calibrate_host(&cache).unwrap_or_else(|e| panic!("{e}"));
+    let slowdown = telemetry::slowdown::metric(Some(guest), Some(&host))
+        .unwrap_or_else(|| panic!("no guest_slowdown: guest {guest:?}, host {host:?}"));
+    eprintln!(
+        "guest_slowdown ×{:.1} (guest {} ns, host {} ns a repetition)",
+        slowdown.value, guest.median_ns, host.median_ns
+    );
+    assert_eq!(
+        (slowdown.name.as_str(), slowdown.unit.as_str()),
+        ("guest_slowdown", "×")
+    );
+    assert!(
+        slowdown.value > 1.0 && slowdown.value < 1000.0,
+        "×{}",
+        slowdown.value
     );
     eprintln!("{:#?}", t.nodes);
     assert_eq!(t.nodes.len(), 2, "{:?}", t.nodes);

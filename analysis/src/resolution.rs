@@ -5,8 +5,9 @@
 //! "runs vary ×9.65 (0.680–6.56 s) in the baseline, ×14.3 (0.930–13.3 s) in
 //! the candidate: too much to resolve ±2% with 15 runs a side (about 10,163
 //! would, beyond the 1,000 a cell may have); the host's load average was
-//! 5.1–7.0 on 2 CPUs during the runs; might help: a guest with fewer vCPUs
-//! than the host's 2 CPUs (it had 2, under tcg), a quieter host" — where an
+//! 5.1–7.0 on 2 CPUs during the runs; the guest ran ×4.6–7.9 slower than
+//! the host under tcg; might help: a guest with fewer vCPUs than the host's 2
+//! CPUs (it had 2, under tcg), a quieter host" — where an
 //! inconclusive verdict alone said nothing (issue 35: a 2-vCPU TCG guest on
 //! a busy 2-core host; the coordinator's `undecided` test plays it).
 //!
@@ -57,6 +58,11 @@ pub const WIDTH_FACTOR: f64 = 2.0;
 /// Steal below this share of a guest's time (percent) explains no spread.
 const STEAL_WORTH_SAYING_PCT: f64 = 1.0;
 
+/// A guest within this factor of its host's speed ran as a machine does
+/// (KVM's is about 1); a slower one is emulated, or its vCPUs wait for the
+/// host, in every figure it gives.
+const SLOWDOWN_WORTH_SAYING: f64 = 2.0;
+
 /// A guest's load on its host beyond its vCPUs (its I/O thread, the
 /// emulator's helpers) is under one CPU's worth; more is someone else's.
 const OTHERS_LOAD: f64 = 1.0;
@@ -102,6 +108,9 @@ pub struct Conditions {
     pub executor: Option<String>,
     /// The share of a guest's CPU time the hypervisor stole, in percent.
     pub steal_pct: Option<Range>,
+    /// How many times slower a guest ran a fixed loop than its host runs
+    /// it natively (`guest_slowdown`): TCG's figure, where steal reads 0.
+    pub slowdown: Option<Range>,
 }
 
 /// One metric's comparison and what it was made of.
@@ -221,6 +230,22 @@ pub fn why_undecided(q: &Question<'_>, conditions: &Conditions) -> Option<String
         line += &format!(
             "; the guest lost {}% of its CPU time to steal",
             span(steal, 1)
+        );
+    }
+    if let Some(slowdown) = conditions.slowdown
+        && slowdown.high >= SLOWDOWN_WORTH_SAYING
+    {
+        let under = conditions
+            .executor
+            .as_deref()
+            .map(|e| format!(" under {e}"))
+            .unwrap_or_default();
+        // Whole times from ×10 (a rough figure: the host's preemption is in
+        // it), tenths below.
+        let decimals = if slowdown.low >= 10.0 { 0 } else { 1 };
+        line += &format!(
+            "; the guest ran ×{} slower than the host{under}",
+            span(slowdown, decimals)
         );
     }
     let help = suggestions(q, conditions, &b);

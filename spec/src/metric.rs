@@ -127,12 +127,19 @@ pub const GUEST_CPUS: Metric = shown(m("guest_cpus", "vCPUs", Up), "the guest's 
 /// steal column over the workload), in percent: 0 under TCG, which does
 /// not account it.
 pub const STEAL_PCT: Metric = shown(m("steal_pct", "%", Down), "steal time");
+/// How many times slower a guest ran a fixed loop of plain CPU work than
+/// its host runs it natively (each side's CPU time, the median of a few
+/// repetitions, timed before the workload): under TCG, which accounts no
+/// steal, the emulation and the host's preemption of the vCPU together
+/// (plain code's: a workload's system calls and interrupts cost TCG
+/// more); about 1 under KVM.
+pub const GUEST_SLOWDOWN: Metric = shown(m("guest_slowdown", "×", Down), "the guest's slowdown");
 
 /// What the machine was like while a run ran, not what its kernel did:
 /// read against a verdict's spread (why it could not decide), never a line
 /// of a diagnosis — a run that waited behind another's build is no sign of
 /// the kernel under test.
-pub const CONDITIONS: &[Metric] = &[HOST_LOAD, HOST_CPUS, GUEST_CPUS, STEAL_PCT];
+pub const CONDITIONS: &[Metric] = &[HOST_LOAD, HOST_CPUS, GUEST_CPUS, STEAL_PCT, GUEST_SLOWDOWN];
 
 /// The telemetry metrics: never part of a cell's verdict, the material of
 /// its diagnosis.
@@ -159,6 +166,7 @@ pub const TELEMETRY: &[Metric] = &[
     HOST_CPUS,
     GUEST_CPUS,
     STEAL_PCT,
+    GUEST_SLOWDOWN,
 ];
 
 /// The telemetry metric of this name.
@@ -383,6 +391,7 @@ mod tests {
             ("guest_start_s", false),
             ("host_load", false),
             ("steal_pct", false),
+            ("guest_slowdown", false),
             ("user_s", false),
             ("lb_numa_newidle", false),
             ("lb_mc_wake_affine", false),
@@ -431,7 +440,7 @@ mod tests {
             display("loads_node1_threads"),
             "competing loads' threads on node 1"
         );
-        assert_eq!(TELEMETRY.len(), 22);
+        assert_eq!(TELEMETRY.len(), 23);
         for d in [Up, Down] {
             assert_eq!(d.to_string().parse::<Direction>(), Ok(d));
         }

@@ -274,6 +274,10 @@ fn report(g: Prepared, timeout_s: u32, result: &mut RunResult) {
     ) {
         Ok((ms, mut t)) => {
             metrics.extend(ms);
+            metrics.extend(telemetry::slowdown::metric(
+                run.observed.calibration(),
+                g.host_calibration.as_ref(),
+            ));
             let topo = topology(&run);
             t.topology_source = topo.topology_source;
             t.topology_before = topo.topology_before;
@@ -399,6 +403,8 @@ struct Prepared {
     /// How long preparing it took (kernel, tools, image).
     prepared: Duration,
     output: Output,
+    /// The host's timing of the calibration loop the guest timed too.
+    host_calibration: Option<telemetry::slowdown::Calibration>,
 }
 
 /// The program and files of the workload for a guest of `arch`.
@@ -603,6 +609,9 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
         },
     )?;
     cache::touch(&image.path);
+    // Before the boot, so that the first run's measurement (once per
+    // agent) does not compete with its own guest.
+    let host_calibration = image::sampler::host_calibration(cache);
     let dir = tempfile::Builder::new()
         .prefix("run-")
         .tempdir_in(cache)
@@ -653,5 +662,6 @@ fn run(r: &Run<'_>, ctx: &Context<'_>, result: &mut RunResult) -> Result<Prepare
         cpuset: state.cpuset.clone(),
         prepared,
         output: w.output,
+        host_calibration,
     })
 }

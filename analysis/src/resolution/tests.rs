@@ -25,7 +25,8 @@ fn comparison(verdict: Verdict, interval: (f64, f64), n: (usize, usize)) -> Comp
     }
 }
 
-/// Issue 35's host: a 2-vCPU TCG guest on a 2-CPU host whose load was 5-7.
+/// Issue 35's host: a 2-vCPU TCG guest on a 2-CPU host whose load was 5-7,
+/// and which ran 4.6 to 7.9 times slower than its host.
 fn tcg_on_busy_host() -> Conditions {
     Conditions {
         load: Some(Range {
@@ -41,6 +42,10 @@ fn tcg_on_busy_host() -> Conditions {
         steal_pct: Some(Range {
             low: 0.0,
             high: 0.0,
+        }),
+        slowdown: Some(Range {
+            low: 4.6,
+            high: 7.9,
         }),
     }
 }
@@ -87,6 +92,11 @@ fn the_line_says_why_with_the_figures_only_when_the_spread_is_the_reason() {
             low: 2.5,
             high: 12.3,
         }),
+        // About the host's speed: nothing said of it.
+        slowdown: Some(Range {
+            low: 1.02,
+            high: 1.31,
+        }),
     };
     let cases = [
         Case {
@@ -104,8 +114,9 @@ fn the_line_says_why_with_the_figures_only_when_the_spread_is_the_reason() {
                 "runs vary ×9.65 (0.680–6.56 s) in the baseline, ×14.3 (0.930–13.3 s) in the \
                  candidate: too much to resolve ±2% with 15 runs a side (about 13,316 would, \
                  beyond the 1,000 a cell may have); the host's load average was 5.1–7.0 on 2 \
-                 CPUs during the runs; might help: a guest with fewer vCPUs than the host's 2 \
-                 CPUs (it had 2, under tcg), a quieter host",
+                 CPUs during the runs; the guest ran ×4.6–7.9 slower than the host under tcg; \
+                 might help: a guest with fewer vCPUs than the host's 2 CPUs (it had 2, under \
+                 tcg), a quieter host",
             ),
         },
         Case {
@@ -193,6 +204,64 @@ fn the_line_says_why_with_the_figures_only_when_the_spread_is_the_reason() {
                  was 3.0–3.4 on 4–16 CPUs during the runs; the guest lost 2.5–12.3% of its CPU \
                  time to steal; might help: a guest with fewer vCPUs than the host's 4 CPUs (it \
                  had 4, under kvm)",
+            ),
+        },
+        Case {
+            what: "TCG guests on a quiet host, of mixed executors: the slowdown is said",
+            verdict: Verdict::Inconclusive,
+            interval: (0.9, 1.3),
+            n: (10, 10),
+            baseline: (1.95, 3.1),
+            candidate: (2.1, 3.3),
+            min_effect: 0.02,
+            max_runs: 30,
+            conditions: Conditions {
+                load: Some(Range {
+                    low: 1.9,
+                    high: 1.9,
+                }),
+                host_cpus: Some(Range {
+                    low: 8.0,
+                    high: 8.0,
+                }),
+                guest_cpus: Some(2),
+                executor: None,
+                steal_pct: None,
+                slowdown: Some(Range {
+                    low: 6.34,
+                    high: 8.42,
+                }),
+            },
+            // ln(1.3/0.9) / ln(1.02/0.98) = 9.19; 10 · 9.19² = 845.
+            line: Some(
+                "runs vary ×1.59 (1.95–3.10 s) in the baseline, ×1.57 (2.10–3.30 s) in the \
+                 candidate: too much to resolve ±2% with 10 runs a side (about 845 would); the \
+                 host's load average was 1.9 on 8 CPUs during the runs; the guest ran ×6.3–8.4 \
+                 slower than the host; might help: more runs (max_runs in [verdict], now 30)",
+            ),
+        },
+        Case {
+            what: "a slowdown alone, the same in every run, in whole times",
+            verdict: Verdict::Inconclusive,
+            interval: (0.9, 1.3),
+            n: (10, 10),
+            baseline: (1.95, 3.1),
+            candidate: (2.1, 3.3),
+            min_effect: 0.02,
+            max_runs: 0,
+            conditions: Conditions {
+                executor: Some("tcg".into()),
+                slowdown: Some(Range {
+                    low: 12.2,
+                    high: 12.4,
+                }),
+                ..Default::default()
+            },
+            line: Some(
+                "runs vary ×1.59 (1.95–3.10 s) in the baseline, ×1.57 (2.10–3.30 s) in the \
+                 candidate: too much to resolve ±2% with 10 runs a side (about 845 would); the \
+                 guest ran ×12 slower than the host under tcg; might help: more runs (max_runs \
+                 in [verdict])",
             ),
         },
         Case {

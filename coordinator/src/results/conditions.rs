@@ -1,12 +1,12 @@
 //! What the hosts were like over a comparison's runs, from the runs'
-//! telemetry (`host_load`, `host_cpus`, `guest_cpus`, `steal_pct`, the
-//! executor): the figures `farm_analysis::resolution` reads a spread
+//! telemetry (`host_load`, `host_cpus`, `guest_cpus`, `steal_pct`,
+//! `guest_slowdown`, the executor): the figures `farm_analysis::resolution` reads a spread
 //! against when it says why a comparison could not decide.
 
 use farm_analysis::compare::Comparison;
 use farm_analysis::resolution::{self, Conditions, Range};
 use farm_proto::VerdictPolicy;
-use farm_spec::metric::{GUEST_CPUS, HOST_CPUS, HOST_LOAD, STEAL_PCT};
+use farm_spec::metric::{GUEST_CPUS, GUEST_SLOWDOWN, HOST_CPUS, HOST_LOAD, STEAL_PCT};
 
 use super::Values;
 use crate::store::{RunRecord, RunState};
@@ -37,6 +37,7 @@ pub(super) fn of(runs: [&[&RunRecord]; 2], values: [&[Values]; 2]) -> Conditions
         guest_cpus: Range::of(all(GUEST_CPUS.name)).map(|r| r.high as u32),
         executor,
         steal_pct: Range::of(all(STEAL_PCT.name)),
+        slowdown: Range::of(all(GUEST_SLOWDOWN.name)),
     }
 }
 

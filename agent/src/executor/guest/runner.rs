@@ -9,7 +9,8 @@
 //!
 //! The runner's lines on the channel, in order: `farm-job 2`, `release
 //! <uname -r>`, `node <id> <cpulist>` per NUMA node, `domain before ...`,
-//! `online <cpulist>`, `domain after ...`, the `before` snapshot (`irq`,
+//! `online <cpulist>`, `domain after ...`, `calibrate <iterations>
+//! <ns>...` (the calibration loop's times), the `before` snapshot (`irq`,
 //! `ctxt`, `times` lines, see [`telemetry`]), `begin`, `session <sid>`,
 //! the sampler's sweeps (`sample`, `task`, `mig`, `cpu` lines), the `after`
 //! snapshot, `end`, `out <line>` per line of the workload's stdout, `err

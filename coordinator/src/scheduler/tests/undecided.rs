@@ -26,7 +26,8 @@ fn metric(name: &str, value: f64, unit: &str) -> Metric {
 
 /// Plays one agent through a matrix as a TCG guest agent would report:
 /// `wall_s` is `wall(cell, repetition)`, beside the host's load (5.1 to
-/// 7.0 in turn), its 2 CPUs and the guest's 2 vCPUs.
+/// 7.0 in turn), its 2 CPUs, the guest's 2 vCPUs, no steal (TCG accounts
+/// none) and the guest's slowdown (×4.6 to ×7.9 in turn).
 async fn play(farm: &Farm, agent: &str, wall: impl Fn(u32, u32) -> f64) {
     let mut rx = farm.open(agent, 1, None, vec![]).await;
     for played in 0.. {
@@ -63,6 +64,7 @@ async fn play(farm: &Farm, agent: &str, wall: impl Fn(u32, u32) -> f64) {
                     metric("host_cpus", 2.0, "CPUs"),
                     metric("guest_cpus", 2.0, "vCPUs"),
                     metric("steal_pct", 0.0, "%"),
+                    metric("guest_slowdown", 4.6 + 3.3 * f64::from(rep % 5) / 4.0, "×"),
                 ],
                 ..Default::default()
             }),
@@ -110,8 +112,9 @@ async fn runs_that_spread_tenfold_say_why_the_verdict_could_not_decide() {
             "runs vary ×9.65 (0.680–6.56 s) in the baseline, ×14.3 (0.930–13.3 s) in the \
              candidate: too much to resolve ±2% with 15 runs a side (about 10,163 would, \
              beyond the 1,000 a cell may have); the host's load average was 5.1–7.0 on 2 \
-             CPUs during the runs; might help: a guest with fewer vCPUs than the host's 2 \
-             CPUs (it had 2, under tcg), a quieter host"
+             CPUs during the runs; the guest ran ×4.6–7.9 slower than the host under tcg; \
+             might help: a guest with fewer vCPUs than the host's 2 CPUs (it had 2, under \
+             tcg), a quieter host"
         ]
     );
 }

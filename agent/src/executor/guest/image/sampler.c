@@ -54,6 +54,7 @@
  * waiting on PATH: the sampler opens the perf counters on it and writes a
  * line there, and the wrapper execs the workload.
  * --root DIR reads DIR/proc instead of /proc (the host's tests).
+ * --calibrate alone times fixed CPU work instead (calibrate.c, appended).
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
@@ -79,6 +80,8 @@
 #define MAX_SESSION_TEXT 32
 
 static const char *root = "";
+
+static int calibrate(void);
 
 struct buf {
 	char *p;
@@ -632,13 +635,15 @@ static void usage(const char *why)
 {
 	fprintf(stderr,
 		"farm-sample: %s\nusage: farm-sample (--session ID | --session-from PATH) "
-		"--interval-ms N --stop PATH [--go PATH] [--root DIR]\n",
+		"--interval-ms N --stop PATH [--go PATH] [--root DIR] | farm-sample --calibrate\n",
 		why);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--calibrate"))
+		return calibrate();
 	const char *session_from = NULL, *stop = NULL, *go = NULL;
 	long session = -1, interval_ms = -1;
 	/* The runner starts it with SIGUSR1 ignored, so that a wake-up sent

@@ -15,17 +15,25 @@
 //! compiler's `--version`; written to a temporary sibling and renamed into
 //! place, so a reader sees a whole binary or none. It is ~0.8 MB, neither
 //! counted in the cache's budget nor evicted.
+//!
+//! Its `--calibrate` (`calibrate.c`, appended to `sampler.c`) times a
+//! fixed loop: the runner calls it in the guest before the workload, and
+//! [`host_calibration`] runs the host arch's build natively, once per
+//! agent, for `guest_slowdown` (`runner::telemetry::slowdown`).
 
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use super::{ToolError, run_tool, sha256_file, unique_suffix};
 use crate::executor::guest::machine::arch::GuestArch;
+use crate::executor::guest::runner::telemetry::slowdown::{Calibration, CalibrationError};
 
 /// The sampler's source, built into the agent so that an agent carries the
-/// sampler its host parser expects.
-pub const SOURCE: &str = include_str!("sampler.c");
+/// sampler its host parser expects: `sampler.c`, then the calibration it
+/// declares (`calibrate.c`: a file of its own, for a concern of its own).
+pub const SOURCE: &str = concat!(include_str!("sampler.c"), include_str!("calibrate.c"));
 
 /// Where the image carries it.
 pub const GUEST_PATH: &str = "/bin/farm-sample";
@@ -49,6 +57,66 @@ pub enum Error {
     },
     #[error("the in-guest sampler for {arch}: {source}")]
     Tool { arch: GuestArch, source: ToolError },
+    #[error(
+        "the calibration loop cannot run natively here: farm-sample is built for x86_64 and s390x, not {0}"
+    )]
+    NotNative(&'static str),
+    /// The line is cut to a readable length.
+    #[error("the in-guest sampler for {arch}: malformed calibrate line `{line}`: {source}")]
+    Calibration {
+        arch: GuestArch,
+        line: String,
+        source: CalibrationError,
+    },
+}
+
+/// The host's own timing of the calibration loop, measured at the agent's
+/// first guest run and kept for the agent's life (the host does not change
+/// under it, and each measurement builds or finds the sampler and runs it);
+/// `None`, said once in the log, where it cannot be measured: runs then
+/// have no `guest_slowdown`, their other figures stand.
+pub fn host_calibration(cache: &Path) -> Option<Calibration> {
+    static HOST: OnceLock<Option<Calibration>> = OnceLock::new();
+    *HOST.get_or_init(|| match calibrate_host(cache) {
+        Ok(c) => {
+            tracing::info!(
+                iterations = c.iterations,
+                median_ns = c.median_ns,
+                "timed the calibration loop on the host"
+            );
+            Some(c)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "guest runs will have no guest_slowdown");
+            None
+        }
+    })
+}
+
+/// The calibration loop timed now by the sampler built for the host's own
+/// arch, run natively: the same source as the guests' sampler (for x86_64
+/// guests the same binary), so that the two sides time the same work.
+pub fn calibrate_host(cache: &Path) -> Result<Calibration, Error> {
+    let arch = GuestArch::ALL
+        .into_iter()
+        .find(|a| a.uname() == std::env::consts::ARCH)
+        .ok_or(Error::NotNative(std::env::consts::ARCH))?;
+    let bin = build(cache, arch)?;
+    let out =
+        run_tool(&bin, &["--calibrate"], None).map_err(|source| Error::Tool { arch, source })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or("");
+    let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let parsed = if kind == "calibrate" {
+        Calibration::parse(rest)
+    } else {
+        Err(CalibrationError::Shape)
+    };
+    parsed.map_err(|source| Error::Calibration {
+        arch,
+        line: farm_spec::excerpt(line),
+        source,
+    })
 }
 
 /// The sampler for `arch`, built now unless the cache has it.

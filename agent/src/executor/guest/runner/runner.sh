@@ -118,6 +118,11 @@ send() {
   { read -r x; read -r u s; } < /tmp/times.$1
   r "times $1 $u $s"
 }
+# How slowly this guest runs plain CPU work: farm-sample times a fixed
+# loop (5 ms natively, about 12 ms under TCG) and the host, which timed it
+# natively, reports the ratio (guest_slowdown). Before the workload and
+# its sampler start, so that it is no part of the sampler's budget.
+/bin/farm-sample --calibrate >&3
 # The load balancer's counters for the run (the guest is thrown away
 # after it: nothing to restore).
 [ -f /proc/sys/kernel/sched_schedstats ] && echo 1 > /proc/sys/kernel/sched_schedstats

@@ -20,6 +20,7 @@
 //! | `rq <path>:<run> <wait> <slices>` | a task's `/proc/PID/task/TID/schedstat`: time on a CPU and waiting for one (ns), timeslices |
 //! | `cpu <line>` | a `cpu` or `cpu<N>` line of `/proc/stat` |
 //! | `schedstat <before\|after> <line>` | every line of `/proc/schedstat`, with kernel.sched_schedstats=1 ([`balancing`]) |
+//! | `calibrate <iterations> <ns>...` | `farm-sample --calibrate` before the workload: a fixed loop's CPU time, per repetition ([`slowdown`]) |
 //!
 //! `task`, `mig`, `rq` and `cpu` lines belong to the last `sample` line
 //! before them. The runner sweeps with `farm-sample`, a static C program
@@ -71,6 +72,7 @@ use farm_spec::metric;
 
 mod balancing;
 mod error;
+pub mod slowdown;
 mod values;
 mod vcpus;
 
@@ -193,6 +195,7 @@ pub struct Observed {
     /// The sampler's own CPU time, in ms.
     sampler_ms: Option<u64>,
     counts: Option<Counts>,
+    calibration: Option<slowdown::Calibration>,
     sweeps: Vec<Sweep>,
     skipped_tasks: usize,
 }
@@ -221,6 +224,7 @@ impl Observed {
             "sampler" => self.sampler(rest),
             "counts" => self.counts(rest),
             "cpu" => self.cpu(rest),
+            "calibrate" => self.calibrate(rest),
             _ => return Ok(false),
         };
         result.map(|()| true).map_err(|reason| LineError {
@@ -238,6 +242,20 @@ impl Observed {
     /// `task` lines skipped as threads that exited while they were read.
     pub fn skipped_tasks(&self) -> usize {
         self.skipped_tasks
+    }
+
+    /// The guest's timing of the calibration loop, for
+    /// [`slowdown::metric`] against the host's.
+    pub fn calibration(&self) -> Option<&slowdown::Calibration> {
+        self.calibration.as_ref()
+    }
+
+    fn calibrate(&mut self, rest: &str) -> Result<(), Reason> {
+        if self.calibration.is_some() {
+            return Err(Reason::SecondCalibration);
+        }
+        self.calibration = Some(slowdown::Calibration::parse(rest)?);
+        Ok(())
     }
 
     fn node(&mut self, rest: &str) -> Result<(), Reason> {

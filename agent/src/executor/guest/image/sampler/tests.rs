@@ -231,3 +231,34 @@ fn is_built_once_per_source_and_compiler() {
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(names[0].starts_with("x86_64-"), "{names:?}");
 }
+
+/// `--calibrate` times the loop five times and says so in one line, which
+/// the host's parser takes; the host's own timing is the same program.
+#[test]
+fn calibrates_a_fixed_loop_in_one_line() {
+    let (cache, bin) = built();
+    let (code, out, err) = run(&bin, &["--calibrate"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let rest = out.strip_suffix('\n').unwrap().strip_prefix("calibrate ");
+    let fields: Vec<u64> = rest
+        .unwrap_or_else(|| panic!("{out}"))
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!((fields.len(), fields[0]), (6, 400_000), "{out}");
+    // About 1 ms a repetition natively; a loaded test machine (a kernel
+    // build beside it) preempts, but CPU time does not count the wait.
+    let host = calibrate_host(cache.path()).unwrap();
+    assert_eq!(host.iterations, 400_000);
+    assert!(
+        (50_000..50_000_000).contains(&host.median_ns),
+        "{} ns",
+        host.median_ns
+    );
+    // Within the bounds the guest's line is held to: the host runs it
+    // as the guest's line is parsed.
+    assert_eq!(
+        Calibration::parse(rest.unwrap()).map(|c| c.iterations),
+        Ok(400_000)
+    );
+}

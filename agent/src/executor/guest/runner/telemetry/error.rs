@@ -90,6 +90,10 @@ pub enum Reason {
     TooFewColumns(usize),
     #[error("field 6 (session) is not a number")]
     SessionField,
+    #[error(transparent)]
+    Calibration(#[from] super::slowdown::CalibrationError),
+    #[error("a second `calibrate` line")]
+    SecondCalibration,
 }
 
 /// Why [`super::build`] could not turn what the guest reported into
