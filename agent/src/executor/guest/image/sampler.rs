@@ -31,9 +31,14 @@ use crate::executor::guest::machine::arch::GuestArch;
 use crate::executor::guest::runner::telemetry::slowdown::{Calibration, CalibrationError};
 
 /// The sampler's source, built into the agent so that an agent carries the
-/// sampler its host parser expects: `sampler.c`, then the calibration it
-/// declares (`calibrate.c`: a file of its own, for a concern of its own).
-pub const SOURCE: &str = concat!(include_str!("sampler.c"), include_str!("calibrate.c"));
+/// sampler its host parser expects: `sampler.c`, then what it declares,
+/// each a concern of its own: the stat-line readers (`statline.c`) and the
+/// calibration (`calibrate.c`).
+pub const SOURCE: &str = concat!(
+    include_str!("sampler.c"),
+    include_str!("statline.c"),
+    include_str!("calibrate.c")
+);
 
 /// Where the image carries it.
 pub const GUEST_PATH: &str = "/bin/farm-sample";

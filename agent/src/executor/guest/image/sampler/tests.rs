@@ -124,11 +124,13 @@ fn counts_the_released_workload_and_all_it_starts() {
     assert!(made.success());
     std::fs::remove_file(root.path().join("tmp/stop")).unwrap();
     // The leader waits on the FIFO, then execs a shell whose children
-    // burn 0.3 s of CPU between them (a busy loop each).
+    // burn about 0.6 s of CPU between them: a fixed count of a shell loop
+    // each (0.2 s here), not a fixed wall time, which a busy machine would
+    // fill with less of it.
     let leader = Command::new("sh")
         .arg("-c")
         .arg(
-            r#"exec 4<>"$0"; read x <&4; exec sh -c 'for i in 1 2 3; do timeout 0.1 sh -c "while :; do :; done"; done; true'"#,
+            r#"exec 4<>"$0"; read x <&4; exec sh -c 'for i in 1 2 3; do sh -c "n=0; while [ \$n -lt 120000 ]; do n=\$((n+1)); done"; done; true'"#,
         )
         .arg(&go)
         .spawn()
@@ -165,8 +167,9 @@ fn counts_the_released_workload_and_all_it_starts() {
     let [task_clock_ns, switches, _migrations, faults] = counts[..] else {
         panic!("{counts:?}");
     };
-    // Three loops of 0.1 s each, in grandchildren: counted, as is the
-    // shells' own start-up; nothing before the exec (the wait on --go).
+    // Three loops of about 0.2 s of CPU each, in grandchildren: counted, as
+    // is the shells' own start-up; nothing before the exec (the wait on
+    // --go).
     assert!(
         (250_000_000..1_500_000_000).contains(&task_clock_ns),
         "task clock {task_clock_ns} ns"
