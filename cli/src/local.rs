@@ -16,10 +16,12 @@ use crate::{BadInput, client, outcome, print_results, read_matrix, watch};
 /// `farmctl run --bisect`: each regressed cell whose kernel and baseline's
 /// kernel are `git:` kernels of one repository is bisected over its git
 /// range once the matrix is done, with these runs per round and per step.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Bisect {
     pub runs: u32,
     pub max_runs: u32,
+    /// Empty: the cell's primary metric that moved the most.
+    pub metric: String,
 }
 
 /// Where `farmctl run`'s agent keeps things and what it may build from:
@@ -214,7 +216,7 @@ pub async fn run(
     let mut code = outcome(&results);
     if let Some(opts) = bisect {
         let (bisect_code, bisections) =
-            bisect_regressed(&mut c, &results, opts, json, report).await?;
+            bisect_regressed(&mut c, &results, &opts, json, report).await?;
         // Only a confirmed culprit for every regressed cell is a success.
         if bisect_code != ExitCode::SUCCESS {
             code = bisect_code;
@@ -252,7 +254,7 @@ pub async fn run(
 async fn bisect_regressed(
     c: &mut client::Client,
     results: &farm_proto::GetResultsResponse,
-    opts: Bisect,
+    opts: &Bisect,
     json: bool,
     report: Option<&Path>,
 ) -> Result<(ExitCode, Vec<serde_json::Value>)> {
@@ -305,6 +307,7 @@ async fn bisect_regressed(
             git_range: true,
             runs: opts.runs,
             max_runs: opts.max_runs,
+            metric: opts.metric.clone(),
             ..Default::default()
         };
         // A cell the farm cannot bisect (kernels that are not commits of

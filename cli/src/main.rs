@@ -184,6 +184,10 @@ enum Command {
         /// With --bisect: the most runs of each kernel in a step (default 30).
         #[arg(long, requires = "bisect")]
         max_runs: Option<u32>,
+        /// With --bisect: the metric each step is judged by (default: the
+        /// regressed cell's primary metric that moved the most).
+        #[arg(long, requires = "bisect")]
+        metric: Option<String>,
         #[command(flatten)]
         machine: local::MachineArgs,
     },
@@ -443,12 +447,14 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
         bisect,
         runs,
         max_runs,
+        metric,
         machine,
     } = &cli.command
     {
         let bisect = bisect.then(|| local::Bisect {
             runs: runs.unwrap_or(0),
             max_runs: max_runs.unwrap_or(0),
+            metric: metric.clone().unwrap_or_default(),
         });
         return local::run(
             file,

@@ -69,7 +69,16 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
     let out = Command::new(common::farmctl_bin())
         .arg("run")
         .arg(root.join("examples/bisect.toml"))
-        .args(["--bisect", "--runs", "5", "--max-runs", "10", "--json"])
+        .args([
+            "--bisect",
+            "--metric",
+            "tps",
+            "--runs",
+            "5",
+            "--max-runs",
+            "10",
+        ])
+        .arg("--json")
         .arg("--report")
         .arg(&ends_report)
         .arg("--data-dir")
