@@ -47,8 +47,9 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
         "README's bisect commands run as root, and so does this test (scripts/test.sh does)"
     );
     // README's command, as README writes it: as root, the agent's default
-    // cache (nothing moves it), the build user nobody; the matrix, then the
-    // bisection of its regressed cell, and both reports.
+    // cache (nothing moves it), the repository and the build user nobody
+    // by flags; the matrix, then the bisection of its regressed cell, and
+    // both reports. (The farm after it takes them from the environment.)
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let ends_report = dir.path().join("ends.html");
@@ -78,14 +79,17 @@ fn a_regression_between_two_commits_is_bisected_to_the_slowed_one() {
             "--max-runs",
             "10",
         ])
-        .arg("--json")
+        .arg("--kernel-repo")
+        .arg(format!("linux={repo}"))
+        .args(["--build-user", "nobody", "--json"])
         .arg("--report")
         .arg(&ends_report)
         .arg("--data-dir")
         .arg(&data)
         .env_remove("FARM_GUEST_CACHE")
         .env_remove("XDG_CACHE_HOME")
-        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env_remove("FARM_KERNEL_REPOS")
+        .env_remove("FARM_BUILD_USER")
         .stdin(Stdio::null())
         .output()
         .unwrap();
