@@ -287,11 +287,26 @@ threads = 1
     // The confirmation's diagnosis: what moved between the neighbours.
     // Slower switches, fewer of them: 76,053 → 18,464 in one run here.
     let diagnosis = o["diagnosis"].as_array().unwrap();
+    // When it is missing, what the confirmation measured of them says why.
+    let switches = || {
+        let m = o["matrix_ids"].as_array().unwrap().last().unwrap();
+        let v = farm.results(m.as_str().unwrap());
+        let mut seen = Vec::new();
+        for c in v["cells"].as_array().unwrap() {
+            for s in c["metrics"].as_array().into_iter().flatten() {
+                if s["name"] == "context_switches" {
+                    seen.push(format!("{}: {s}", c["name"]));
+                }
+            }
+        }
+        seen.join("\n")
+    };
     assert!(
         diagnosis
             .iter()
             .any(|d| d.as_str().unwrap().starts_with("context-switches ×0.")),
-        "{b}"
+        "{b}\n{}",
+        switches()
     );
 
     // Shown again, as text, by its id.
