@@ -410,6 +410,25 @@ async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
 /// `wall_s` is `value(cell, repetition)`, until no more runs come. Returns
 /// the runs played, as `(cell, repetition)` in the order they were assigned.
 async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> Vec<(u32, u32)> {
+    play_with(farm, agent, |cell, rep| RunResult {
+        metrics: vec![farm_proto::Metric {
+            name: "wall_s".into(),
+            value: value(cell, rep),
+            unit: "s".into(),
+            direction: farm_proto::Direction::LowerIsBetter as i32,
+        }],
+        ..Default::default()
+    })
+    .await
+}
+
+/// [`play`] with the whole result of each run: `result(cell, repetition)`,
+/// sent as the assignment's successful result.
+async fn play_with(
+    farm: &Farm,
+    agent: &str,
+    result: impl Fn(u32, u32) -> RunResult,
+) -> Vec<(u32, u32)> {
     let mut rx = farm.open(agent, 1, None, vec![]).await;
     let mut played = Vec::new();
     loop {
@@ -438,13 +457,7 @@ async fn play(farm: &Farm, agent: &str, value: impl Fn(u32, u32) -> f64) -> Vec<
                     attempt: attempt.parse().unwrap(),
                 }),
                 ok: true,
-                metrics: vec![farm_proto::Metric {
-                    name: "wall_s".into(),
-                    value: value(cell, rep),
-                    unit: "s".into(),
-                    direction: farm_proto::Direction::LowerIsBetter as i32,
-                }],
-                ..Default::default()
+                ..result(cell, rep)
             }),
         );
         played.push((cell, rep));

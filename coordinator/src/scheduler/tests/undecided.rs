@@ -4,10 +4,9 @@
 //! whose runs are tight, equally inconclusive (its effect sits on the
 //! minimum), says nothing of the kind.
 
-use farm_proto::{Metric, RunRef, RunResult, agent_message};
+use farm_proto::{Metric, RunResult};
 
-use super::super::Event;
-use super::{Farm, drain, results_of, submit_text};
+use super::{Farm, play_with, results_of, submit_text};
 
 /// Two cells of 15 runs, no runs added: threads = 1 is the baseline.
 const PAIR: &str = "name = \"x\"\nrepetitions = 15\n[[workloads]]\nname = \"cpu-hog\"\n\
@@ -29,47 +28,20 @@ fn metric(name: &str, value: f64, unit: &str) -> Metric {
 /// 7.0 in turn), its 2 CPUs, the guest's 2 vCPUs, no steal (TCG accounts
 /// none) and the guest's slowdown (×4.6 to ×7.9 in turn).
 async fn play(farm: &Farm, agent: &str, wall: impl Fn(u32, u32) -> f64) {
-    let mut rx = farm.open(agent, 1, None, vec![]).await;
-    for played in 0.. {
-        assert!(played < 100, "runs never stop coming");
-        farm.sync().await;
-        let got = drain(&mut rx);
-        let Some(assign) = got.iter().find(|m| m.starts_with("assign ")) else {
-            farm.h
-                .try_send(Event::SessionClosed {
-                    agent_id: agent.into(),
-                    session: 1,
-                })
-                .unwrap();
-            return;
-        };
-        let (run_id, attempt) = assign["assign ".len()..].split_once('@').unwrap();
-        // `<matrix>.c<cell>.r<repetition>`
-        let mut parts = run_id.rsplit('.');
-        let rep: u32 = parts.next().unwrap()[1..].parse().unwrap();
-        let cell: u32 = parts.next().unwrap()[1..].parse().unwrap();
-        farm.send(
-            agent,
-            agent_message::Msg::Result(RunResult {
-                run: Some(RunRef {
-                    run_id: run_id.into(),
-                    attempt: attempt.parse().unwrap(),
-                }),
-                ok: true,
-                executor: "tcg".into(),
-                arch: "x86_64".into(),
-                metrics: vec![
-                    metric("wall_s", wall(cell, rep), "s"),
-                    metric("host_load", 5.1 + 1.9 * f64::from(rep % 5) / 4.0, "threads"),
-                    metric("host_cpus", 2.0, "CPUs"),
-                    metric("guest_cpus", 2.0, "vCPUs"),
-                    metric("steal_pct", 0.0, "%"),
-                    metric("guest_slowdown", 4.6 + 3.3 * f64::from(rep % 5) / 4.0, "×"),
-                ],
-                ..Default::default()
-            }),
-        );
-    }
+    play_with(farm, agent, |cell, rep| RunResult {
+        executor: "tcg".into(),
+        arch: "x86_64".into(),
+        metrics: vec![
+            metric("wall_s", wall(cell, rep), "s"),
+            metric("host_load", 5.1 + 1.9 * f64::from(rep % 5) / 4.0, "threads"),
+            metric("host_cpus", 2.0, "CPUs"),
+            metric("guest_cpus", 2.0, "vCPUs"),
+            metric("steal_pct", 0.0, "%"),
+            metric("guest_slowdown", 4.6 + 3.3 * f64::from(rep % 5) / 4.0, "×"),
+        ],
+        ..Default::default()
+    })
+    .await;
 }
 
 /// The 15 repetitions' order: each position of 0..15 once.
