@@ -27,6 +27,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import farm_stubs  # noqa: E402
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--addr", required=True, help="host:port of the coordinator")
@@ -93,12 +102,21 @@ def main():
             outgoing.put(result(run_id, attempt, 99.0))
         outgoing.put(result(run_id, 1, math.nan))
         outgoing.put(result(run_id, 1, -1.98))
-        outgoing.put(pb.AgentMessage(progress=pb.RunProgress(run=pb.RunRef(run_id=run_id, attempt=1), phase="forged")))
+        forged = pb.BuildProgress(step=pb.BUILD_STEP_COMPILE, elapsed_s=60, estimate_s=420)
+        outgoing.put(pb.AgentMessage(progress=pb.RunProgress(run=pb.RunRef(run_id=run_id, attempt=1), build=forged)))
     outgoing.put(pb.AgentMessage(heartbeat=pb.Heartbeat(seq=1)))
     # A flood: 512 messages of 1 MiB each, as fast as the stream takes them.
-    blob = "x" * (1 << 20)
+    # Each is a progress report carrying 1 MiB in field 2 (the free-form
+    # phase the contract no longer has): an unknown field the coordinator
+    # must still receive, bound and skip.
+    blob = b"x" * (1 << 20)
+    raw = pb.RunProgress(run=pb.RunRef(run_id=runs[0], attempt=1)).SerializeToString()
+    raw += bytes([2 << 3 | 2]) + varint(len(blob)) + blob
+    bloated = pb.RunProgress.FromString(raw)
     for _ in range(512):
-        outgoing.put(pb.AgentMessage(progress=pb.RunProgress(run=pb.RunRef(run_id=runs[0], attempt=1), phase=blob)))
+        message = pb.AgentMessage()
+        message.progress.CopyFrom(bloated)
+        outgoing.put(message)
 
     received = []
 
