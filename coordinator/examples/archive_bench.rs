@@ -2,7 +2,7 @@
 //! ended matrices of `--cells` cells each, so that one series has
 //! `--points` points among the other series' points, then times
 //! `--lookups` reads of that series' latest 1,000 points (what a history
-//! reads, `results::HISTORY_POINTS`) and prints the median and worst.
+//! reads, `policy::HISTORY_POINTS`) and prints the median and worst.
 //! See docs/BENCHMARKS.md for the commands.
 
 use std::time::Instant;
@@ -10,7 +10,8 @@ use std::time::Instant;
 use anyhow::{Result, ensure};
 use clap::Parser;
 use farm_coordinator::archive::{ArchivedMatrix, Location};
-use farm_coordinator::results::{HISTORY_POINTS, Median, Point};
+use farm_coordinator::policy::HISTORY_POINTS;
+use farm_coordinator::results::{Median, Point};
 use farm_coordinator::store::{MatrixRecord, RunRecord, RunState};
 use farm_proto::{GetResultsResponse, MatrixState, MatrixStatus, Metric, RunResult};
 

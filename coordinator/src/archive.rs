@@ -37,6 +37,11 @@ pub(crate) mod sqlite;
 pub use postgres::{Postgres, PostgresUrl};
 pub use sqlite::Sqlite;
 
+/// How long archiving (and summarising an ended matrix, which reads the
+/// archive's past) pauses after the archive failed a job: an unreachable
+/// archive may hold the results worker for its whole timeout at each try.
+pub const ARCHIVE_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("archive (SQLite): {0}")]

@@ -24,6 +24,7 @@ pub mod matrix;
 pub mod metrics;
 pub mod pki;
 pub mod placement;
+pub mod policy;
 pub mod results;
 pub mod route;
 pub mod schedule;

@@ -35,7 +35,6 @@ use std::ops::RangeInclusive;
 use farm_proto::Cell;
 
 pub use self::location::{MAX_KEY_BYTES, MAX_MESSAGE_BYTES};
-pub use self::verdict::{DEFAULT_MIN_EFFECT_PCT, MAX_RUNS_PER_CELL};
 
 use self::cells::{Common, Product, cells, check_size};
 use self::checks::{bounded, non_empty_axis};

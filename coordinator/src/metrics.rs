@@ -271,7 +271,7 @@ impl Metrics {
             "farm_archive_failures_total",
             "Attempts to archive an ended matrix, or to read its histories' past for its \
              summaries, that the archive failed (unreachable, timed out, refused); each \
-             pauses them for scheduler::ARCHIVE_RETRY, and the matrix waits in live state.",
+             pauses them for archive::ARCHIVE_RETRY, and the matrix waits in live state.",
         )
         .expect("valid counter options");
         register(&registry, archive_failures.clone());

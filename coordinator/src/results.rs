@@ -100,28 +100,6 @@ fn severity(v: Verdict) -> u8 {
     }
 }
 
-/// The policy of a cell, or the defaults of a matrix without `[verdict]`
-/// (cells stored before policies existed).
-pub fn policy(cell: &Cell) -> VerdictPolicy {
-    cell.verdict.clone().unwrap_or(VerdictPolicy {
-        min_effect: crate::matrix::DEFAULT_MIN_EFFECT_PCT / 100.0,
-        min_effect_by_metric: Default::default(),
-        max_runs: 0,
-        repetitions: 0,
-        mix_executors: false,
-        drift_window: 0,
-    })
-}
-
-/// The drift window of a policy: the matrix's, or the default for cells
-/// stored before it existed (0).
-pub fn drift_window(policy: &VerdictPolicy) -> usize {
-    match policy.drift_window {
-        0 => farm_analysis::drift::DEFAULT_WINDOW,
-        w => w as usize,
-    }
-}
-
 /// Whether the finished runs of both sides may be compared: runs of
 /// different arches never are (an s390x and an x86_64 figure measure two
 /// machines, not two kernels); TCG emulation changes timing far more than a
@@ -175,15 +153,6 @@ pub fn comparable(
     Ok(())
 }
 
-/// The policy's minimum effect for metric `name`.
-fn min_effect(policy: &VerdictPolicy, name: &str) -> f64 {
-    policy
-        .min_effect_by_metric
-        .get(name)
-        .copied()
-        .unwrap_or(policy.min_effect)
-}
-
 /// Compares one metric's runs; `None` when a side has fewer than 2 values.
 /// Without `interval` the bootstrap interval is skipped (its bounds are
 /// NaN): it does not enter the verdict, and it is most of the cost.
@@ -197,7 +166,7 @@ fn compare_metric(
 ) -> Option<Comparison> {
     let defaults = compare::Options::default();
     let options = compare::Options {
-        min_effect: min_effect(policy, name),
+        min_effect: crate::policy::min_effect(policy, name),
         resamples: if interval { defaults.resamples } else { 0 },
         ..defaults
     };
@@ -214,7 +183,7 @@ pub fn pair_verdict(
     candidate: &[&RunRecord],
     baseline: &[&RunRecord],
 ) -> Option<Verdict> {
-    let policy = policy(cell);
+    let policy = crate::policy::of(cell);
     comparable(&policy, candidate, baseline).ok()?;
     let base = values(baseline);
     let base = by_name(&base);
@@ -265,7 +234,7 @@ pub fn change_points(summary: &CellSummary) -> Vec<(&str, f64, &SeriesPoint)> {
 /// least the cell's minimum effect for it. What continuous matrices alert
 /// on: no baseline cell is needed, the series' own past is the baseline.
 pub fn change_regressions(cell: &Cell, summary: &CellSummary) -> Vec<ChangeRegression> {
-    let policy = policy(cell);
+    let policy = crate::policy::of(cell);
     let mut out = Vec::new();
     for h in &summary.history {
         let (Some(cp), Some(m)) = (
@@ -291,7 +260,7 @@ fn worse(
     ratio: f64,
     p: &SeriesPoint,
 ) -> Option<ChangeRegression> {
-    let min_effect = min_effect(policy, &m.name);
+    let min_effect = crate::policy::min_effect(policy, &m.name);
     let worse = match direction(m.direction) {
         Direction::LowerIsBetter => ratio >= 1.0 + min_effect,
         Direction::HigherIsBetter => ratio <= 1.0 - min_effect,
@@ -304,11 +273,6 @@ fn worse(
         t_ms: p.t_ms,
     })
 }
-
-/// The most points a history reads: the latest of its series. Change
-/// points are about the recent regimes, and a lookup of a series with
-/// years of daily matrices must cost the same as one of a month's.
-pub const HISTORY_POINTS: usize = 1_000;
 
 /// A primary metric's median over a cell's finished runs: all a history
 /// keeps of a cell, live or archived.
@@ -349,13 +313,13 @@ pub fn medians(runs: &[&RunRecord]) -> Vec<Median> {
 
 /// A series from its archived and its live points (either may hold a point
 /// the other has: a matrix archived while its point was copied), in order,
-/// once each, the latest [`HISTORY_POINTS`].
+/// once each, the latest [`crate::policy::HISTORY_POINTS`].
 pub fn merge(archived: Vec<Point>, live: Vec<Point>) -> Vec<Point> {
     let mut all: BTreeMap<(u64, u32), Point> = BTreeMap::new();
     for p in archived.into_iter().chain(live) {
         all.insert((p.matrix_seq, p.cell), p);
     }
-    let skip = all.len().saturating_sub(HISTORY_POINTS);
+    let skip = all.len().saturating_sub(crate::policy::HISTORY_POINTS);
     all.into_values().skip(skip).collect()
 }
 
@@ -424,7 +388,7 @@ pub fn wire_drift(d: &farm_analysis::drift::Drift) -> Drift {
 /// the history's first): that point does not move as matrices come, so one
 /// drift is one alert.
 pub fn drift_regressions(cell: &Cell, summary: &CellSummary) -> Vec<ChangeRegression> {
-    let policy = policy(cell);
+    let policy = crate::policy::of(cell);
     let mut out = Vec::new();
     for h in &summary.history {
         let (Some(d), Some(m)) = (
@@ -466,7 +430,7 @@ pub fn summarise(
         .iter()
         .map(|cell| {
             let i = cell.index as usize;
-            let policy = policy(cell);
+            let policy = crate::policy::of(cell);
             let base_i = cell
                 .baseline
                 .map(|b| b as usize)

@@ -74,6 +74,16 @@ pub type AgentTx = mpsc::Sender<Result<CoordinatorMessage, Error>>;
 
 type Reply<T> = oneshot::Sender<Result<T, Error>>;
 
+/// Who waits for a bisection to start: a `StartBisection` call, or a
+/// schedule's execution that found a regression (`[schedule] bisect`),
+/// whose outcome goes to the log. Here, not in `bisections`, because a
+/// git range's listing (`ranges`) holds it while the agent lists, and
+/// bisections build on ranges, not the other way round.
+pub(super) enum Starter {
+    Rpc(Reply<farm_proto::Bisection>),
+    Schedule { matrix_id: String, cell: u32 },
+}
+
 /// The most events applied before a commit; bounds the latency of a batch.
 const MAX_BATCH: usize = 4096;
 /// The events waiting for the scheduler thread, at most. Senders wait for
@@ -668,7 +678,7 @@ impl Scheduler {
                 self.reply(reply, Ok(r));
             }
             Event::StartBisection { request, reply } => {
-                self.start_bisection(*request, bisections::Starter::Rpc(reply))
+                self.start_bisection(*request, Starter::Rpc(reply))
             }
             Event::ListRange { good, bad, reply } => self.list_range(&good, &bad, reply),
             Event::GetBisection {
@@ -705,7 +715,7 @@ mod ranges;
 mod recovery;
 mod reruns;
 mod summaries;
-pub use archiving::{ARCHIVE_IN_FLIGHT, ARCHIVE_RETRY};
+pub use archiving::ARCHIVE_IN_FLIGHT;
 pub use bisections::MAX_RUNNING_BISECTIONS;
 use continuous::ScheduleMem;
 pub use continuous::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};

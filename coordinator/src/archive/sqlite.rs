@@ -4,7 +4,6 @@
 //! [`BUSY_TIMEOUT`]).
 
 use std::path::Path;
-use std::time::Duration;
 
 use prost::Message;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -14,9 +13,7 @@ use super::{Archive, Archived, ArchivedMatrix, Result, series_digest};
 use crate::results::Point;
 use crate::store::RunState;
 
-/// How long a write waits for the live store's transaction (or another
-/// archive connection's) to end; both are a batch's worth, milliseconds.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::store::BUSY_TIMEOUT;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS archived_matrices (

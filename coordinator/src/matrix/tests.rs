@@ -1999,10 +1999,10 @@ fn verdict_policies() {
     // A drift is judged over the last 30 points unless the matrix says
     // (stored as 0, the default, so that it costs no bytes per cell).
     let p = m.cells[0].verdict.as_ref().unwrap();
-    assert_eq!((p.drift_window, crate::results::drift_window(p)), (0, 30));
+    assert_eq!((p.drift_window, crate::policy::drift_window(p)), (0, 30));
     let m = ok(&format!("{HEAD}[verdict]\ndrift_window = 60\n"));
     let p = m.cells[0].verdict.as_ref().unwrap();
-    assert_eq!((p.drift_window, crate::results::drift_window(p)), (60, 60));
+    assert_eq!((p.drift_window, crate::policy::drift_window(p)), (60, 60));
 }
 
 #[test]

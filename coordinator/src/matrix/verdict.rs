@@ -5,15 +5,12 @@ use std::collections::HashMap;
 use farm_proto::VerdictPolicy;
 use toml::Spanned;
 
+use crate::policy::{DEFAULT_MIN_EFFECT_PCT, HISTORY_POINTS, MAX_RUNS_PER_CELL};
+
 use super::Checked;
 use super::checks::bounded;
 use super::location::Issue;
 use super::raw::{Number, RawVerdict};
-
-/// The smallest effect called a change when the matrix does not say, in
-/// percent: below LKP's 5% and Perfherder's 2% thresholds' spirit, at the
-/// noise our verdicts resolve with 10 runs a side.
-pub const DEFAULT_MIN_EFFECT_PCT: f64 = 2.0;
 
 /// The `[verdict]` table, checked.
 pub(super) fn verdict_policy(
@@ -42,7 +39,7 @@ pub(super) fn verdict_policy(
             max_runs: default_max,
             repetitions,
             mix_executors: false,
-            // 0: the default (`results::drift_window`); a field left at its
+            // 0: the default (`policy::drift_window`); a field left at its
             // default costs no bytes in every cell.
             drift_window: 0,
         });
@@ -63,7 +60,7 @@ pub(super) fn verdict_policy(
     let drift_window = bounded(
         raw.drift_window.as_ref(),
         "verdict.drift_window",
-        farm_analysis::drift::MIN_POINTS as i64..=crate::results::HISTORY_POINTS as i64,
+        farm_analysis::drift::MIN_POINTS as i64..=HISTORY_POINTS as i64,
         0,
     )?;
     let mut by_metric = HashMap::new();
@@ -80,6 +77,3 @@ pub(super) fn verdict_policy(
         drift_window,
     })
 }
-
-/// The most runs one cell may reach with the runs verdicts add.
-pub const MAX_RUNS_PER_CELL: u32 = 1000;

@@ -56,9 +56,9 @@ pub(super) fn why_undecided(
             baseline: &baseline.values,
             candidate: &candidate.values,
             unit: &candidate.unit,
-            min_effect: super::min_effect(policy, &candidate.name),
+            min_effect: crate::policy::min_effect(policy, &candidate.name),
             max_runs: policy.max_runs,
-            runs_limit: crate::matrix::MAX_RUNS_PER_CELL,
+            runs_limit: crate::policy::MAX_RUNS_PER_CELL,
         },
         conditions,
     )

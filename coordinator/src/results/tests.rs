@@ -82,7 +82,7 @@ fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
     );
     cells[1].verdict = Some(VerdictPolicy {
         mix_executors: true,
-        ..policy(&cells[1])
+        ..crate::policy::of(&cells[1])
     });
     let s = summarise(&cells, &refs, Vec::new());
     assert_eq!(s[1].verdict, WireVerdict::Regression as i32);

@@ -29,7 +29,7 @@
 //! counts the hour's. The count of a schedule's
 //! archived executions is kept on its record, so a restart forgets none.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use farm_proto::{MatrixState, MatrixStatus};
 use tokio::sync::mpsc;
@@ -37,6 +37,7 @@ use tracing::{info, warn};
 
 use super::summaries::{Archivist, Job, Snapshot, summary_of};
 use super::{Event, MatrixMem, Scheduler, now_ms};
+use crate::archive::ARCHIVE_RETRY;
 use crate::archive::ArchivedMatrix;
 use crate::results;
 use crate::store::{MatrixRecord, Op, RunRecord};
@@ -45,8 +46,6 @@ use crate::store::{MatrixRecord, Op, RunRecord};
 /// matrix (up to a few MiB), and the worker's queue
 /// (`RESULTS_QUEUE_CAPACITY`) keeps the rest of its room for `GetResults`.
 pub const ARCHIVE_IN_FLIGHT: usize = 8;
-/// How long archiving pauses after the archive failed a job.
-pub const ARCHIVE_RETRY: Duration = Duration::from_secs(5);
 /// A schedule's executions submitted within this long stay live.
 const KEEP_EXECUTIONS_MS: u64 = 3_600_000;
 
@@ -61,7 +60,7 @@ pub(super) struct State {
 }
 
 /// An ended matrix on its way to the archive.
-pub(super) struct ArchiveJob {
+struct ArchiveJob {
     snapshot: Snapshot,
     record: MatrixRecord,
     runs: Vec<RunRecord>,
@@ -70,7 +69,7 @@ pub(super) struct ArchiveJob {
 }
 
 /// The worker's part: summarise with the archive's past, then archive.
-pub(super) fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Event>) {
+fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Event>) {
     let matrix_id = job.record.id.clone();
     let outcome = summary_of(&job.snapshot, archivist)
         .and_then(|summary| {
@@ -180,7 +179,9 @@ impl Scheduler {
             self.archiving.in_flight.insert(id);
             // After the commit, like everything the batch decided.
             self.after_commit.push(Box::new(move || {
-                slot.send(Job::Archive(Box::new(job)));
+                slot.send(Job::Archive(Box::new(move |archivist, events| {
+                    run(job, archivist, events)
+                })));
             }));
         }
     }

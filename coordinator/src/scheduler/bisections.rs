@@ -12,7 +12,7 @@ use prost::Message as _;
 use tracing::{info, warn};
 
 use super::ranges;
-use super::{Error, Reply, Scheduler, now_ms, random_id};
+use super::{Error, Scheduler, Starter, now_ms, random_id};
 use crate::bisection::{self, New};
 use crate::store::Op;
 
@@ -25,14 +25,6 @@ pub const MAX_CULPRITS_SHOWN: usize = 1000;
 
 /// The most bisections one execution of a `[schedule] bisect` starts.
 pub const MAX_BISECTIONS_PER_EXECUTION: usize = 4;
-
-/// Who waits for a bisection to start: a `StartBisection` call, or a
-/// schedule's execution that found a regression (`[schedule] bisect`),
-/// whose outcome goes to the log.
-pub(super) enum Starter {
-    Rpc(Reply<Bisection>),
-    Schedule { matrix_id: String, cell: u32 },
-}
 
 impl Scheduler {
     pub(super) fn start_bisection(&mut self, req: StartBisectionRequest, reply: Starter) {

@@ -14,9 +14,8 @@ use farm_spec::Kernel;
 use farm_spec::kernel::GitKernel;
 use tracing::{info, warn};
 
-use super::bisections::Starter;
 use super::provenance::Rejection;
-use super::{Error, Reply, Scheduler, random_id};
+use super::{Error, Reply, Scheduler, Starter, random_id};
 
 /// How long an agent may take to list a git range: a `git log` of
 /// thousands of commits takes well under a second.

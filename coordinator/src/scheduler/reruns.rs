@@ -51,7 +51,7 @@ impl Scheduler {
             if cand.iter().chain(&base).any(|r| !r.state.is_terminal()) {
                 continue;
             }
-            let policy = results::policy(&m.rec.cells[candidate as usize]);
+            let policy = crate::policy::of(&m.rec.cells[candidate as usize]);
             // Room under the cap, counting runs this call already plans: a
             // baseline shared by several inconclusive candidates grows once.
             let planned = |c: u32| add.iter().filter(|&&a| a == c).count();

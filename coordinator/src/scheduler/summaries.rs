@@ -129,10 +129,15 @@ pub(super) struct Snapshot {
     ended: Option<u64>,
 }
 
+/// A job of the worker's that needs the archive (see [`Job::Archive`]).
+pub(super) type ArchiveWork = dyn FnOnce(&mut Archivist, &mpsc::WeakSender<Event>) + Send;
+
 pub(super) enum Job {
     Summarise(Box<Snapshot>),
-    /// Archive an ended matrix (`archiving`).
-    Archive(Box<super::archiving::ArchiveJob>),
+    /// Work that needs the archive, such as archiving an ended matrix
+    /// (`archiving`): run in order with the summaries, with the worker's
+    /// connection to the archive and its way back to the scheduler.
+    Archive(Box<ArchiveWork>),
     /// Answer `GetResults` from the summary of `version`.
     Wait {
         matrix_id: String,
@@ -192,7 +197,7 @@ impl Worker {
                                 }
                             }
                         }
-                        Job::Archive(job) => super::archiving::run(*job, &mut archivist, &events),
+                        Job::Archive(work) => work(&mut archivist, &events),
                         Job::Wait {
                             matrix_id,
                             version,
@@ -233,7 +238,9 @@ fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetR
     let histories = series
         .iter()
         .zip(cells)
-        .map(|(s, cell)| results::histories(s, results::drift_window(&results::policy(cell))))
+        .map(|(s, cell)| {
+            results::histories(s, crate::policy::drift_window(&crate::policy::of(cell)))
+        })
         .collect();
     GetResultsResponse {
         status: None,
@@ -304,7 +311,7 @@ impl Archivist {
             out.push(match s {
                 None => Vec::new(),
                 Some((key, live)) => {
-                    let archived = self.with(|a| a.series(key, results::HISTORY_POINTS))?;
+                    let archived = self.with(|a| a.series(key, crate::policy::HISTORY_POINTS))?;
                     results::merge(archived, live.clone())
                 }
             });
@@ -604,7 +611,7 @@ impl Scheduler {
         }
         if ended {
             self.summaries.retry.insert(matrix_id.to_owned());
-            self.summaries.retry_at = Some(Instant::now() + super::archiving::ARCHIVE_RETRY);
+            self.summaries.retry_at = Some(Instant::now() + crate::archive::ARCHIVE_RETRY);
             // It cannot leave without its summaries: the archive failed it.
             self.archive_failed(matrix_id, error);
         }

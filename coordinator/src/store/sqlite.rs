@@ -100,7 +100,7 @@ impl Sqlite {
         conn.pragma_update(None, "synchronous", "FULL")?;
         // The archive writes to this file through a connection of its own:
         // a commit waits for its transaction rather than failing.
-        conn.busy_timeout(crate::archive::sqlite::BUSY_TIMEOUT)?;
+        conn.busy_timeout(super::BUSY_TIMEOUT)?;
         conn.execute_batch(SCHEMA)?;
         Ok(Sqlite { conn })
     }
