@@ -1,6 +1,6 @@
 //! The archive: ended matrices, out of live state and memory.
 //!
-//! When a matrix has ended, the results worker (`scheduler::summaries`)
+//! When a matrix has ended, the results worker (`scheduler::results`)
 //! writes it here whole — its record and cells, its ended runs with their
 //! results, its final status and summaries, and one point per cell for the
 //! cell's series — in one transaction; only then does the scheduler delete

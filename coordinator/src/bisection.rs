@@ -1,7 +1,7 @@
 //! Bisections as the coordinator keeps them: a `farm_proto::Bisection`
 //! record (stored, shown) around `farm_analysis::bisect::Bisector`, and the
 //! step matrices it asks for. Pure: the scheduler submits the matrices and
-//! feeds their values back (`scheduler/bisections.rs`).
+//! feeds their values back (`scheduler/bisection.rs`).
 
 use farm_analysis::Direction;
 use farm_analysis::bisect::{self, Action, Bisector, Call, Outcome, Pending, Policy, Step};

@@ -555,7 +555,7 @@ impl ResultsGauges {
     }
 
     /// The seqs of the ended matrices the gauges show now: what a restart
-    /// shows them from, so those matrices stay live (`archiving`). At most
+    /// shows them from, so those matrices stay live (`archive`). At most
     /// the series limit per family.
     pub fn shown(&self) -> BTreeSet<u64> {
         self.lock().ended.keys().copied().collect()

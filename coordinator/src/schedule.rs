@@ -1,4 +1,5 @@
-//! Continuous matrices: when a schedule's executions are due. Pure.
+//! Continuous matrices: when a schedule's executions are due. Pure, but
+//! for [`timer`], the task that wakes the scheduler when one is due.
 //!
 //! A matrix file with a `[schedule]` table becomes a schedule. It is executed
 //! at its cron instants (five fields, UTC, as crontab(5)), and — with
@@ -13,6 +14,8 @@
 //! once when it comes back, for the latest instant it missed, the way
 //! systemd's `Persistent=` timers do: a week of missed nightly runs is one
 //! run, not seven at once on the same kernel.
+
+pub mod timer;
 
 use chrono::{DateTime, Utc};
 use croner::Cron;

@@ -18,17 +18,24 @@
 //!   run and build times for ETAs;
 //! - `reruns`: inconclusive comparisons get more runs;
 //! - `matrices`: submission, cancellation, status, publishing;
-//! - `summaries`: results computed off this thread, cached per matrix;
+//! - `results`: summaries computed off this thread, cached per matrix;
 //! - `histories`: cells by series and each cell's history;
-//! - `archiving`: ended matrices leave for the archive;
+//! - `archive`: ended matrices leave for the archive;
 //! - `recovery`: memory rebuilt from the store at start-up;
-//! - `continuous`: schedules; `observe`: what the metrics are told;
+//! - `schedule`: schedules and their executions;
+//! - `bisection`, with `ranges` (git ranges listed by agents): bisections;
+//! - `provenance`: messages accepted only from the identity they concern;
+//! - `observe`: what the metrics are told;
 //! - `outbox`: messages to agents, and agents too slow to read them.
+//!
+//! A scheduler part is named as the pure-logic room it drives
+//! (`crate::results` and `results`, `crate::archive` and `archive`,
+//! `crate::bisection` and `bisection`, `crate::schedule` and `schedule`).
 //!
 //! Backpressure, and why it cannot deadlock. Every channel is bounded:
 //! events ([`EVENT_CAPACITY`]), each agent's stream
 //! ([`AGENT_OUTBOX_CAPACITY`]) and the results worker's jobs
-//! (`summaries::RESULTS_QUEUE_CAPACITY`). The rule is that only the
+//! (`results::RESULTS_QUEUE_CAPACITY`). The rule is that only the
 //! scheduler thread is ever waited for, and it waits for nothing but the
 //! store:
 //! - gRPC handlers, the ticker and the cron driver `send().await` into the
@@ -59,11 +66,10 @@ use farm_proto::{
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{Span, debug};
 
-use crate::archive;
+use crate::eligibility::Requirement;
 use crate::identity::Name;
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
-use crate::placement::Requirement;
 use crate::store::{self, Backend, MatrixRecord, Op, RunRecord};
 
 /// The sending half of an agent's stream, of [`AGENT_OUTBOX_CAPACITY`]
@@ -76,7 +82,7 @@ type Reply<T> = oneshot::Sender<Result<T, Error>>;
 
 /// Who waits for a bisection to start: a `StartBisection` call, or a
 /// schedule's execution that found a regression (`[schedule] bisect`),
-/// whose outcome goes to the log. Here, not in `bisections`, because a
+/// whose outcome goes to the log. Here, not in `bisection`, because a
 /// git range's listing (`ranges`) holds it while the agent lists, and
 /// bisections build on ranges, not the other way round.
 pub(super) enum Starter {
@@ -238,7 +244,7 @@ pub struct Handle {
     tx: mpsc::Sender<Event>,
     pub config: Config,
     /// The schedules with a cron, republished after every commit that
-    /// changes them; `crate::timer` waits on it.
+    /// changes them; `crate::schedule::timer` waits on it.
     pub crons: watch::Receiver<Vec<CronEntry>>,
 }
 
@@ -372,7 +378,7 @@ struct MatrixMem {
     /// the matrices that share its series.
     series_keys: Vec<Vec<u8>>,
     /// The state its summaries are of: a new value of `generation` each
-    /// time one of their inputs changes (`summaries`).
+    /// time one of their inputs changes (`results`).
     version: u64,
     /// The version of the last snapshot sent to the results worker.
     requested: u64,
@@ -441,17 +447,17 @@ struct Scheduler {
     crons: watch::Sender<Vec<CronEntry>>,
     /// The counter behind matrices' versions.
     generation: u64,
-    summaries: summaries::Worker,
+    summaries: results::Worker,
     rejections: provenance::Rejections,
     /// A `StepDown` arrived: the loop ends after this batch.
     stepping_down: bool,
-    archiving: archiving::State,
+    archiving: archive::State,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
 pub fn spawn(
     store: impl Backend + 'static,
-    archive: archive::Location,
+    archive: crate::archive::Location,
     config: Config,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
     spawn_with(
@@ -466,13 +472,13 @@ pub fn spawn(
 /// `/metrics` endpoint serves).
 pub fn spawn_with(
     store: impl Backend + 'static,
-    archive: archive::Location,
+    archive: crate::archive::Location,
     config: Config,
     metrics: Metrics,
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
     // The worker's end is weak: the scheduler stops once every handle is gone.
     let (tx, mut rx) = mpsc::channel(EVENT_CAPACITY);
-    let summaries = summaries::Worker::spawn(metrics.results_gauges(), tx.downgrade(), archive);
+    let summaries = results::Worker::spawn(metrics.results_gauges(), tx.downgrade(), archive);
     let mut s = Scheduler {
         store: Box::new(store),
         config,
@@ -499,7 +505,7 @@ pub fn spawn_with(
         summaries,
         rejections: provenance::Rejections::default(),
         stepping_down: false,
-        archiving: archiving::State::default(),
+        archiving: archive::State::default(),
     };
     s.recover()?;
     let crons = s.crons.subscribe();
@@ -700,9 +706,8 @@ impl Scheduler {
 
 mod activity;
 mod agents;
-mod archiving;
-mod bisections;
-mod continuous;
+mod archive;
+mod bisection;
 mod dispatch;
 mod histories;
 mod ingest;
@@ -714,12 +719,13 @@ mod provenance;
 mod ranges;
 mod recovery;
 mod reruns;
-mod summaries;
-pub use archiving::ARCHIVE_IN_FLIGHT;
-pub use bisections::MAX_RUNNING_BISECTIONS;
-use continuous::ScheduleMem;
-pub use continuous::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
+mod results;
+mod schedule;
+pub use archive::ARCHIVE_IN_FLIGHT;
+pub use bisection::MAX_RUNNING_BISECTIONS;
 pub use ranges::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS};
-pub use summaries::Results;
+pub use results::Results;
+use schedule::ScheduleMem;
+pub use schedule::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
 #[cfg(test)]
 mod tests;

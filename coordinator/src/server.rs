@@ -405,9 +405,9 @@ pub(crate) fn drive(handle: &Handle) -> Drivers {
             }
         })
     };
-    let timer = tokio::spawn(crate::timer::drive(
+    let timer = tokio::spawn(crate::schedule::timer::drive(
         handle.clone(),
-        crate::timer::Clock::system(),
+        crate::schedule::timer::Clock::system(),
     ));
     Drivers { ticker, timer }
 }

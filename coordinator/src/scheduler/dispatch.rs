@@ -11,7 +11,7 @@ use farm_proto::{CoordinatorMessage, RunAssignment, RunRef, coordinator_message}
 use tracing::{debug, info_span};
 
 use super::Scheduler;
-use crate::placement;
+use crate::eligibility;
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -53,7 +53,7 @@ impl Scheduler {
                 .get(&mseq)
                 .and_then(|id| self.matrices.get(id))?;
             let reqs = m.reqs.get(cell as usize)?;
-            if !placement::satisfies(reqs, caps) {
+            if !eligibility::satisfies(reqs, caps) {
                 continue;
             }
             if best.is_none_or(|(_, s)| rseq < s) {

@@ -17,13 +17,13 @@ use tracing::{Span, info, info_span};
 
 use super::agents::cancel_msg;
 use super::{Error, MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms, random_id};
+use crate::eligibility::{self, Requirement};
 use crate::matrix::Matrix;
-use crate::placement::{self, Requirement};
 use crate::store::{self, MatrixRecord, Op, RunRecord, RunState};
 
 impl Scheduler {
     /// A matrix file without a `[schedule]` runs now; one with a schedule
-    /// makes it (`continuous`).
+    /// makes it (`schedule`).
     pub(super) fn submit(
         &mut self,
         matrix: Matrix,
@@ -258,9 +258,9 @@ impl Scheduler {
         for (i, c) in cells.iter_mut().enumerate() {
             if c.counts.as_ref().is_some_and(|k| k.queued > 0) {
                 let reqs = m.reqs[i].as_slice();
-                let reason = reasons
-                    .entry(reqs)
-                    .or_insert_with(|| placement::waiting_reason(reqs, connected.iter().copied()));
+                let reason = reasons.entry(reqs).or_insert_with(|| {
+                    eligibility::waiting_reason(reqs, connected.iter().copied())
+                });
                 c.waiting_reason = reason.clone().unwrap_or_default();
             }
         }

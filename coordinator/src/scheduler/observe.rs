@@ -1,6 +1,6 @@
 //! What the scheduler tells [`crate::metrics`]: the parts that read its
 //! state. The gauges themselves are computed by pure functions there, and
-//! an ended matrix's samples by the results worker (`summaries`).
+//! an ended matrix's samples by the results worker (`results`).
 
 use std::collections::{BTreeSet, HashSet};
 

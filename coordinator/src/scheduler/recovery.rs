@@ -11,10 +11,10 @@ use farm_proto::{MatrixStatus, RunRef};
 use tokio::sync::watch;
 use tracing::{Span, info, warn};
 
-use super::continuous::ScheduleMem;
 use super::histories::series_key;
+use super::schedule::ScheduleMem;
 use super::{Agent, Error, MatrixMem, RunMem, Scheduler, activity};
-use crate::placement;
+use crate::eligibility;
 use crate::store::{MatrixRecord, RunState};
 
 impl Scheduler {
@@ -139,8 +139,8 @@ impl Scheduler {
     }
 
     pub(super) fn insert_matrix(&mut self, rec: MatrixRecord) {
-        let reqs = rec.cells.iter().map(placement::requirements).collect();
-        let built = rec.cells.iter().map(placement::built_name).collect();
+        let reqs = rec.cells.iter().map(eligibility::requirements).collect();
+        let built = rec.cells.iter().map(eligibility::built_name).collect();
         let by_cell = vec![Vec::new(); rec.cells.len()];
         let mut candidates = vec![Vec::new(); rec.cells.len()];
         for c in &rec.cells {

@@ -232,7 +232,7 @@ impl Farm {
 /// stay busy (no run of it refused as "agent busy"), the later attempt is
 /// cancelled, and every run still finishes.
 mod activity;
-mod bisections;
+mod bisection;
 mod builds;
 mod undecided;
 
@@ -724,7 +724,7 @@ async fn a_later_matrix_of_its_series_changes_an_earlier_ones_results() {
 /// never replaces it.
 #[test]
 fn a_stale_summary_never_replaces_a_newer_one() {
-    let cache = summaries::Cache::default();
+    let cache = results::Cache::default();
     let newer = std::sync::Arc::new(GetResultsResponse {
         runs: vec![farm_proto::RunRecord::default()],
         ..Default::default()

@@ -8,8 +8,8 @@ use tokio::sync::oneshot;
 
 use super::super::{Event, Handle, Reply, spawn};
 use crate::matrix;
+use crate::schedule::timer::{self, Clock};
 use crate::store::{Backend, Sqlite};
-use crate::timer::{self, Clock};
 
 const HOUR: u64 = 3_600_000;
 

@@ -135,7 +135,7 @@ pub(super) type ArchiveWork = dyn FnOnce(&mut Archivist, &mpsc::WeakSender<Event
 pub(super) enum Job {
     Summarise(Box<Snapshot>),
     /// Work that needs the archive, such as archiving an ended matrix
-    /// (`archiving`): run in order with the summaries, with the worker's
+    /// (`archive`): run in order with the summaries, with the worker's
     /// connection to the archive and its way back to the scheduler.
     Archive(Box<ArchiveWork>),
     /// Answer `GetResults` from the summary of `version`.
@@ -534,7 +534,7 @@ impl Scheduler {
         m.gauged = true;
         let mut bisect = false;
         if let Some(e) = &m.rec.execution {
-            let verdicts = super::continuous::verdicts(&m.rec.cells, &summary.cells);
+            let verdicts = super::schedule::verdicts(&m.rec.cells, &summary.cells);
             if let Some(s) = self.schedules.get_mut(&e.schedule_id) {
                 s.verdicts.insert(matrix_id.to_owned(), verdicts);
                 bisect = s.bisect;

@@ -35,7 +35,7 @@ use farm_proto::{MatrixState, MatrixStatus};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use super::summaries::{Archivist, Job, Snapshot, summary_of};
+use super::results::{Archivist, Job, Snapshot, summary_of};
 use super::{Event, MatrixMem, Scheduler, now_ms};
 use crate::archive::ARCHIVE_RETRY;
 use crate::archive::ArchivedMatrix;
