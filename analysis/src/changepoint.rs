@@ -74,13 +74,17 @@
 
 mod alternatives;
 mod autoregressive;
+mod bonferroni;
+mod least_squares;
 mod level;
 mod minimise;
 mod multiscale;
 mod ranks;
+mod robust;
 mod season;
 mod serial;
 mod significance;
+mod staircase;
 #[cfg(test)]
 mod tests;
 mod trend;
@@ -88,6 +92,7 @@ mod trend;
 use std::collections::HashMap;
 
 use significance::{Scratch, Test};
+use staircase::{bounds, segment_means};
 
 /// One change in a series.
 #[derive(Debug, Clone, PartialEq)]
@@ -450,26 +455,6 @@ fn with_means(series: &[f64], splits: &[(usize, f64)]) -> Vec<ChangePoint> {
             mean_before: means[i],
             mean_after: means[i + 1],
             p_value,
-        })
-        .collect()
-}
-
-/// The bounds of the segments that change points `at` (in order) cut a
-/// series of `n` values into: `0, at…, n`.
-fn bounds(n: usize, at: impl IntoIterator<Item = usize>) -> Vec<usize> {
-    let mut b = vec![0];
-    b.extend(at);
-    b.push(n);
-    b
-}
-
-/// The mean of each segment between `bounds`.
-fn segment_means(series: &[f64], bounds: &[usize]) -> Vec<f64> {
-    bounds
-        .windows(2)
-        .map(|w| {
-            let part = &series[w[0]..w[1]];
-            part.iter().sum::<f64>() / part.len() as f64
         })
         .collect()
 }
