@@ -16,7 +16,7 @@
 //! by `√(1 − φ²)`, every later one differenced, `yₜ − φ yₜ₋₁`, and least
 //! squares on the transformed values. The constant is diffuse, as the
 //! first point of the local-level filter is, so that at `φ = 0` the
-//! deviance is the staircase's (`staircase_cost` in [`super::alternatives`]).
+//! deviance is the staircase's (`staircase_cost` in [`super::staircase`]).
 //!
 //! Cost: every sum least squares needs — of the transformed values, the
 //! constant, the drift and each step column — is a closed form in `φ` over
