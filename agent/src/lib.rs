@@ -65,7 +65,7 @@ pub struct Options {
     /// e.g. `http://127.0.0.1:7700`, or `https://coordinator:7700` with
     /// `tls`; several for a highly available farm, of which the agent finds
     /// the leader.
-    pub coordinators: farm_proto::coordinators::Urls,
+    pub coordinators: farm_runtime::coordinators::Urls,
     /// The agent token, over plaintext; `None` with mutual TLS.
     pub token: Option<String>,
     /// How to start catalogued workloads, built-in and external; the
@@ -216,7 +216,7 @@ impl Agent {
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         let endpoint = match self.metrics_listener {
             Some(l) => match tokio::net::TcpListener::from_std(l) {
-                Ok(l) => Some(tokio::spawn(farm_proto::metrics_http::serve(
+                Ok(l) => Some(tokio::spawn(farm_runtime::metrics_http::serve(
                     l,
                     self.session.metrics.registry().clone(),
                 ))),

@@ -18,7 +18,7 @@ struct Args {
         default_value = "http://127.0.0.1:7700",
         env = "FARM_COORDINATOR"
     )]
-    coordinator: farm_proto::coordinators::Urls,
+    coordinator: farm_runtime::coordinators::Urls,
     /// File holding the agent token (the coordinator's DATA_DIR/agent.token,
     /// mode 0600), over plaintext. The token itself may come in the
     /// environment as FARM_AGENT_TOKEN; never on the command line, where
@@ -26,7 +26,7 @@ struct Args {
     #[arg(long, env = "FARM_AGENT_TOKEN_FILE")]
     token_file: Option<PathBuf>,
     #[command(flatten)]
-    transport: farm_proto::tls::TransportArgs,
+    transport: farm_runtime::tls::TransportArgs,
     /// Holds the restore journal of machine-state changes; it must survive reboots of the agent.
     #[arg(
         long,
@@ -153,22 +153,26 @@ fn main() -> anyhow::Result<()> {
     // One configuration serves every URL; each is checked against it.
     let mut tls = None;
     for url in args.coordinator.as_slice() {
-        tls =
-            farm_proto::tls::client_config(url, files.as_ref(), args.transport.insecure_plaintext)?;
+        tls = farm_runtime::tls::client_config(
+            url,
+            files.as_ref(),
+            args.transport.insecure_plaintext,
+        )?;
     }
     if let Some(addr) = args.metrics_listen {
-        farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
+        farm_runtime::metrics_http::check_listen(addr, args.metrics_public)?;
     }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     // Dropped before the runtime: flushing traces needs its tonic channel.
     let _traces = {
         let _rt = rt.enter();
-        farm_proto::trace::init("farm-agent", "info", args.otlp_endpoint.as_deref())?
+        farm_runtime::trace::init("farm-agent", "info", args.otlp_endpoint.as_deref())?
     };
     let token = match (&tls, args.token_file) {
         (Some(_), _) => None,
         (None, Some(f)) => Some(
-            farm_proto::secret::read_token(&f).context("reading the agent token (--token-file)")?,
+            farm_runtime::secret::read_token(&f)
+                .context("reading the agent token (--token-file)")?,
         ),
         (None, None) => match env_token {
             Some(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),

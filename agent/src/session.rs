@@ -46,7 +46,7 @@ pub(crate) const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) struct Session {
     /// The coordinators' URLs and endpoints, in the same order, and the one
     /// dialled now: the leader, once a standby named it.
-    pub urls: farm_proto::coordinators::Urls,
+    pub urls: farm_runtime::coordinators::Urls,
     pub endpoints: Vec<Endpoint>,
     pub current: std::sync::atomic::AtomicUsize,
     /// The bearer token, over plaintext; `None` with mutual TLS, where the
@@ -392,10 +392,10 @@ impl Session {
         metrics.run_started();
         let started = std::time::Instant::now();
         // The coordinator's span of this attempt is the parent of ours.
-        let span = tracing::info_span!(target: farm_proto::trace::TARGET, "run",
+        let span = tracing::info_span!(target: farm_runtime::trace::TARGET, "run",
             run = %rref.run_id, attempt = rref.attempt, kernel = %a.kernel,
             workload = a.workload.as_ref().map_or("", |w| w.name.as_str()));
-        farm_proto::trace::set_parent(&span, &a.traceparent);
+        farm_runtime::trace::set_parent(&span, &a.traceparent);
         let spawned = std::thread::Builder::new()
             .name(format!("run {}", rref.run_id))
             .spawn(move || {

@@ -12,6 +12,11 @@
 //! (taken as 0 when negative, at most [`MAX_R1`]): a wander, whose
 //! neighbouring points move together, must move further to be called a
 //! drift than independent noise would.
+//!
+//! The coordinator makes a drift a regression only when the fitted level
+//! moved the wrong way over the window by at least the cell's minimum
+//! effect (`results::drift_regressions`, one alert per drifting regime);
+//! otherwise it is shown, not alerted on.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 

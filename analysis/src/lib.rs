@@ -1,11 +1,22 @@
 //! Statistics over plain data: no I/O, no async, nothing of ours but numbers.
 //!
-//! - [`summary`]: medians and ratios, the figures `farmctl results` prints;
-//! - [`compare`]: a cell against its baseline, one verdict per metric;
-//! - [`changepoint`]: change points in a metric's history;
-//! - [`bisect`]: which kernel of an ordered list is the first bad one;
+//! # Layout
+//! Each module imports only modules listed after it (and `farm_spec`'s
+//! `Direction`, re-exported here):
+//! - [`bisect`]: which kernel of an ordered list is the first bad one, each
+//!   step judged with [`compare`];
 //! - [`resolution`]: why a comparison could not decide, when its runs
-//!   spread beyond what it could resolve.
+//!   spread beyond what it could resolve;
+//! - [`diagnosis`]: why a cell regressed, in lines read off its telemetry
+//!   against its baseline's;
+//! - [`compare`]: a cell against its baseline, one verdict per metric (a
+//!   bootstrap interval on the ratio, an adaptive rank test);
+//! - [`changepoint`]: where a metric's history steps (E-divisive means on
+//!   ranks, then stages for trends, dependent noise, wanders, persistence
+//!   and swings, each a module under it);
+//! - [`drift`]: how fast a history moves after its last step;
+//! - [`summary`]: medians and ratios, the figures `farmctl results` prints;
+//! - `normal` (private): standard normal draws for the simulations and tests.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 

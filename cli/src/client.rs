@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use farm_proto::ListAgentsRequest;
-use farm_proto::coordinators::Urls;
 use farm_proto::farm_service_client::FarmServiceClient;
+use farm_runtime::coordinators::Urls;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
@@ -24,7 +24,7 @@ impl tonic::service::Interceptor for Auth {
             req.metadata_mut()
                 .insert(farm_proto::AUTHORIZATION, h.clone());
         }
-        farm_proto::trace::inject_metadata(&mut req);
+        farm_runtime::trace::inject_metadata(&mut req);
         Ok(req)
     }
 }
@@ -46,13 +46,13 @@ pub fn access(
     urls: &Urls,
     token_file: Option<&Path>,
     env_token: Option<String>,
-    files: Option<farm_proto::tls::TlsFiles>,
+    files: Option<farm_runtime::tls::TlsFiles>,
     insecure_plaintext: bool,
 ) -> Result<Access> {
     // One configuration serves every URL; each is checked against it.
     let mut tls = None;
     for url in urls.as_slice() {
-        tls = farm_proto::tls::client_config(url, files.as_ref(), insecure_plaintext)?;
+        tls = farm_runtime::tls::client_config(url, files.as_ref(), insecure_plaintext)?;
     }
     if tls.is_some() {
         return Ok(Access { token: None, tls });
@@ -67,7 +67,7 @@ pub fn access(
         }
         (None, _) => PathBuf::from("/var/lib/farm/submit.token"),
     };
-    let token = farm_proto::secret::read_token(&path).with_context(|| {
+    let token = farm_runtime::secret::read_token(&path).with_context(|| {
         "reading the submitter token (pass --token-file, set FARM_TOKEN, or use TLS: --tls-ca, \
          --tls-cert, --tls-key)"
             .to_string()
@@ -94,7 +94,7 @@ pub const LEADER_WAIT: Duration = Duration::from_secs(30);
 
 /// A client of the coordinator that leads among `urls`: with one URL, that
 /// one; with several, the first that answers as the leader, following a
-/// standby's word for which one leads (`farm_proto::coordinators`), and
+/// standby's word for which one leads (`farm_runtime::coordinators`), and
 /// waiting up to [`LEADER_WAIT`] while none does (a failover).
 pub async fn connect_leader(urls: &Urls, access: &Access) -> Result<Client> {
     let all = urls.as_slice();

@@ -155,7 +155,7 @@ pub async fn run(
         guest_cache_max_bytes: farm_agent::run::DEFAULT_GUEST_CACHE_MAX_BYTES,
     };
     let agent = farm_agent::Options {
-        coordinators: farm_proto::coordinators::Urls::parse(&url)?,
+        coordinators: farm_runtime::coordinators::Urls::parse(&url)?,
         token: Some(coordinator.tokens.agent.clone()),
         workload,
         root: "/".into(),

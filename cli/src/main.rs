@@ -37,14 +37,14 @@ struct Cli {
         default_value = "http://127.0.0.1:7700",
         env = "FARM_COORDINATOR"
     )]
-    coordinator: farm_proto::coordinators::Urls,
+    coordinator: farm_runtime::coordinators::Urls,
     /// File holding the submitter token (the coordinator's DATA_DIR/submit.token,
     /// mode 0600), over plaintext. The token itself may come in the
     /// environment as FARM_TOKEN, never on the command line.
     #[arg(long, global = true, env = "FARM_TOKEN_FILE")]
     token_file: Option<PathBuf>,
     #[command(flatten)]
-    transport: farm_proto::tls::TransportArgs,
+    transport: farm_runtime::tls::TransportArgs,
     /// Export traces over OTLP/gRPC to this collector (e.g.
     /// http://127.0.0.1:4317); the coordinator's spans of a submitted
     /// matrix then join farmctl's trace.
@@ -302,7 +302,7 @@ fn main() -> ExitCode {
     }
     if let Command::Analyze { what } = &cli.command {
         // Plain files, no farm: no runtime, no token, no traces.
-        let _logs = farm_proto::trace::init("farmctl", "warn", None);
+        let _logs = farm_runtime::trace::init("farmctl", "warn", None);
         let done = match what {
             Analyze::Compare {
                 baseline,
@@ -342,7 +342,7 @@ fn main() -> ExitCode {
     // Dropped before the runtime: flushing traces needs its tonic channel.
     let traces = {
         let _rt = rt.enter();
-        farm_proto::trace::init("farmctl", "warn", cli.otlp_endpoint.as_deref())
+        farm_runtime::trace::init("farmctl", "warn", cli.otlp_endpoint.as_deref())
     };
     let _traces = match traces {
         Ok(t) => t,
@@ -351,14 +351,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let span = tracing::info_span!(target: farm_proto::trace::TARGET, "farmctl",
+    let span = tracing::info_span!(target: farm_runtime::trace::TARGET, "farmctl",
         command = cli.command.name());
     match rt.block_on(dispatch(cli, env_token).instrument(span)) {
         Ok(code) => code,
         Err(e) => {
             let bad = e.chain().any(|c| c.is::<BadInput>())
                 || e.chain().any(|c| {
-                    c.is::<farm_proto::tls::Error>() || c.is::<farm_proto::secret::Error>()
+                    c.is::<farm_runtime::tls::Error>() || c.is::<farm_runtime::secret::Error>()
                 })
                 || e.chain()
                     .filter_map(|c| c.downcast_ref::<tonic::Status>())

@@ -10,7 +10,7 @@ use farm_proto::{MatrixState, MatrixStatus, WatchMatrixRequest};
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::warn;
 
-use farm_proto::coordinators::Urls;
+use farm_runtime::coordinators::Urls;
 
 use crate::client::{Access, Client};
 use crate::render;

@@ -386,7 +386,7 @@ async fn main() -> Result<()> {
     }
     let pki = dir.path().join("pki");
     let client_tls = |who: &str| -> Result<tonic::transport::ClientTlsConfig> {
-        Ok(farm_proto::tls::TlsFiles {
+        Ok(farm_runtime::tls::TlsFiles {
             ca: pki.join("ca.crt"),
             cert: pki.join(format!("{who}.crt")),
             key: pki.join(format!("{who}.key")),

@@ -32,7 +32,7 @@ pub enum Error {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error(transparent)]
-    Secret(#[from] farm_proto::secret::Error),
+    Secret(#[from] farm_runtime::secret::Error),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +153,7 @@ impl Tokens {
 
 /// Reads a token written by a coordinator, refused when others may read it.
 pub fn read_token(path: &Path) -> Result<String, Error> {
-    Ok(farm_proto::secret::read_token(path)?)
+    Ok(farm_runtime::secret::read_token(path)?)
 }
 
 fn load_or_create_one(path: &Path) -> Result<String, Error> {
@@ -262,7 +262,7 @@ mod tests {
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(
             Tokens::load_or_create(dir.path()),
-            Err(Error::Secret(farm_proto::secret::Error::TooOpen {
+            Err(Error::Secret(farm_runtime::secret::Error::TooOpen {
                 mode: 0o644,
                 ..
             }))

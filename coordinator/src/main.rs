@@ -110,7 +110,7 @@ struct Args {
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
     otlp_endpoint: Option<String>,
     #[command(flatten)]
-    transport: farm_proto::tls::TransportArgs,
+    transport: farm_runtime::tls::TransportArgs,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -168,7 +168,7 @@ impl StoreArgs {
             &self.store_tls_cert,
             &self.store_tls_key,
         ) {
-            (Some(ca), Some(cert), Some(key)) => Some(farm_proto::tls::TlsFiles {
+            (Some(ca), Some(cert), Some(key)) => Some(farm_runtime::tls::TlsFiles {
                 ca: ca.clone(),
                 cert: cert.clone(),
                 key: key.clone(),
@@ -196,13 +196,13 @@ fn main() -> anyhow::Result<()> {
     let tls = args.transport.files()?;
     let ha = args.store.ha()?;
     if let Some(addr) = args.metrics_listen {
-        farm_proto::metrics_http::check_listen(addr, args.metrics_public)?;
+        farm_runtime::metrics_http::check_listen(addr, args.metrics_public)?;
     }
     let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     // Dropped before the runtime: flushing traces needs its tonic channel.
     let _traces = {
         let _rt = rt.enter();
-        farm_proto::trace::init("farm-coordinator", "info", args.otlp_endpoint.as_deref())?
+        farm_runtime::trace::init("farm-coordinator", "info", args.otlp_endpoint.as_deref())?
     };
     if args.lease_ms <= args.heartbeat_ms {
         anyhow::bail!(

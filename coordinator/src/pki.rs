@@ -58,7 +58,7 @@ pub enum Error {
     #[error("{path}: {source}")]
     Secret {
         path: PathBuf,
-        source: farm_proto::secret::Error,
+        source: farm_runtime::secret::Error,
     },
     #[error("certificate: {0}")]
     Certificate(#[from] rcgen::Error),
@@ -159,7 +159,7 @@ fn load_issuer(dir: &Path) -> Result<(Issuer<'static, KeyPair>, OffsetDateTime),
         path: cert_path.clone(),
         source,
     })?;
-    let key = farm_proto::secret::read_private(&key_path).map_err(|source| Error::Secret {
+    let key = farm_runtime::secret::read_private(&key_path).map_err(|source| Error::Secret {
         path: key_path.clone(),
         source,
     })?;

@@ -6,7 +6,7 @@ use tonic::Status;
 
 use crate::scheduler::Handle;
 
-use farm_proto::coordinators::LEADER_METADATA;
+use farm_runtime::coordinators::LEADER_METADATA;
 
 #[derive(Clone)]
 pub enum Route {

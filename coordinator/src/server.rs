@@ -4,16 +4,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use farm_proto::tls::TlsFiles;
 use farm_proto::{
     agent_service_server::AgentServiceServer, farm_service_server::FarmServiceServer,
 };
+use farm_runtime::tls::TlsFiles;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Server, ServerTlsConfig};
 use tracing::info;
 
-use farm_proto::metrics_http::Layers;
+use farm_runtime::metrics_http::Layers;
 
 use crate::auth::{Access, Role, Tokens};
 use crate::metrics::Metrics;
@@ -65,7 +65,7 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Tls(#[from] farm_proto::tls::Error),
+    Tls(#[from] farm_runtime::tls::Error),
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("the scheduler thread stopped unexpectedly")]
@@ -151,7 +151,7 @@ impl Options {
                 Some(tls)
             }
             None => {
-                farm_proto::tls::check_plaintext_listen(self.listen, self.insecure_plaintext)?;
+                farm_runtime::tls::check_plaintext_listen(self.listen, self.insecure_plaintext)?;
                 None
             }
         };
@@ -277,7 +277,7 @@ impl Coordinator {
             archive,
         } = self;
         let metrics = metrics_listener
-            .map(|l| tokio::spawn(farm_proto::metrics_http::serve(l, layers.clone())));
+            .map(|l| tokio::spawn(farm_runtime::metrics_http::serve(l, layers.clone())));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let (router, life) = match mode {
             Mode::Embedded { handle, scheduler } => {

@@ -277,7 +277,7 @@ impl FarmService for Farm {
         &self,
         req: Request<SubmitMatrixRequest>,
     ) -> Result<Response<SubmitMatrixResponse>, Status> {
-        let traceparent = farm_proto::trace::extract_metadata(&req);
+        let traceparent = farm_runtime::trace::extract_metadata(&req);
         let SubmitMatrixRequest { file_name, toml } = req.into_inner();
         let file_name = utf8("file_name", file_name, MAX_FILE_NAME_BYTES)?;
         let file_name = farm_spec::excerpt(&file_name);

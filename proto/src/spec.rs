@@ -5,7 +5,7 @@
 use farm_spec::progress::{Estimate, ProgressError};
 use farm_spec::state::{StateError, StateStrings};
 
-use crate::{BuildProgress, BuildStep, Direction, KernelBuild, MachineState};
+use crate::{BuildProgress, BuildStep, Direction, GuestShape, KernelBuild, MachineState};
 
 impl TryFrom<&MachineState> for farm_spec::MachineState {
     type Error = StateError;
@@ -133,6 +133,28 @@ impl From<&farm_spec::progress::BuildProgress> for BuildProgress {
     }
 }
 
+/// The same three numbers, zero meaning unset on both sides: the limits are
+/// checked by `farm_spec::guest::resolve`, which knows the arch.
+impl From<&GuestShape> for farm_spec::GuestShape {
+    fn from(g: &GuestShape) -> farm_spec::GuestShape {
+        farm_spec::GuestShape {
+            cpus: g.cpus,
+            numa_nodes: g.numa_nodes,
+            memory_mib: g.memory_mib,
+        }
+    }
+}
+
+impl From<&farm_spec::GuestShape> for GuestShape {
+    fn from(g: &farm_spec::GuestShape) -> GuestShape {
+        GuestShape {
+            cpus: g.cpus,
+            numa_nodes: g.numa_nodes,
+            memory_mib: g.memory_mib,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +260,21 @@ mod tests {
             assert_eq!(e.field(), field);
             assert!(e.to_string().starts_with(why), "{e}");
         }
+    }
+
+    #[test]
+    fn guest_shapes_convert_both_ways() {
+        let wire = GuestShape {
+            cpus: 8,
+            numa_nodes: 0,
+            memory_mib: 1024,
+        };
+        let typed = farm_spec::GuestShape::from(&wire);
+        assert_eq!(
+            (typed.cpus, typed.numa_nodes, typed.memory_mib),
+            (8, 0, 1024)
+        );
+        assert_eq!(GuestShape::from(&typed), wire);
     }
 
     #[test]

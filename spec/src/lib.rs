@@ -17,6 +17,8 @@
 //! - [`build`]: [`KernelBuild`], how a `git:` kernel is built (`[build]`).
 //! - [`kernel`]: [`Kernel`] (`running`, a release, `debian:`, `file:`) and [`Arch`].
 //! - [`executor`]: [`Executor`] (`host`, `tcg`, `kvm`).
+//! - [`guest`]: a guest machine's [`GuestShape`], its per-arch defaults and
+//!   limits.
 //! - [`metric`]: metric names, [`Direction`], which metrics are primary.
 //! - [`progress`]: what a run is doing before its workload: a kernel
 //!   build's [`progress::BuildStep`], elapsed time and estimate.
@@ -33,6 +35,7 @@ pub mod cgroup;
 pub mod commit;
 pub mod cpuset;
 pub mod executor;
+pub mod guest;
 pub mod hotplug;
 pub mod kernel;
 pub mod metric;
@@ -45,6 +48,7 @@ pub use cgroup::{CgroupShape, CpuMax, CpuWeight};
 pub use commit::CommitId;
 pub use cpuset::CpuSet;
 pub use executor::Executor;
+pub use guest::GuestShape;
 pub use hotplug::{HotplugMode, HotplugPlan};
 pub use kernel::{Arch, DebianKernel, GitKernel, Kernel, KernelPath};
 pub use metric::Direction;

@@ -42,8 +42,8 @@ pub mod runner;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use farm_proto::trace::TARGET;
 use farm_proto::{RunAssignment, RunResult};
+use farm_runtime::trace::TARGET;
 use farm_spec::metric::{GUEST_START_S, WALL_S};
 use farm_spec::{Autogroup, CpuSet, Executor as ExecutorName, HotplugMode, Kernel};
 use farm_workload::catalogue;

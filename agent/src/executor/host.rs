@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use farm_proto::trace::TARGET;
 use farm_proto::{Metric, RunAssignment, RunResult};
+use farm_runtime::trace::TARGET;
 use farm_spec::metric::{SYS_S, USER_S, WALL_S};
 use tracing::{info_span, warn};
 

@@ -16,7 +16,7 @@
 //! by `√(1 − φ²)`, every later one differenced, `yₜ − φ yₜ₋₁`, and least
 //! squares on the transformed values. The constant is diffuse, as the
 //! first point of the local-level filter is, so that at `φ = 0` the
-//! deviance is the staircase's (`staircase_cost` in [`super::alternatives`]).
+//! deviance is the staircase's (`staircase_cost` in [`super::staircase`]).
 //!
 //! Cost: every sum least squares needs — of the transformed values, the
 //! constant, the drift and each step column — is a closed form in `φ` over
@@ -134,7 +134,7 @@ impl Lagged {
         // diffuse constant adds the log of its transformed sum of squares
         // (ln n at φ = 0, as the running mean's Σ ln F); the rest is the
         // local level's profile over the regression.
-        super::level::profile(-s2.ln() + cc.ln(), yy, a, b, n)
+        super::least_squares::profile(-s2.ln() + cc.ln(), yy, a, b, n)
     }
 }
 
@@ -201,7 +201,7 @@ mod tests {
             }
         }
         let b: Vec<f64> = cols.iter().map(|c| dot(c, &yt)).collect();
-        let beta = super::super::trend::solve(a, b.clone()).unwrap();
+        let beta = super::super::least_squares::solve(a, b.clone()).unwrap();
         let rss = dot(&yt, &yt) - beta.iter().zip(&b).map(|(x, y)| x * y).sum::<f64>();
         let m = (n - 1) as f64;
         -(1.0 - phi * phi).ln() + dot(&cols[0], &cols[0]).ln() + m * (rss / m).ln()

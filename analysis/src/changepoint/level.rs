@@ -15,6 +15,8 @@
 //! filter ([`deviance_at`]). `q` by Brent's method on `ln q`
 //! ([`super::minimise`]).
 
+use super::least_squares::profile;
+
 /// The filter of the local-level model with signal-to-noise ratio `q`, in
 /// units of the noise variance, from the second point on (the first sets
 /// the diffuse level), with the suffix sums the interventions need.
@@ -129,16 +131,6 @@ fn deviance(filter: &Filter, n: usize, steps: &[usize]) -> Option<f64> {
         }
     }
     profile(filter.log_f, filter.vv, a, b, n)
-}
-
-/// The deviance from the filter's sums: `Σ ln F`, `Σ v² / F`, and the
-/// regression columns' `Σ x x' / F` (`a`, `k × k`) and `Σ x v / F` (`b`).
-pub(super) fn profile(log_f: f64, vv: f64, a: Vec<f64>, b: Vec<f64>, n: usize) -> Option<f64> {
-    let beta = super::trend::solve(a, b.clone())?;
-    let explained: f64 = beta.iter().zip(&b).map(|(x, y)| x * y).sum();
-    let rss = (vv - explained).max(f64::MIN_POSITIVE);
-    let dof = (n - 1) as f64;
-    Some(log_f + dof * (rss / dof).ln())
 }
 
 /// [`deviance`] in one forward pass that carries the regression columns
@@ -316,7 +308,7 @@ mod tests {
                 }
             }
         }
-        let beta = super::super::trend::solve(a, b).unwrap();
+        let beta = super::super::least_squares::solve(a, b).unwrap();
         let rss: f64 = y
             .iter()
             .enumerate()

@@ -15,9 +15,9 @@
 //! then refined by Brent's method within one spacing of the best grid
 //! point. For one period the columns' sums
 //! over the series are taken once ([`Wave`]); a set of steps then costs
-//! a solve of the normal equations, as in [`super::trend`].
+//! a solve of the normal equations ([`super::least_squares`]).
 
-use super::trend::Stretch;
+use super::least_squares::{Stretch, profile};
 
 /// Shortest period searched: a swing shorter than two of the detector's
 /// shortest segments (five points) is not cut into steps, so there is no
@@ -148,7 +148,7 @@ impl<'a> Swing<'a> {
         let mut rhs = b;
         rhs.extend([wave.cos_y, wave.sin_y]);
         // At q = 0 the local level's profile is this least squares.
-        super::level::profile((n as f64).ln(), self.stretch.yy(), big, rhs, n)
+        profile((n as f64).ln(), self.stretch.yy(), big, rhs, n)
     }
 
     /// The period of least deviance with steps at `steps`, and that
@@ -184,7 +184,7 @@ impl<'a> Swing<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::trend::solve;
+    use super::super::least_squares::solve;
     use super::*;
 
     /// Least squares from its definition: the columns written out, the

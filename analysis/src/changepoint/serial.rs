@@ -23,7 +23,9 @@
 //! the median removes a linear trend's constant difference, the MAD is
 //! robust to outliers and to a missed step. Trends are [`super::trend`]'s.
 
-use statrs::distribution::{ContinuousCDF, Normal};
+use super::bonferroni::{critical_z, p_value};
+use super::robust::{mad, median_of};
+use super::staircase::{bounds, staircase_cost};
 
 /// The residuals' lag-one autocorrelation, standardised (`r₁ √N`), above
 /// which a series is treated as serially dependent. Under white noise it is
@@ -239,22 +241,6 @@ const WINSOR: f64 = 3.0;
 /// variance.
 const WINSOR_NORMAL: f64 = 0.995_007_278_034_453_7;
 
-/// The median absolute deviation about the median; reorders `v`.
-fn mad(v: &mut [f64]) -> f64 {
-    let median = median_of(v);
-    for x in v.iter_mut() {
-        *x = (*x - median).abs();
-    }
-    median_of(v)
-}
-
-/// The median of `v` (the upper one of an even count); reorders `v`.
-pub(super) fn median_of(v: &mut [f64]) -> f64 {
-    let mid = v.len() / 2;
-    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
-    *m
-}
-
 /// Weights `p + q (t − c)` over one part of a stretch.
 #[derive(Debug, Clone, Copy)]
 struct Linear {
@@ -341,21 +327,6 @@ fn step_z(series: &[f64], at: &[usize], v: &Variogram, i: usize) -> Option<f64> 
     Some(step / var.sqrt())
 }
 
-/// `|z|` a step must reach in a stretch of `m` points at level `alpha`:
-/// Bonferroni over the stretch's `m` possible positions, two-sided. The
-/// positions are strongly correlated, so this is conservative; it is only
-/// applied where the series showed dependence.
-pub(super) fn critical_z(m: usize, alpha: f64) -> f64 {
-    let normal = Normal::standard();
-    normal.inverse_cdf(1.0 - alpha / (2.0 * m.max(1) as f64))
-}
-
-/// The two-sided p-value of `z`, Bonferroni over `m` positions, at most 1.
-pub(super) fn p_value(z: f64, m: usize) -> f64 {
-    let normal = Normal::standard();
-    (2.0 * m.max(1) as f64 * normal.cdf(-z.abs())).min(1.0)
-}
-
 /// The change points `found` (index, p-value; in order) of a series with
 /// dependent noise that remain steps under it: each step's `|z|` under the
 /// variogram must reach [`critical_z`] of the stretch between its
@@ -375,8 +346,8 @@ pub(super) fn confirm(series: &[f64], found: Vec<(usize, f64)>, alpha: f64) -> V
     let missed = MISSED_STEP_PENALTY * 2.0 * (n as f64).ln();
     for _ in 0..VARIOGRAM_ROUNDS {
         let at: Vec<usize> = kept.iter().map(|&(at, _)| at).collect();
-        let (_, cuts) = super::alternatives::staircase_cost(series, &at, missed);
-        let v = Variogram::estimate(series, &super::bounds(n, cuts));
+        let (_, cuts) = staircase_cost(series, &at, missed);
+        let v = Variogram::estimate(series, &bounds(n, cuts));
         let before = kept.len();
         kept = drop_weakest(series, kept, &v, alpha);
         if kept.len() == before {

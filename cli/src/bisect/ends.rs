@@ -6,8 +6,8 @@
 //! (`workloads[0].params.threads`), before any run.
 
 use anyhow::{Context as _, Result};
-use farm_proto::coordinators::Urls;
 use farm_proto::{GetResultsRequest, ListRangeRequest, SubmitMatrixRequest};
+use farm_runtime::coordinators::Urls;
 
 use crate::BadInput;
 use crate::client::{Access, Client};

@@ -14,12 +14,12 @@ use super::raw::RawMatrix;
 use super::workloads::Axis;
 
 /// The `[guest]` table: the machine guest kernels boot in, a field left
-/// out taking the arch's default (`farm_proto::guest::default_for`: x86_64
+/// out taking the arch's default (`farm_spec::guest::default_for`: x86_64
 /// 4 vCPUs on 2 nodes, s390x 2 vCPUs, 512 MiB). `None` without the table.
 /// The shape must fit every guest kernel's arch (a `file:` image's is known
 /// only to its agent, which checks again: checked here as x86_64).
 pub(super) fn guest_shape(raw: &RawMatrix, kernels: &[Kernel]) -> Checked<Option<GuestShape>> {
-    use farm_proto::guest::{CPUS, MEMORY_MIB, NUMA_NODES};
+    use farm_spec::guest::{CPUS, MEMORY_MIB, NUMA_NODES};
     let Some(table) = &raw.guest else {
         return Ok(None);
     };
@@ -46,7 +46,7 @@ pub(super) fn guest_shape(raw: &RawMatrix, kernels: &[Kernel]) -> Checked<Option
             continue;
         };
         any = true;
-        if let Err(why) = farm_proto::guest::resolve(Some(&shape), arch.uname()) {
+        if let Err(why) = farm_spec::guest::resolve(Some(&(&shape).into()), arch.uname()) {
             return Err(Issue::new(
                 table.span(),
                 "guest",

@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use farm_proto::trace::{self, TARGET};
 use farm_proto::{CoordinatorMessage, RunAssignment, RunRef, coordinator_message};
+use farm_runtime::trace::{self, TARGET};
 use tracing::{debug, info_span};
 
 use super::Scheduler;

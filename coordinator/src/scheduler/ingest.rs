@@ -6,8 +6,8 @@
 //! recorded it is committed; a run counts its first result only, and only
 //! a result of an attempt leased to its sender (`provenance`).
 
-use farm_proto::trace::TARGET;
 use farm_proto::{RunRef, RunResult};
+use farm_runtime::trace::TARGET;
 use tracing::{Span, debug, info_span, warn};
 
 use super::agents::{ack_msg, cancel_msg};

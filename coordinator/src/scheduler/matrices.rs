@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use farm_proto::trace::{self, TARGET};
 use farm_proto::{
     Capabilities, CellStatus, MatrixState, MatrixStatus, RunCounts, RunRef, SubmitMatrixResponse,
 };
+use farm_runtime::trace::{self, TARGET};
 use tokio::sync::watch;
 use tracing::{Span, info, info_span};
 

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions};
-use farm_proto::metrics_http::Layers;
+use farm_runtime::metrics_http::Layers;
 use prometheus::{IntGaugeVec, Opts, Registry};
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -56,7 +56,7 @@ impl Plane {
         let scheme = match &ha.tls {
             Some(files) => {
                 let first = ha.endpoints.urls("https").remove(0);
-                if let Some(tls) = farm_proto::tls::client_config(&first, Some(files), false)? {
+                if let Some(tls) = farm_runtime::tls::client_config(&first, Some(files), false)? {
                     options = options.with_tls(tls);
                 }
                 "https"

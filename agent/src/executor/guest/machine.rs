@@ -29,10 +29,10 @@ pub enum Unavailable {
 }
 
 /// A guest machine the assignment asks for that this agent will not boot;
-/// the reason is `farm_proto::guest::resolve`'s.
+/// the reason is `farm_spec::guest::resolve`'s.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("guest machine refused: {0}")]
-pub struct Refused(String);
+pub struct Refused(#[from] farm_spec::guest::ShapeError);
 
 /// The guest machine the assignment asks for (the matrix's `[guest]`, a
 /// field left out taking the arch's default: x86_64 4 vCPUs on 2 NUMA
@@ -44,7 +44,8 @@ pub fn of_assignment(
     accel: Accel,
     timeout: Duration,
 ) -> Result<qemu::Machine, Refused> {
-    let shape = farm_proto::guest::resolve(a.guest.as_ref(), arch.uname()).map_err(Refused)?;
+    let asked = a.guest.as_ref().map(farm_spec::GuestShape::from);
+    let shape = farm_spec::guest::resolve(asked.as_ref(), arch.uname())?;
     Ok(qemu::Machine {
         arch,
         accel,

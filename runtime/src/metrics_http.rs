@@ -1,7 +1,6 @@
 //! `GET /metrics` over HTTP/1.1 (hyper, the version tonic already brings):
 //! a registry in the Prometheus text format 0.0.4. Anything else is 404.
-//! Here because the coordinator and the agents both serve one, and they
-//! share only this crate.
+//! Here because the coordinator and the agents both serve one.
 
 use std::convert::Infallible;
 use std::time::Duration;
