@@ -255,3 +255,26 @@ pub async fn connect(url: &str, access: &Access) -> Result<Client> {
     Ok(FarmServiceClient::with_interceptor(channel, Auth(header))
         .max_decoding_message_size(256 << 20))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_leader_is_followed_only_where_the_urls_given_may_go() {
+        let plaintext = Access::token("t");
+        assert_eq!(plaintext.admits("http://127.0.0.1:7000"), Ok(()));
+        assert_eq!(plaintext.admits("http://localhost:7000/"), Ok(()));
+        // Plaintext leaves loopback only with --insecure-plaintext.
+        assert!(plaintext.admits("http://10.0.0.5:7000").is_err());
+        let insecure = Access {
+            insecure_plaintext: true,
+            ..Access::token("t")
+        };
+        assert_eq!(insecure.admits("http://10.0.0.5:7000"), Ok(()));
+        // No TLS files: an https leader cannot be checked, and is refused.
+        assert!(plaintext.admits("https://127.0.0.1:7000").is_err());
+        assert!(plaintext.admits("grpc://127.0.0.1:7000").is_err());
+        assert!(plaintext.admits("").is_err());
+    }
+}

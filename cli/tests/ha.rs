@@ -664,6 +664,13 @@ fn a_leader_cut_off_from_etcd_stops_dispatching_says_so_and_resumes() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(assigned(&f), during, "runs were dispatched without etcd");
     f.cluster.restart(&[0, 1, 2]);
+    // farmctl says at once that no leader is known until one is elected
+    // on the etcd that is back: wait for one first.
+    wait_for(
+        Duration::from_secs(30),
+        "a coordinator to lead again",
+        || f.standing(0) == "leading" || f.standing(1) == "leading",
+    );
     f.finishes_exactly_once(&id, 12);
 }
 
