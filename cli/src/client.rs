@@ -1,13 +1,13 @@
 //! Connecting to a coordinator's FarmService as a submitter: with a client
 //! certificate (mutual TLS) or the submitter token (plaintext, loopback).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use farm_proto::ListAgentsRequest;
+use farm_runtime::coordinators::{self, MAX_COORDINATOR_URLS, Urls};
 use farm_proto::farm_service_client::FarmServiceClient;
-use farm_runtime::coordinators::Urls;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
@@ -34,6 +34,10 @@ impl tonic::service::Interceptor for Auth {
 pub struct Access {
     token: Option<String>,
     tls: Option<ClientTlsConfig>,
+    /// The transport rules the URLs given were checked against: a leader
+    /// a standby names is followed only if they admit it too.
+    files: Option<farm_runtime::tls::TlsFiles>,
+    insecure_plaintext: bool,
 }
 
 /// The access for `url`: TLS when the three files are given (the URL must
@@ -54,27 +58,25 @@ pub fn access(
     for url in urls.as_slice() {
         tls = farm_runtime::tls::client_config(url, files.as_ref(), insecure_plaintext)?;
     }
-    if tls.is_some() {
-        return Ok(Access { token: None, tls });
-    }
-    let path: PathBuf = match (token_file, env_token) {
-        (Some(f), _) => f.to_path_buf(),
-        (None, Some(t)) if !t.trim().is_empty() => {
-            return Ok(Access {
-                token: Some(t.trim().to_owned()),
-                tls,
-            });
-        }
-        (None, _) => PathBuf::from("/var/lib/farm/submit.token"),
+    let token = match (&tls, token_file, env_token) {
+        (Some(_), _, _) => None,
+        (None, Some(f), _) => Some(read_token(f)?),
+        (None, None, Some(t)) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+        (None, None, _) => Some(read_token(Path::new("/var/lib/farm/submit.token"))?),
     };
-    let token = farm_runtime::secret::read_token(&path).with_context(|| {
+    Ok(Access {
+        token,
+        tls,
+        files,
+        insecure_plaintext,
+    })
+}
+
+fn read_token(path: &Path) -> Result<String> {
+    farm_runtime::secret::read_token(path).with_context(|| {
         "reading the submitter token (pass --token-file, set FARM_TOKEN, or use TLS: --tls-ca, \
          --tls-cert, --tls-key)"
             .to_string()
-    })?;
-    Ok(Access {
-        token: Some(token),
-        tls,
     })
 }
 
@@ -84,63 +86,145 @@ impl Access {
         Access {
             token: Some(token.to_owned()),
             tls: None,
+            files: None,
+            insecure_plaintext: false,
         }
+    }
+
+    /// Whether a leader a standby named may be dialled: an http(s) URL
+    /// that the rules of the URLs given admit (TLS with the same files, or
+    /// plaintext only where it was allowed).
+    fn admits(&self, url: &str) -> Result<(), String> {
+        Urls::parse(url).map_err(|e| e.to_string())?;
+        farm_runtime::tls::client_config(url, self.files.as_ref(), self.insecure_plaintext)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 
-/// How long farmctl waits for a farm of several coordinators to have a
-/// leader: a failover takes a leader's lease TTL and a few seconds more.
+/// How long farmctl waits for a leader while a coordinator names one it
+/// cannot reach yet: a failover takes a leader's lease TTL and a few
+/// seconds more.
 pub const LEADER_WAIT: Duration = Duration::from_secs(30);
 
-/// A client of the coordinator that leads among `urls`: with one URL, that
-/// one; with several, the first that answers as the leader, following a
-/// standby's word for which one leads (`farm_runtime::coordinators`), and
-/// waiting up to [`LEADER_WAIT`] while none does (a failover).
-pub async fn connect_leader(urls: &Urls, access: &Access) -> Result<Client> {
-    let all = urls.as_slice();
-    if all.len() == 1 {
-        return connect(&all[0], access).await;
+/// How long farmctl asks again while no coordinator leads or names a
+/// leader before it says so: an election is over within it, an etcd
+/// outage is not.
+pub const NO_LEADER_WAIT: Duration = Duration::from_secs(3);
+
+/// How long one coordinator may take to say whether it leads; a leader
+/// committing through a moment of etcd's trouble may take a few seconds.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a coordinator answered when asked whether it leads.
+enum Probe {
+    /// It leads, or refused for another reason than leading (the call
+    /// itself will say why).
+    Serves(Client),
+    /// It does not lead: what it said, and the leader it named if any.
+    Standby {
+        said: String,
+        leader: Option<String>,
+    },
+    /// It was not reached, or did not answer in time (`slow`: it may be
+    /// a leader busy committing).
+    Silent { said: String, slow: bool },
+}
+
+async fn probe(url: &str, access: &Access) -> Probe {
+    let ask = async {
+        let mut c = connect(url, access).await?;
+        // Any call shows whether it leads; listing schedules is a cheap one.
+        let r = c.list_schedules(farm_proto::ListSchedulesRequest {}).await;
+        anyhow::Ok((c, r))
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, ask).await {
+        Err(_) => Probe::Silent {
+            said: format!("no answer in {} s", PROBE_TIMEOUT.as_secs()),
+            slow: true,
+        },
+        Ok(Err(e)) => Probe::Silent {
+            said: format!("{e:#}"),
+            slow: false,
+        },
+        Ok(Ok((_, Err(status)))) if status.code() == tonic::Code::Unavailable => Probe::Standby {
+            said: status.message().to_owned(),
+            leader: coordinators::leader_named(&status).map(str::to_owned),
+        },
+        Ok(Ok((c, _))) => Probe::Serves(c),
     }
-    let start = std::time::Instant::now();
-    let mut at = 0;
+}
+
+/// A client of the coordinator that leads among `urls`, found by asking
+/// each: one that leads is taken; a standby's word for which one leads is
+/// followed at once, to one of `urls` or to another URL that `access`
+/// admits (`farm_runtime::coordinators`). While some coordinator names a
+/// leader that does not answer as one (a failover), farmctl waits up to
+/// [`LEADER_WAIT`]; once for [`NO_LEADER_WAIT`] none has led or named one
+/// (etcd unreachable: no leader anywhere), it says so with each answer.
+pub async fn connect_leader(urls: &Urls, access: &Access) -> Result<Client> {
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    // The URLs given, then the leaders named, at most as many as may be given.
+    let mut known: Vec<String> = urls.as_slice().to_vec();
+    let start = Instant::now();
+    let mut leaderless_since: Option<Instant> = None;
     let mut told = false;
     loop {
-        let mut failures = Vec::new();
-        for _ in 0..2 * all.len() {
-            let url = &all[at];
-            let next = (at + 1) % all.len();
-            let mut c = match connect(url, access).await {
-                Ok(c) => c,
-                Err(e) => {
-                    failures.push(format!("{url}: {e:#}"));
-                    at = next;
-                    continue;
+        let mut said: Vec<String> = Vec::new();
+        let mut waiting = false;
+        let mut asked: Vec<String> = Vec::new();
+        let mut queue: VecDeque<String> = known.iter().cloned().collect();
+        while let Some(url) = queue.pop_front() {
+            if asked.iter().any(|a| same(a, &url)) {
+                continue;
+            }
+            asked.push(url.clone());
+            match probe(&url, access).await {
+                Probe::Serves(c) => return Ok(c),
+                Probe::Silent { said: s, slow } => {
+                    waiting |= slow;
+                    said.push(format!("{url}: {s}"));
                 }
-            };
-            // Any call shows whether it leads; listing agents is a cheap one.
-            match c.list_agents(ListAgentsRequest {}).await {
-                Ok(_) => return Ok(c),
-                Err(status) if status.code() == tonic::Code::Unavailable => {
-                    failures.push(format!("{url}: {}", status.message()));
-                    at = match urls.leader_in(&status) {
-                        Some(leader) if leader != at => leader,
-                        _ => next,
-                    };
+                Probe::Standby { said: s, leader } => {
+                    said.push(format!("{url}: {s}"));
+                    let Some(leader) = leader else { continue };
+                    if let Err(e) = access.admits(&leader) {
+                        said.push(format!("{leader}: not followed: {e}"));
+                        continue;
+                    }
+                    if !known.iter().any(|k| same(k, &leader)) {
+                        if known.len() >= MAX_COORDINATOR_URLS {
+                            said.push(format!(
+                                "{leader}: not followed: {MAX_COORDINATOR_URLS} URLs asked already"
+                            ));
+                            continue;
+                        }
+                        known.push(leader.clone());
+                    }
+                    // A leader is named: a failover, if it does not answer.
+                    waiting = true;
+                    queue.push_front(leader);
                 }
-                // Refused for another reason: the call itself will say why.
-                Err(_) => return Ok(c),
             }
         }
-        failures.dedup();
-        let failures = failures.join("; ");
-        if start.elapsed() >= LEADER_WAIT {
+        said.dedup();
+        let said = said.join("; ");
+        if waiting {
+            leaderless_since = None;
+            if start.elapsed() >= LEADER_WAIT {
+                anyhow::bail!(
+                    "no coordinator of {urls} leads after {} s: {said}",
+                    LEADER_WAIT.as_secs()
+                );
+            }
+            if !std::mem::replace(&mut told, true) {
+                tracing::warn!("no coordinator leads yet, waiting: {said}");
+            }
+        } else if leaderless_since.get_or_insert_with(Instant::now).elapsed() >= NO_LEADER_WAIT {
             anyhow::bail!(
-                "no coordinator of {urls} leads after {} s: {failures}",
-                LEADER_WAIT.as_secs()
+                "no leader is known: no coordinator asked for {} s leads or names one: {said}",
+                NO_LEADER_WAIT.as_secs()
             );
-        }
-        if !std::mem::replace(&mut told, true) {
-            tracing::warn!("no coordinator leads yet, waiting: {failures}");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -170,4 +254,27 @@ pub async fn connect(url: &str, access: &Access) -> Result<Client> {
     };
     Ok(FarmServiceClient::with_interceptor(channel, Auth(header))
         .max_decoding_message_size(256 << 20))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_leader_is_followed_only_where_the_urls_given_may_go() {
+        let plaintext = Access::token("t");
+        assert_eq!(plaintext.admits("http://127.0.0.1:7000"), Ok(()));
+        assert_eq!(plaintext.admits("http://localhost:7000/"), Ok(()));
+        // Plaintext leaves loopback only with --insecure-plaintext.
+        assert!(plaintext.admits("http://10.0.0.5:7000").is_err());
+        let insecure = Access {
+            insecure_plaintext: true,
+            ..Access::token("t")
+        };
+        assert_eq!(insecure.admits("http://10.0.0.5:7000"), Ok(()));
+        // No TLS files: an https leader cannot be checked, and is refused.
+        assert!(plaintext.admits("https://127.0.0.1:7000").is_err());
+        assert!(plaintext.admits("grpc://127.0.0.1:7000").is_err());
+        assert!(plaintext.admits("").is_err());
+    }
 }

@@ -23,8 +23,8 @@ const RECONNECT_FOR: Duration = Duration::from_secs(120);
 const QUIET_REPEAT: Duration = Duration::from_secs(60);
 
 /// Watches `matrix_id` until it ends and returns its last status. With
-/// `leaders` (a farm of several coordinators), a broken stream is taken up
-/// again on whichever of them leads then.
+/// `leaders` (the coordinators given), a broken stream is taken up again
+/// on whichever coordinator leads then.
 pub async fn watch(
     client: &mut Client,
     matrix_id: &str,
@@ -108,11 +108,11 @@ pub async fn watch(
     }
 }
 
-/// With several coordinators: `client` becomes one of the leader's (the
-/// old one is kept when none leads yet; the next try says so).
+/// `client` becomes one of the leader's, which a standby among the URLs
+/// given may name (the old one is kept when none leads yet; the next try
+/// says so).
 async fn relead(client: &mut Client, leaders: Option<(&Urls, &Access)>) {
     if let Some((urls, access)) = leaders
-        && urls.len() > 1
         && let Ok(c) = crate::client::connect_leader(urls, access).await
     {
         *client = c;

@@ -13,7 +13,7 @@ mod postgres;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cluster::{Cluster, Tls};
 use common::{
@@ -198,6 +198,39 @@ impl HaFarm {
             .unwrap()
     }
 
+    /// SubmitMatrix straight to coordinator `i`, as one gRPC call (no
+    /// farmctl: nothing asked first, nobody followed): the matrix id or
+    /// the refusal, and how long the answer took.
+    fn submit_to(&self, i: usize, toml: &str) -> (Result<String, tonic::Status>, Duration) {
+        let token = std::fs::read_to_string(self.data_dir(0).join("submit.token")).unwrap();
+        let header: tonic::metadata::MetadataValue<_> =
+            format!("Bearer {}", token.trim()).parse().unwrap();
+        let (url, toml) = (self.url(i), toml.to_owned());
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async move {
+            let channel = tonic::transport::Endpoint::from_shared(url)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+            let mut c = farm_proto::farm_service_client::FarmServiceClient::with_interceptor(
+                channel,
+                move |mut req: tonic::Request<()>| {
+                    req.metadata_mut().insert("authorization", header.clone());
+                    Ok(req)
+                },
+            );
+            let t = Instant::now();
+            let r = c
+                .submit_matrix(farm_proto::SubmitMatrixRequest {
+                    file_name: b"m.toml".to_vec(),
+                    toml: toml.into_bytes(),
+                })
+                .await;
+            (r.map(|r| r.into_inner().matrix_id), t.elapsed())
+        })
+    }
+
     /// farmctl given both coordinators, as a user of the farm runs it.
     fn farmctl(&self, args: &[&str]) -> Output {
         self.farmctl_at(&self.urls(), args)
@@ -314,18 +347,129 @@ fn a_killed_leader_is_replaced_and_the_matrix_finishes_with_no_run_repeated() {
         f.log(1)
     );
     f.finishes_exactly_once(&id, 12);
-    // The killed one comes back as a standby, and says who leads.
+    // The killed one comes back as a standby, and says who leads: farmctl
+    // given it alone follows its word to the leader.
     f.start_coordinator(0);
     wait_for(Duration::from_secs(30), "coordinator 0 to stand by", || {
         f.standing(0) == "following"
     });
     let out = f.farmctl_at(&f.url(0), &["agents"]);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        format!(
-            "error: this coordinator stands by; the leader is {}",
-            f.url(1)
-        )
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table.matches(" connected").count(), 2, "{table}");
+    assert!(
+        f.log(0)
+            .contains(&format!("standing by leader={}", f.url(1))),
+        "{}",
+        f.log(0)
+    );
+}
+
+#[test]
+fn farmctl_given_only_a_standbys_url_follows_the_leader_it_names() {
+    let _g = serial();
+    let f = HaFarm::start(2);
+    let standby = f.url(1);
+    let run = |args: &[&str]| {
+        let out = f.farmctl_at(&standby, args);
+        assert!(
+            out.status.success(),
+            "farmctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let file = f.dir.path().join("m.toml");
+    std::fs::write(&file, twelve_runs(0.2)).unwrap();
+    let id = run(&["submit", file.to_str().unwrap()]).trim().to_owned();
+    assert!(id.starts_with("m-"), "{id}");
+    let agents = run(&["agents"]);
+    assert_eq!(agents.matches(" connected").count(), 2, "{agents}");
+    run(&["watch", &id]);
+    let v: serde_json::Value = serde_json::from_str(&run(&["results", &id, "--json"])).unwrap();
+    assert_exactly_once(&v, 12);
+    assert_eq!(v["state"], "done", "{v}");
+    assert!(run(&["schedules"]).lines().count() <= 1);
+    // It asked the standby, which named the leader: nothing was served
+    // by the standby, and it still stands by.
+    assert_eq!(f.standing(1), "following");
+    assert_eq!(f.standing(0), "leading");
+}
+
+/// The leader's lease TTL the farm runs with (`--leader-ttl-s`), and the
+/// grace past it (`leader::LOSS_GRACE`) before a leader cut off from etcd
+/// gives up.
+const TTL_AND_GRACE: Duration = Duration::from_secs(3 + 2);
+
+#[test]
+fn a_leader_that_loses_etcd_says_so_and_farmctl_says_promptly_that_no_leader_is_known() {
+    let _g = serial();
+    let mut f = HaFarm::start(0);
+    for m in 0..3 {
+        f.cluster.kill(m);
+    }
+    let lost_at = Instant::now();
+    // A submission in flight when etcd went: its commit cannot be known
+    // to hold, and the term ends.
+    let (in_flight, took) = f.submit_to(0, &twelve_runs(0.1));
+    let in_flight = in_flight.expect_err("a submission committed without etcd");
+    eprintln!(
+        "in flight: {:?} {:?} after {took:?}",
+        in_flight.code(),
+        in_flight.message()
+    );
+    assert_eq!(in_flight.code(), tonic::Code::Unavailable, "{in_flight:?}");
+    let lost = in_flight.message().to_owned();
+    assert!(
+        lost.starts_with("leadership lost: etcd unreachable ("),
+        "{lost}"
+    );
+    // Told as the term ended: at the lease's end, not after the store's
+    // retries (8 s) and the scheduler's stop.
+    assert!(
+        lost_at.elapsed() < TTL_AND_GRACE + Duration::from_secs(2),
+        "{:?}",
+        lost_at.elapsed()
+    );
+    // Every later call hears the same, at once.
+    let (after, took) = f.submit_to(0, &twelve_runs(0.1));
+    let after = after.expect_err("a submission committed without etcd");
+    eprintln!(
+        "after: {:?} {:?} after {took:?}",
+        after.code(),
+        after.message()
+    );
+    assert_eq!(after.code(), tonic::Code::Unavailable);
+    assert_eq!(after.message(), lost);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // No leader anywhere: farmctl given every URL says so within seconds,
+    // with what each said, rather than waiting for a failover.
+    wait_for(
+        Duration::from_secs(30),
+        "both coordinators to know no leader",
+        || f.standing(0) == "unknown" && f.standing(1) == "unknown",
+    );
+    let t = Instant::now();
+    let out = f.farmctl(&["agents"]);
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("farmctl with every URL: {err:?} after {took:?}");
+    assert!(!out.status.success());
+    let expected = format!(
+        "error: no leader is known: no coordinator asked for 3 s leads or names one: \
+         {}: {lost}; {}: this coordinator stands by and no leader is known: etcd: ",
+        f.url(0),
+        f.url(1)
+    );
+    assert!(err.starts_with(&expected), "{err}\nexpected: {expected}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(6),
+        "{took:?}"
     );
 }
 
@@ -501,7 +645,11 @@ fn a_leader_cut_off_from_etcd_stops_dispatching_says_so_and_resumes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("this coordinator stands by and no leader is known: "),
+        err.starts_with(&format!(
+            "error: no leader is known: no coordinator asked for 3 s leads or names one: {}: \
+             leadership lost: etcd unreachable (",
+            f.url(0)
+        )),
         "{err}"
     );
     // Nothing is dispatched while etcd is gone: the runs in progress end
@@ -516,6 +664,13 @@ fn a_leader_cut_off_from_etcd_stops_dispatching_says_so_and_resumes() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(assigned(&f), during, "runs were dispatched without etcd");
     f.cluster.restart(&[0, 1, 2]);
+    // farmctl says at once that no leader is known until one is elected
+    // on the etcd that is back: wait for one first.
+    wait_for(
+        Duration::from_secs(30),
+        "a coordinator to lead again",
+        || f.standing(0) == "leading" || f.standing(1) == "leading",
+    );
     f.finishes_exactly_once(&id, 12);
 }
 

@@ -15,7 +15,8 @@
 //! once no keep-alive has been answered for a whole TTL and a grace
 //! ([`LOSS_GRACE`]): etcd may have expired the lease by then. Safety does
 //! not depend on that local clock: the fence does. Liveness does: a leader
-//! cut off from etcd stops and lets its agents find the new one.
+//! cut off from etcd stops and lets its agents find the new one. Why the
+//! term ended ([`Term::end`]) is what its callers are told.
 
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,8 @@ pub struct Elector {
 pub struct Term {
     pub fence: Fence,
     lease: i64,
-    lost: watch::Receiver<bool>,
+    /// Why the term is over, once it is (the keep-alive task says).
+    lost: watch::Receiver<Option<String>>,
     keeper: tokio::task::JoinHandle<()>,
 }
 
@@ -133,7 +135,7 @@ impl Elector {
             let revision = r.header().map_or(0, |h| h.revision());
             if r.succeeded() {
                 info!(key = %self.key, revision, "leading");
-                let (lost_tx, lost) = watch::channel(false);
+                let (lost_tx, lost) = watch::channel(None);
                 let keeper =
                     tokio::spawn(keep_alive(self.client.clone(), lease, self.ttl, lost_tx));
                 return Ok(Term {
@@ -205,9 +207,24 @@ impl Elector {
 }
 
 impl Term {
-    /// Resolves once the lease may have lapsed: this term is over.
-    pub async fn lost(&mut self) {
-        let _ = self.lost.wait_for(|l| *l).await;
+    /// Resolves once the lease may have lapsed: this term is over, and why.
+    pub async fn lost(&mut self) -> String {
+        let why = match self.lost.wait_for(Option::is_some).await {
+            Ok(why) => why.clone(),
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            // The keeper is gone only when the term is dropped or
+            // resigned; until then it never stops without saying why.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// What says why the term is over once it is: the store's requests
+    /// watch it (`store::etcd::Etcd::ends_with`).
+    pub fn end(&self) -> watch::Receiver<Option<String>> {
+        self.lost.clone()
     }
 }
 
@@ -217,13 +234,18 @@ impl Drop for Term {
     }
 }
 
-/// Keeps `lease` alive every third of `ttl`; sets `lost` once no
-/// keep-alive was answered for `ttl`, or etcd says the lease is gone.
+/// Keeps `lease` alive every third of `ttl`; sets `lost` (with why) once
+/// no keep-alive was answered for `ttl`, or etcd says the lease is gone.
 ///
 /// A failed keep-alive is tried again at once, on a new stream: the
 /// client's channel spreads requests over the cluster's members, and a
 /// stream to a member that died fails while the others answer.
-async fn keep_alive(client: Client, lease: i64, ttl: Duration, lost: watch::Sender<bool>) {
+async fn keep_alive(
+    client: Client,
+    lease: i64,
+    ttl: Duration,
+    lost: watch::Sender<Option<String>>,
+) {
     let every = ttl / 3;
     let mut alive_until = Instant::now() + ttl;
     let mut stream = None;
@@ -235,7 +257,10 @@ async fn keep_alive(client: Client, lease: i64, ttl: Duration, lost: watch::Send
                     lease,
                     "no keep-alive answered for a whole TTL: the leadership is lost"
                 );
-                lost.send_replace(true);
+                lost.send_replace(Some(format!(
+                    "etcd unreachable (no keep-alive answered for {} ms)",
+                    (ttl + LOSS_GRACE).as_millis()
+                )));
                 return;
             }
             let sent = Instant::now();
@@ -254,7 +279,7 @@ async fn keep_alive(client: Client, lease: i64, ttl: Duration, lost: watch::Send
                 }
                 Ok(Ok(Some(_))) => {
                     warn!(lease, "etcd says the lease is gone: the leadership is lost");
-                    lost.send_replace(true);
+                    lost.send_replace(Some("etcd says the leader's lease is gone".into()));
                     return;
                 }
                 Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {

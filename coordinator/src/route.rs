@@ -1,5 +1,6 @@
 //! Which scheduler a request goes to: this coordinator's while it leads,
-//! none while it stands by (the caller is told where the leader is).
+//! none while it stands by (the caller is told where the leader is, or
+//! why none is known).
 
 use tokio::sync::watch;
 use tonic::Status;
@@ -16,6 +17,9 @@ pub enum Route {
         leader: Option<String>,
         why: String,
     },
+    /// This coordinator's term ended ("leadership lost: …", the same words
+    /// its scheduler's last callers got), and it knows no other leader yet.
+    Lost(String),
 }
 
 /// The current [`Route`], as the leadership changes it.
@@ -51,6 +55,7 @@ impl Router {
             Route::Standby { leader: None, why } => Err(Status::unavailable(format!(
                 "this coordinator stands by and no leader is known: {why}"
             ))),
+            Route::Lost(why) => Err(Status::unavailable(why.clone())),
         }
     }
 }

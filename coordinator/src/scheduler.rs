@@ -57,6 +57,7 @@
 //! whatever the others do: no cycle of waits exists.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use farm_proto::{
@@ -246,26 +247,52 @@ pub struct Handle {
     /// The schedules with a cron, republished after every commit that
     /// changes them; `crate::schedule::timer` waits on it.
     pub crons: watch::Receiver<Vec<CronEntry>>,
+    /// Why the thread stopped or is stopping, when that is not a plain
+    /// stop: set before the event channel and the pending replies are
+    /// dropped, so that every caller still waiting, and every later one,
+    /// hears it ([`Error::Stopped`]) instead of [`Error::ShuttingDown`].
+    pub(crate) stopped: Arc<OnceLock<String>>,
 }
 
 impl Handle {
     /// Sends an event, waiting for room in the channel ([`EVENT_CAPACITY`]).
     pub async fn send(&self, ev: Event) -> Result<(), Error> {
-        self.tx.send(ev).await.map_err(|_| Error::ShuttingDown)
+        self.tx.send(ev).await.map_err(|_| self.gone())
     }
 
     /// Sends an event if there is room now, for tests that drive the
     /// scheduler from a blocking context.
     #[cfg(test)]
     pub(crate) fn try_send(&self, ev: Event) -> Result<(), Error> {
-        self.tx.try_send(ev).map_err(|_| Error::ShuttingDown)
+        self.tx.try_send(ev).map_err(|_| self.gone())
     }
 
     /// Sends the event built around a fresh reply channel and awaits the reply.
     pub async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Event) -> Result<T, Error> {
         let (reply, rx) = oneshot::channel();
         self.send(make(reply)).await?;
-        rx.await.map_err(|_| Error::ShuttingDown)?
+        rx.await.map_err(|_| self.gone())?
+    }
+
+    /// Says why the scheduler stops, to everyone it will not answer
+    /// (`Error::Stopped`); the first reason given is kept. Its thread
+    /// gives the commit that failed; a leader whose term ended otherwise
+    /// gives that before it stops it (`server::ha`).
+    pub fn stopping_because(&self, why: String) {
+        let _ = self.stopped.set(why);
+    }
+
+    /// Why the scheduler stopped, if [`Handle::stopping_because`] was told.
+    pub fn stopped_because(&self) -> Option<&str> {
+        self.stopped.get().map(String::as_str)
+    }
+
+    /// What a caller the scheduler will not answer is told.
+    fn gone(&self) -> Error {
+        match self.stopped.get() {
+            Some(why) => Error::Stopped(why.clone()),
+            None => Error::ShuttingDown,
+        }
     }
 }
 
@@ -328,6 +355,10 @@ pub enum Error {
     /// The scheduler thread is gone (stopping, or stopped by an error).
     #[error("coordinator is shutting down")]
     ShuttingDown,
+    /// The scheduler stopped for this reason ([`Handle::stopping_because`]):
+    /// "leadership lost: …" when a leader's term ended.
+    #[error("{0}")]
+    Stopped(String),
     /// The store failed a commit: fatal, the thread stops.
     #[error(transparent)]
     Store(#[from] store::Error),
@@ -509,17 +540,37 @@ pub fn spawn_with(
     };
     s.recover()?;
     let crons = s.crons.subscribe();
+    let stopped = Arc::new(OnceLock::new());
+    let why = Arc::clone(&stopped);
     let thread = std::thread::Builder::new()
         .name("scheduler".into())
         .spawn(move || {
             let result = s.run(&mut rx);
             if let Err(e) = &result {
                 tracing::error!("scheduler stopped: {e}");
+                let _ = why.set(match e {
+                    Error::Store(s) => match s.lost_leadership() {
+                        Some(cause) => format!("leadership lost: {cause}"),
+                        None => format!("the scheduler stopped: {e}"),
+                    },
+                    e => format!("the scheduler stopped: {e}"),
+                });
             }
+            // Only now are the callers it did not answer let go: they
+            // find the reason set.
+            drop((s, rx));
             result
         })
         .expect("spawning the scheduler thread");
-    Ok((Handle { tx, config, crons }, thread))
+    Ok((
+        Handle {
+            tx,
+            config,
+            crons,
+            stopped,
+        },
+        thread,
+    ))
 }
 
 pub(crate) fn now_ms() -> u64 {

@@ -86,9 +86,11 @@ impl From<scheduler::Error> for Status {
             E::Bisection(_) | E::Range(_) => Status::invalid_argument(message),
             E::AgentInUse(_) => Status::failed_precondition(message),
             E::NotYourAgent { .. } => Status::permission_denied(message),
-            E::LeaseExpired | E::Busy { .. } | E::ShuttingDown | E::Unanswered(_) => {
-                Status::unavailable(message)
-            }
+            E::LeaseExpired
+            | E::Busy { .. }
+            | E::ShuttingDown
+            | E::Stopped(_)
+            | E::Unanswered(_) => Status::unavailable(message),
             E::TooSlow(_) => Status::resource_exhausted(message),
             E::TooLargeForStore { .. } => Status::invalid_argument(message),
             E::Store(_) => Status::internal(message),

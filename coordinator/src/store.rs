@@ -48,6 +48,14 @@ pub enum Error {
     },
     #[error("store: etcd: {0}")]
     Etcd(String),
+    /// etcd did not answer a request for as long as it is retried
+    /// (`etcd::RETRY_FOR`): whether the batch was written is not known.
+    #[error("store: etcd unreachable: {0}")]
+    Unreachable(String),
+    /// The leader's term ended (why) while a request was being retried:
+    /// whether the batch was written is not known.
+    #[error("store: the leader's term ended: {0}")]
+    TermEnded(String),
     /// The leader key is gone or another's: this coordinator no longer
     /// leads, and wrote nothing.
     #[error("store: this coordinator is no longer the leader; nothing was written")]
@@ -66,6 +74,19 @@ pub enum Error {
     UnknownKey(String),
     #[error("store: {0}, which is not stored")]
     Orphan(String),
+}
+
+impl Error {
+    /// Why a leader's term ends on this failure of a write, or `None` if
+    /// it does not mean that: its writes can no longer be known to hold.
+    pub fn lost_leadership(&self) -> Option<String> {
+        match self {
+            Error::NotLeader => Some("the leader key is gone or another coordinator's".into()),
+            Error::Unreachable(why) => Some(format!("etcd unreachable ({why})")),
+            Error::TermEnded(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

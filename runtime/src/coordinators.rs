@@ -2,9 +2,13 @@
 //! available farm (`--coordinator URL,URL,…`), and which of them leads.
 //!
 //! A standby refuses every call with `UNAVAILABLE` and names the leader in
-//! the `farm-leader` metadata. A client follows that name only to a URL it
-//! was given itself: a coordinator cannot send an agent (which runs as
-//! root) or a submitter anywhere else.
+//! the `farm-leader` metadata ([`leader_named`]). An agent follows that
+//! name only to a URL it was given itself ([`Urls::leader_in`]): a
+//! coordinator cannot send an agent, which runs as root, anywhere else.
+//! farmctl, a submitter, also follows a leader it was not given, but only
+//! under the transport rules of the URLs it was given (the farm's TLS
+//! authority, or plaintext on loopback): there it meets a coordinator of
+//! the same farm, which its credential already reaches.
 
 /// The most URLs one `--coordinator` may list.
 pub const MAX_COORDINATOR_URLS: usize = 8;
@@ -66,13 +70,19 @@ impl Urls {
     /// Which of these URLs `status` says leads: a standby's refusal naming
     /// one of them. `None` for any other status, or a leader not listed.
     pub fn leader_in(&self, status: &tonic::Status) -> Option<usize> {
-        if status.code() != tonic::Code::Unavailable {
-            return None;
-        }
-        let named = status.metadata().get(LEADER_METADATA)?.to_str().ok()?;
+        let named = leader_named(status)?;
         let named = named.trim_end_matches('/');
         self.0.iter().position(|u| u.trim_end_matches('/') == named)
     }
+}
+
+/// The leader a standby's refusal names, whoever it is: `None` for any
+/// other status.
+pub fn leader_named(status: &tonic::Status) -> Option<&str> {
+    if status.code() != tonic::Code::Unavailable {
+        return None;
+    }
+    status.metadata().get(LEADER_METADATA)?.to_str().ok()
 }
 
 impl std::str::FromStr for Urls {
@@ -107,6 +117,7 @@ mod tests {
             .metadata_mut()
             .insert(LEADER_METADATA, "http://evil:1".parse().unwrap());
         assert_eq!(urls.leader_in(&elsewhere), None);
+        assert_eq!(leader_named(&elsewhere), Some("http://evil:1"));
         assert_eq!(urls.leader_in(&tonic::Status::unavailable("x")), None);
         assert_eq!(Urls::parse(" , "), Err(Error::Empty));
         assert_eq!(Urls::parse("a:1"), Err(Error::Scheme("a:1".into())));

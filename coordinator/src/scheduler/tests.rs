@@ -1253,6 +1253,7 @@ async fn an_event_flood_waits_for_room_and_loses_nothing() {
         tx,
         config: Config::default(),
         crons: watch::channel(Vec::new()).1,
+        stopped: Default::default(),
     };
     for _ in 0..EVENT_CAPACITY {
         tokio::time::timeout(Duration::ZERO, h.send(Event::Tick))

@@ -9,6 +9,11 @@
 //! leader) → the lease is revoked so a standby takes over at once → and
 //! this coordinator campaigns again. So a leader that lost etcd stops
 //! dispatching, and leads again when etcd is back if nobody else does.
+//!
+//! A term that ends on a failure is told to callers in one set of words,
+//! "leadership lost: …" with the cause: the scheduler's callers still
+//! waiting hear it (`scheduler::Handle::stopping_because`), and so does
+//! every later call ([`Route::Lost`]) until another leader is known.
 
 use std::time::Duration;
 
@@ -134,7 +139,16 @@ impl Plane {
                     });
                 }
                 Standing::Unknown(why) => {
-                    route.send_replace(Route::Standby { leader: None, why });
+                    // A lost term keeps saying why until a leader is
+                    // known: campaigning through the same outage fails for
+                    // the same cause, in vaguer words.
+                    route.send_if_modified(|r| {
+                        if matches!(r, Route::Lost(_)) {
+                            return false;
+                        }
+                        *r = Route::Standby { leader: None, why };
+                        true
+                    });
                 }
             }
         };
@@ -150,7 +164,8 @@ impl Plane {
                 &self.prefix,
                 term.fence.clone(),
                 self.limits,
-            );
+            )
+            .ends_with(term.end());
             let metrics = Metrics::new(self.config.metrics_series_limit);
             let registry: Registry = metrics.registry().clone();
             let (config, archive) = (self.config, self.archive.clone());
@@ -179,7 +194,8 @@ impl Plane {
             let drivers = drive(&handle);
             let mut ended = tokio::task::spawn_blocking(move || thread.join());
             let mut stopping = false;
-            let why = tokio::select! {
+            // Why the term ended, and what callers are told of it.
+            let (why, told) = tokio::select! {
                 r = &mut ended => {
                     let why = match r {
                         Ok(Ok(Ok(()))) => "the scheduler stopped".to_owned(),
@@ -187,15 +203,27 @@ impl Plane {
                         _ => "the scheduler thread panicked".to_owned(),
                     };
                     warn!("the term ends: {why}");
-                    why
+                    (why, handle.stopped_because().map(str::to_owned))
                 }
-                _ = term.lost() => "the leader's lease may have lapsed".to_owned(),
+                lost = term.lost() => {
+                    // Before the scheduler is told to stop: the calls
+                    // queued behind that are told this, not "shutting down".
+                    let told = format!("leadership lost: {lost}");
+                    handle.stopping_because(told.clone());
+                    ("the leader's lease may have lapsed".to_owned(), Some(told))
+                }
                 _ = stop.wait_for(|s| *s) => {
                     stopping = true;
-                    "the coordinator is stopping".to_owned()
+                    ("the coordinator is stopping".to_owned(), None)
                 }
             };
-            tell(Standing::Unknown(why));
+            match told {
+                Some(told) => {
+                    self.show(&Standing::Unknown(why));
+                    route.send_replace(Route::Lost(told));
+                }
+                None => tell(Standing::Unknown(why)),
+            }
             drivers.abort();
             let _ = handle.send(Event::StepDown).await;
             drop(handle);

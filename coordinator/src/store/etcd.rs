@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, Compare, CompareOp, GetOptions, KvClient, Txn, TxnOp};
 use prost::Message;
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 pub use batch::Limits;
@@ -105,6 +106,10 @@ pub struct Etcd {
     wal_next: u64,
     /// Transactions left before a simulated crash ([`Etcd::crash_after`]).
     crash_after: Option<usize>,
+    /// Set with why once the leader's term is over ([`Etcd::ends_with`]):
+    /// a request still retried then fails at once, so that the scheduler
+    /// stops, and its callers hear why, without waiting for [`RETRY_FOR`].
+    term_end: Option<watch::Receiver<Option<String>>>,
 }
 
 impl Etcd {
@@ -129,7 +134,15 @@ impl Etcd {
             bound: HashMap::new(),
             wal_next: 0,
             crash_after: None,
+            term_end: None,
         }
+    }
+
+    /// Requests fail as soon as `term_end` says why the term is over
+    /// (`crate::leader::Term::end`).
+    pub fn ends_with(mut self, term_end: watch::Receiver<Option<String>>) -> Etcd {
+        self.term_end = Some(term_end);
+        self
     }
 
     /// For tests of recovery: after `transactions` more transactions, every
@@ -163,19 +176,30 @@ impl Etcd {
     {
         let start = Instant::now();
         let mut delay = Duration::from_millis(50);
+        let mut term_end = self.term_end.clone();
         loop {
             let r = self.rt.block_on(async {
-                tokio::time::timeout(REQUEST_TIMEOUT, f(self.kv.clone())).await
+                let request = tokio::time::timeout(REQUEST_TIMEOUT, f(self.kv.clone()));
+                match &mut term_end {
+                    Some(end) => tokio::select! {
+                        r = request => Ok(r),
+                        Ok(why) = end.wait_for(Option::is_some) => Err(why.clone()),
+                    },
+                    None => Ok(request.await),
+                }
             });
             let e = match r {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) if !passing(&e) => return Err(Error::Etcd(format!("{what}: {e}"))),
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => format!("no answer in {} ms", REQUEST_TIMEOUT.as_millis()),
+                Ok(Ok(Ok(v))) => return Ok(v),
+                Ok(Ok(Err(e))) if !passing(&e) => {
+                    return Err(Error::Etcd(format!("{what}: {e}")));
+                }
+                Ok(Ok(Err(e))) => e.to_string(),
+                Ok(Err(_)) => format!("no answer in {} ms", REQUEST_TIMEOUT.as_millis()),
+                Err(why) => return Err(Error::TermEnded(why.unwrap_or_default())),
             };
             if start.elapsed() >= RETRY_FOR {
-                return Err(Error::Etcd(format!(
-                    "{what}: {e} (tried for {} s)",
+                return Err(Error::Unreachable(format!(
+                    "{what}: {e}, tried for {} s",
                     RETRY_FOR.as_secs()
                 )));
             }
