@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use farm_agent::executor::guest::build::{BuildUser, Repo, Trees};
+use farm_agent::kernel::{BuildUser, Repo, Trees};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -47,10 +47,10 @@ pub fn refresh(caps: &mut Capabilities, workload: &WorkloadCommand) {
         && let Some(t) = &workload.trees
     {
         caps.kernel_repos = t.names();
-        use crate::executor::guest::build::files::Kind;
+        use crate::kernel::files::Kind;
         caps.build_configs = t.file_names(Kind::Config);
         caps.build_patches = t.file_names(Kind::Patch);
-        caps.built_kernels = crate::executor::guest::build::make::kept(cache);
+        caps.built_kernels = crate::kernel::build::kept(cache);
     }
     // Only images of an arch it boots, so that no cell comes here to fail.
     let arches = caps.guest_arches.clone();

@@ -109,7 +109,7 @@ pub struct WorkloadCommand {
     pub kernel_dirs: Vec<PathBuf>,
     /// The repositories `git:<repo>@<ref>` kernels are built from, and the
     /// user that builds them; `None` builds none.
-    pub trees: Option<guest::build::Trees>,
+    pub trees: Option<crate::kernel::Trees>,
     /// The most bytes of kernels, tool packages and images the guest cache
     /// keeps; the least recently used go after each guest run.
     pub guest_cache_max_bytes: u64,

@@ -1,29 +1,47 @@
 //! The farm agent: runs on each benchmark host, dials out to the coordinator,
 //! and executes the runs it is pushed, one at a time.
 //!
-//! Layout:
+//! Layout, every module of the crate:
 //! - [`capabilities`]: what this machine is and can do, read from /proc and /sys.
 //! - [`catalogue`]: the part of it that changes while the agent runs (guest
-//!   kernels cached or dropped in a kernel directory, KVM found to work).
+//!   kernels cached, built or dropped in a kernel directory, KVM found to
+//!   work).
 //! - [`session`]: the stream to the coordinator, heartbeats, the outbox of
-//!   unacknowledged results, reconnection with backoff.
+//!   unacknowledged results, reconnection with backoff; it answers the
+//!   coordinator's questions too (a bisection's git range).
 //! - [`run`]: an assignment handed to the executor its kernel asks for.
 //! - [`executor`]: where the workload executes: on this machine
 //!   ([`executor::host`]) or in a QEMU guest booted with the run's kernel
 //!   ([`executor::guest`]), and the one way either's outcome becomes a result.
-//! - [`state`]: machine states (hotplug, autogroup, cgroups) and the restore
-//!   journal that undoes them, also after a crash.
+//! - [`kernel`]: guest kernels built from the operator's git trees
+//!   (repositories, the build user, refs, builds and their progress, the
+//!   operator's configurations and patches, bisection ranges); the guest
+//!   executor, the session and the catalogue ask it like any caller.
+//! - [`cache`]: the guest cache both of them keep entries in (kernels,
+//!   builds, sysroots, images), and its eviction.
+//! - [`state`]: machine states (hotplug, autogroup, cgroups, scheduler
+//!   knobs) and the restore journal that undoes them, also after a crash.
+//! - [`telemetry`]: what a run measures on the host (schedstat, run queues,
+//!   thread placement, interrupts, the sampler), as plain data.
 //! - [`external`]: benchmark programs found on this machine (stress-ng,
 //!   sysbench, ..., and user-built ones in `--tools-dir`), their command
 //!   lines and the parsers of their output; [`run`] runs them like the
 //!   built-in workloads.
+//! - [`metrics`]: the agent's own Prometheus metrics (`--metrics-listen`).
+//! - [`child`]: children that are not workloads die with the agent.
+//!
+//! `kernel`, `cache` and `child` sit below the executors: they import
+//! nothing of `executor`, `run`, `catalogue` or `session`.
 #![deny(unsafe_code)]
 #![deny(rust_2018_idioms)]
 
+pub mod cache;
 pub mod capabilities;
 pub mod catalogue;
+pub mod child;
 pub mod executor;
 pub mod external;
+pub mod kernel;
 pub mod metrics;
 pub mod run;
 pub mod session;
@@ -57,7 +75,7 @@ pub enum Error {
     GuestCache(PathBuf, std::io::Error),
     /// Kernels from trees would be built where the build user cannot go.
     #[error(transparent)]
-    BuildCache(#[from] executor::guest::build::reach::Error),
+    BuildCache(#[from] kernel::reach::Error),
 }
 
 #[derive(Clone)]

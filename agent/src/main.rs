@@ -71,7 +71,7 @@ struct Args {
         env = "FARM_KERNEL_REPOS",
         value_delimiter = ','
     )]
-    kernel_repos: Vec<farm_agent::executor::guest::build::Repo>,
+    kernel_repos: Vec<farm_agent::kernel::Repo>,
     /// A directory of complete kernel configurations that a matrix's
     /// `[build] config = "NAME"` may name (a file's name, nothing else).
     #[arg(
@@ -201,12 +201,10 @@ fn main() -> anyhow::Result<()> {
             .or_else(farm_agent::executor::guest::default_cache);
         workload.kernel_dirs = args.kernel_dirs;
         if !args.kernel_repos.is_empty() {
-            use farm_agent::executor::guest::build::{BuildUser, Trees};
+            use farm_agent::kernel::{BuildUser, Trees};
             let user = BuildUser::lookup(&args.build_user)?;
-            let files = farm_agent::executor::guest::build::files::Files::new(
-                args.build_configs,
-                args.build_patches,
-            )?;
+            let files =
+                farm_agent::kernel::files::Files::new(args.build_configs, args.build_patches)?;
             workload.trees = Some(Trees::new(args.kernel_repos, user)?.with_files(files));
         }
         workload.guest_cache_max_bytes = args.guest_cache_max_gib.saturating_mul(1 << 30);

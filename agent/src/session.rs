@@ -22,8 +22,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 use tracing::{debug, info, warn};
 
-use crate::executor::guest::build::range;
 use crate::executor::host::Killer;
+use crate::kernel::range;
 use crate::run;
 
 /// What outlives a connection.

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use farm_agent::executor::guest::build::{BuildUser, Repo, Trees, make};
 use farm_agent::executor::guest::image::initramfs;
 use farm_agent::executor::guest::machine::qemu;
 use farm_agent::executor::guest::runner as job;
+use farm_agent::kernel::{BuildUser, Repo, Trees, build};
 
 const SOURCE: &str = "/usr/src/linux-source-6.1.tar.xz";
 
@@ -112,7 +112,7 @@ fn a_kernel_built_from_a_tree_boots_with_the_runner_and_is_cached() {
     assert_eq!(built.commit.to_string(), git(&repo, &["rev-parse", "v6.1"]));
     let config = std::fs::read_to_string(built.image.with_file_name("config")).unwrap();
     assert_eq!(
-        make::not_held(&default().required(), &config),
+        build::not_held(&default().required(), &config),
         Vec::<String>::new()
     );
     // The same commit again: from the cache, the same image.
@@ -185,7 +185,7 @@ fn release(repo: &Path) -> String {
 /// the second try of either fails at once with the kept message.
 #[test]
 fn a_builds_base_fragment_and_patch_make_the_kernel_and_bad_ones_are_named() {
-    use farm_agent::executor::guest::build::files::Files;
+    use farm_agent::kernel::files::Files;
     let repo = tree();
     let cache = cache();
     let kernel = match "git:linux@v6.1".parse::<farm_spec::Kernel>().unwrap() {
@@ -236,7 +236,7 @@ fn a_builds_base_fragment_and_patch_make_the_kernel_and_bad_ones_are_named() {
     )
     .unwrap();
     let trees = trees(&repo).with_files(Files::new(Some(configs), Some(patches)).unwrap());
-    use farm_agent::executor::guest::build::files::Kind;
+    use farm_agent::kernel::files::Kind;
     assert_eq!(trees.file_names(Kind::Config), ["farm-tiny.config"]);
     assert_eq!(
         trees.file_names(Kind::Patch),
@@ -261,7 +261,7 @@ fn a_builds_base_fragment_and_patch_make_the_kernel_and_bad_ones_are_named() {
     let run = boot(&built.image);
     assert_eq!(run.release, format!("{}-patched-farm", release(&repo)));
     // Both builds are in the catalogue by the names placement looks for.
-    let kept = make::kept(&cache);
+    let kept = build::kept(&cache);
     for name in [
         "git:linux@v6.1 tinyconfig",
         "git:linux@v6.1 farm-tiny.config CONFIG_LOCALVERSION=\"-farm\" +extraversion.patch",
@@ -317,7 +317,7 @@ fn a_builds_base_fragment_and_patch_make_the_kernel_and_bad_ones_are_named() {
 /// `nobody`; the refusals name what is wrong.
 #[test]
 fn a_git_range_lists_first_parent_commits_oldest_first() {
-    use farm_agent::executor::guest::build::range::RangeError;
+    use farm_agent::kernel::range::RangeError;
     let repo = tree();
     let trees = trees(&repo);
     let kernel = |s: &str| match s.parse::<farm_spec::Kernel>().unwrap() {
@@ -402,7 +402,7 @@ fn a_cancelled_build_stops_at_once_and_keeps_nothing() {
         })
         .unwrap_err();
     let took = t.elapsed();
-    assert!(matches!(err, make::Error::Cancelled { .. }), "{err}");
+    assert!(matches!(err, build::Error::Cancelled { .. }), "{err}");
     assert!(
         err.to_string()
             .starts_with("build of git:linux@v6.1: cancelled (during "),

@@ -359,10 +359,8 @@ fn beside(report: &Path, id: &str) -> PathBuf {
 /// `--build-patches`: the repositories `git:` kernels are built from, the
 /// user that builds them, and the operator's base configurations and
 /// patches (`FARM_BUILD_CONFIGS`, `FARM_BUILD_PATCHES`).
-fn local_trees(
-    machine: &MachineArgs,
-) -> anyhow::Result<Option<farm_agent::executor::guest::build::Trees>> {
-    use farm_agent::executor::guest::build::{BuildUser, Repo, Trees};
+fn local_trees(machine: &MachineArgs) -> anyhow::Result<Option<farm_agent::kernel::Trees>> {
+    use farm_agent::kernel::{BuildUser, Repo, Trees};
     if machine.kernel_repos.is_empty() {
         return Ok(None);
     }
@@ -378,7 +376,7 @@ fn local_trees(
         .map_err(|e| BadInput(format!("--build-user (FARM_BUILD_USER): {e}")))?;
     // As --build-configs and --build-patches.
     let dir = |var: &str| std::env::var_os(var).map(std::path::PathBuf::from);
-    let files = farm_agent::executor::guest::build::files::Files::new(
+    let files = farm_agent::kernel::files::Files::new(
         dir("FARM_BUILD_CONFIGS"),
         dir("FARM_BUILD_PATCHES"),
     )?;

@@ -33,7 +33,6 @@
 //! hackbench) run on every arch from Debian's packages of the guest's arch.
 //! Competing loads inside guests are refused, as are client/server tools.
 
-pub mod build;
 pub mod image;
 mod knobs;
 pub mod machine;
@@ -51,8 +50,10 @@ use tracing::info_span;
 
 use super::launch::{self, Output};
 use super::{Context, End, Executor, Outcome, Run, known_metric, lock, tail_bytes, unix_ms};
+use crate::cache;
+use crate::kernel;
 use crate::state::journal::{self, Entry};
-use image::{cache, initramfs, kernels, modules, sysroot};
+use image::{initramfs, kernels, modules, sysroot};
 use machine::arch::{Accel, GuestArch};
 use machine::{kvm, qemu};
 use runner::protocol::{self, GuestRun, GuestState, Job};
@@ -71,7 +72,7 @@ pub(crate) enum Error {
     #[error("kernel `{0}`: this agent builds no kernels from trees (no --kernel-repo)")]
     NoTrees(String),
     #[error(transparent)]
-    Build(#[from] build::make::Error),
+    Build(#[from] kernel::build::Error),
     #[error(transparent)]
     NoGuest(#[from] machine::arch::NoGuest),
     #[error(transparent)]
@@ -143,13 +144,13 @@ pub(crate) enum StateError {
 
 /// Where guest kernels, images and built kernels are cached when nothing
 /// names another place: for root (an agent, `farmctl run` as root)
-/// [`build::reach::ROOT_CACHE`], which the unprivileged build user can
+/// [`kernel::reach::ROOT_CACHE`], which the unprivileged build user can
 /// reach (root's home is 0700); for anyone else
 /// `$XDG_CACHE_HOME/farm/guests`, else `$HOME/.cache/farm/guests`. Kernels
 /// are tens of megabytes, worth keeping across agents and runs.
 pub fn default_cache() -> Option<PathBuf> {
     if nix::unistd::geteuid().is_root() {
-        return Some(PathBuf::from(build::reach::ROOT_CACHE));
+        return Some(PathBuf::from(kernel::reach::ROOT_CACHE));
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())

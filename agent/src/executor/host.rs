@@ -44,7 +44,7 @@ use crate::telemetry::sampler::{self, Collected, Sampler};
 use crate::telemetry::{interrupts, procstat, report, topology};
 use background::Background;
 use pin::Pinner;
-pub use process::{Exit, Killer, Running, Spec, die_with_parent, run, start};
+pub use process::{Exit, Killer, Running, Spec, run, start};
 
 /// How long a client/server tool's server may take to listen on its port.
 const SERVER_READY: Duration = Duration::from_secs(10);

@@ -3,8 +3,8 @@
 //! carries ([`sysroot`]: the external tools, s390x's busybox, with their
 //! libraries), the kernel modules its channel needs ([`modules`]), the
 //! initramfs itself ([`initramfs`]: busybox, the runner, the workload's
-//! files, the job and the state), and the cache that holds them all
-//! ([`cache`]).
+//! files, the job and the state), all kept in the guest cache
+//! ([`crate::cache`]).
 //!
 //! The initramfs carries the workload's program with every shared library it
 //! needs (the farm's own `farm-workload` on x86_64, gathered by `ldd`;
@@ -14,7 +14,6 @@
 //! to load for the channel.
 
 pub mod apt;
-pub mod cache;
 pub mod initramfs;
 pub mod kernels;
 pub mod modules;
@@ -325,17 +324,6 @@ fn parse_sha256sum(out: &str) -> Option<String> {
 pub(crate) fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.trim_end().lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// A name unique within this machine for a temporary sibling of a cache entry.
-pub(crate) fn unique_suffix() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "tmp-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 #[cfg(test)]

@@ -108,25 +108,6 @@ impl Killer {
     }
 }
 
-/// Makes the child `cmd` starts die with the calling thread (SIGKILL by
-/// `PR_SET_PDEATHSIG`), and not start at all if the agent is already gone:
-/// for children that are not workloads (a guest's QEMU), whose thread also
-/// waits for them.
-pub fn die_with_parent(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: between fork and exec the closure only makes async-signal-safe
-    // system calls (prctl, getppid, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
 /// Runs `spec` to completion (or timeout, or cancel) on the calling thread.
 pub fn run(spec: &Spec, killer: &Killer) -> io::Result<Outcome> {
     start(spec, killer)?.wait()

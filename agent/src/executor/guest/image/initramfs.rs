@@ -14,7 +14,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{ToolError, run_tool, sha256_file, unique_suffix};
+use super::{ToolError, run_tool, sha256_file};
+use crate::cache::unique_suffix;
 
 /// Where the Debian package `busybox-static` installs busybox.
 pub const BUSYBOX: &str = "/bin/busybox";

@@ -26,7 +26,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{ToolError, run_tool, sha256_file, unique_suffix};
+use super::{ToolError, run_tool, sha256_file};
+use crate::cache::unique_suffix;
 use crate::executor::guest::machine::arch::GuestArch;
 use crate::executor::guest::runner::telemetry::slowdown::{Calibration, CalibrationError};
 

@@ -30,7 +30,8 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use super::apt::{self, APT_CACHE, DPKG};
-use super::{run_tool, sha256_file, unique_suffix};
+use super::{run_tool, sha256_file};
+use crate::cache::unique_suffix;
 
 mod error;
 pub use error::{Detail, Error};

@@ -276,7 +276,7 @@ pub fn run_to_poweroff(
         .stderr(stderr);
     // QEMU dies with the thread that started (and waits for) it, so an
     // agent killed before it journalled the pid leaves no guest running.
-    crate::executor::host::die_with_parent(&mut cmd);
+    crate::child::die_with_parent(&mut cmd);
     let child = cmd.spawn().map_err(|source| Error::Step {
         step: "start QEMU",
         source,

@@ -78,7 +78,7 @@ pub fn run_marking(
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    crate::executor::host::die_with_parent(cmd);
+    crate::child::die_with_parent(cmd);
     let mut child = cmd.spawn()?;
     let group = Pid::from_raw(child.id() as i32);
     let mut stdout = child.stdout.take().expect("piped");

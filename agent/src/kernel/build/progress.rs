@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use farm_spec::progress::{BuildProgress, BuildStep, Estimate, MAX_BUILD_SECONDS};
 
-use crate::executor::guest::build::command::Marker;
+use crate::kernel::command::Marker;
 
 /// How often a build that stays at one step reports anyway: its elapsed
 /// time moves in every client's progress line, and one message per 10 s

@@ -24,7 +24,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::files::{self, Kind};
-use super::{BuildUser, Commit, Trees, command};
+use super::{BuildUser, Commit, Repo, Trees, command, trees};
 use farm_spec::progress::{BuildProgress, BuildStep};
 use farm_spec::{BaseConfig, GitKernel, KernelBuild};
 use progress::Tracker;
@@ -46,7 +46,7 @@ const FAILURE_LINES: usize = 30;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Tree(#[from] super::Error),
+    Tree(#[from] trees::Error),
     #[error("build of {kernel}: {source}")]
     File {
         kernel: String,
@@ -148,7 +148,7 @@ struct Inputs {
 /// One build: what to build, from where.
 #[derive(Clone, Copy)]
 struct Job<'a> {
-    repo: &'a super::Repo,
+    repo: &'a Repo,
     /// `git:<repo>@<ref>`, as errors name it.
     name: &'a str,
     commit: &'a Commit,
@@ -299,7 +299,7 @@ impl Trees {
         let asked = farm_spec::build::catalogue_name(kernel, spec);
         if let Some(b) = found(&done, &commit) {
             // Used now: the guest cache evicts builds least recently used.
-            crate::executor::guest::image::cache::touch(&done);
+            crate::cache::touch(&done);
             remember(&done, &asked);
             return Ok(Built {
                 took: t.elapsed(),

@@ -1,8 +1,13 @@
-//! Keeping the guest cache within a byte budget: least recently used
-//! entries are evicted, leftovers of interrupted runs and builds swept.
+//! The guest cache (`--guest-cache`), where guest kernels, kernels built
+//! from trees, sysroots and images are kept, and keeping it within a byte
+//! budget: least recently used entries are evicted, leftovers of
+//! interrupted runs and builds swept. It sits below both of its writers,
+//! the guest executor and [`crate::kernel`], and knows neither.
 //!
-//! What the cache holds (see [`super::kernels`], [`super::sysroot`],
-//! [`super::initramfs`], [`super::build`],
+//! What the cache holds (see [`kernels`](crate::executor::guest::image::kernels),
+//! [`sysroot`](crate::executor::guest::image::sysroot),
+//! [`initramfs`](crate::executor::guest::image::initramfs),
+//! [`kernel::build`](crate::kernel::build),
 //! [`kvm`](crate::executor::guest::machine::kvm)):
 //!
 //! - `kernels/<version>/` (an entry) and `kernels/<version>.lock`;
@@ -15,11 +20,12 @@
 //!   until removed by hand) and `builds/work-<key>-*` (a build under way,
 //!   or a killed one's, removed by the next build of that key), neither
 //!   counted nor evicted; `ccache/` (bounded by ccache itself:
-//!   `build::make::CCACHE_MAX_SIZE`, not counted);
+//!   `kernel::build::CCACHE_MAX_SIZE`, not counted);
 //! - temporary siblings of entries being built: `<version>.tmp-<pid>-<n>`,
 //!   `<key>.tmp-<pid>-<n>`, `images/initramfs/tmp-<pid>-<n>[.gz]` (names
-//!   made by [`super::unique_suffix`]);
-//! - `samplers/<arch>-<sha256>` (the in-guest sampler, [`super::sampler`]:
+//!   made by [`unique_suffix`]);
+//! - `samplers/<arch>-<sha256>` (the in-guest sampler,
+//!   [`sampler`](crate::executor::guest::image::sampler):
 //!   under a megabyte, built once per arch, source and compiler; neither
 //!   counted nor evicted);
 //! - `kvm-probe` (the KVM verdict: small, never removed) and the temporary
@@ -75,6 +81,17 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime};
+
+/// A name unique within this machine for a temporary sibling of a cache entry.
+pub fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "tmp-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
 
 /// Entries used this recently are never evicted: a guest being prepared
 /// (or just booting) may need them.
@@ -466,7 +483,7 @@ fn scan(cache: &Path, failed: &mut Vec<Error>) -> Result<Scan, Error> {
     Ok(s)
 }
 
-/// A temporary name made with [`super::unique_suffix`]: `<base>.tmp-<pid>-<n>`
+/// A temporary name made with [`unique_suffix`]: `<base>.tmp-<pid>-<n>`
 /// gives `base`; `tmp-<pid>-<n>` and `tmp-<pid>-<n>.gz` (the initramfs
 /// builder's) give `""`.
 fn temp_base(name: &str) -> Option<&str> {
@@ -616,9 +633,7 @@ fn remove_entry(e: &Entry, now: SystemTime) -> Result<Outcome, Error> {
             // Gone for every reader at once; the rest is a temporary
             // sibling, swept later should its removal fail.
             let name = e.path.file_name().unwrap_or_default().to_string_lossy();
-            let doomed = e
-                .path
-                .with_file_name(format!("{name}.{}", super::unique_suffix()));
+            let doomed = e.path.with_file_name(format!("{name}.{}", unique_suffix()));
             fs::rename(&e.path, &doomed).map_err(err("move away", &e.path))?;
             remove(&doomed)?;
         }

@@ -1,4 +1,5 @@
-//! Kernels built from trees: `git:<repo>@<ref>` kernels of a matrix.
+//! The trees kernels are built from: `git:<repo>@<ref>` kernels of a
+//! matrix.
 //!
 //! The agent's operator names the repositories the agent may build from
 //! (`--kernel-repo NAME=PATH`, an allow-list like `--kernel-dir`): a matrix
@@ -13,6 +14,8 @@
 //! This file holds the repositories and the build user, and resolves refs
 //! to commits. [`Commit`] is the one type a resolved ref has: the build's
 //! cache key, the result's provenance and bisection's steps all use it.
+//! The build itself is [`super::build`]; a range of commits
+//! [`super::range`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,11 +24,7 @@ use std::time::Duration;
 
 use farm_spec::GitKernel;
 
-pub mod command;
-pub mod files;
-pub mod make;
-pub mod range;
-pub mod reach;
+use super::{command, files, reach};
 
 /// How long one git command (a ref's resolution, a log) may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -136,9 +135,9 @@ impl BuildUser {
 #[derive(Debug, Clone)]
 pub struct Trees {
     repos: Vec<Repo>,
-    user: BuildUser,
+    pub(super) user: BuildUser,
     /// The operator's base configurations and patches.
-    files: files::Files,
+    pub(super) files: files::Files,
 }
 
 impl Trees {
@@ -203,7 +202,7 @@ impl Trees {
         self.repos.iter().map(|r| r.name.clone()).collect()
     }
 
-    fn repo(&self, kernel: &GitKernel) -> Result<&Repo, Error> {
+    pub(super) fn repo(&self, kernel: &GitKernel) -> Result<&Repo, Error> {
         self.repos
             .iter()
             .find(|r| r.name == kernel.repo())
@@ -246,12 +245,12 @@ impl Trees {
 
     /// Runs git in `repo` as the build user and returns its stdout, or its
     /// stderr's tail when it fails.
-    fn git(&self, repo: &Repo, args: &[&str]) -> Result<String, String> {
+    pub(super) fn git(&self, repo: &Repo, args: &[&str]) -> Result<String, String> {
         self.git_unless(repo, args, &|| false)
     }
 
     /// [`Trees::git`], killed as soon as `cancelled` says so.
-    fn git_unless(
+    pub(super) fn git_unless(
         &self,
         repo: &Repo,
         args: &[&str],
@@ -266,7 +265,7 @@ impl Trees {
     }
 
     /// [`Trees::git`]'s command, whatever its exit status.
-    fn git_output(
+    pub(super) fn git_output(
         &self,
         repo: &Repo,
         args: &[&str],
@@ -296,7 +295,7 @@ impl Trees {
 }
 
 /// A failed command's status and its stderr's tail.
-fn failure(out: &command::Output) -> String {
+pub(super) fn failure(out: &command::Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr);
     let tail: String = err
         .chars()

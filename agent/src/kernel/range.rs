@@ -5,7 +5,8 @@
 use farm_proto::{MAX_COMMIT_SUBJECT_BYTES, MAX_RANGE_COMMITS};
 use farm_spec::GitKernel;
 
-use super::{Commit, Error, Trees, failure};
+use super::trees::{Error, failure};
+use super::{Commit, Trees};
 
 /// One commit of a range.
 #[derive(Debug, Clone, PartialEq, Eq)]
