@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use farm_runtime::coordinators::{self, MAX_COORDINATOR_URLS, Urls};
 use farm_proto::farm_service_client::FarmServiceClient;
+use farm_runtime::coordinators::{self, MAX_COORDINATOR_URLS, Urls};
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
