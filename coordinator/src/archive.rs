@@ -19,6 +19,64 @@
 //! embedded SQLite file, beside the live tables (the default), and
 //! PostgreSQL for a highly available farm (`--archive postgres://…`,
 //! feature `ha`), whose schema is versioned by migrations.
+//!
+//! # What stays live, and why nothing is lost or doubled
+//!
+//! A matrix that has ended (every run ended, the end published) leaves live
+//! state (`scheduler::archive`). Three kinds stay:
+//! - the done matrices the results gauges show (each series' latest, within
+//!   `--metrics-series-limit` samples a family), which a restart shows them
+//!   from. A matrix waits until the gauges have had its end (`gauged`, set
+//!   by the worker's `Summarised`), for until then nobody knows whether they
+//!   show it;
+//! - a schedule's latest execution, for `farmctl schedules`;
+//! - a schedule's executions of the last hour, for the trigger's hourly limit.
+//!
+//! Live memory is therefore bounded by the unfinished matrices and what the
+//! gauges can show, not by history nor by the number of series a farm has
+//! ever run (BENCHMARKS, "The coordinator's memory over 2,000 ended
+//! matrices"). After a restart the gauges are shown at once from live points,
+//! and the worker summarises those matrices again with the archive's past, so
+//! that a history's change (`found_by="history"`) comes back too. The
+//! argument that nothing is lost or doubled:
+//!
+//! 1. **Archived before forgotten.** At a tick the scheduler sends up to
+//!    `ARCHIVE_IN_FLIGHT` ended matrices to the results worker, which computes
+//!    their summaries (histories with the archive's past) and writes matrix,
+//!    cells, runs with results, final status, summaries and one point per
+//!    cell into the archive in **one transaction** (`archive::Archive::put`).
+//!    Only when that returned does the scheduler delete the matrix from the
+//!    live store (`Op::ForgetMatrix`, in a batch like any other, with the
+//!    schedule's `archived_executions` count) and from memory.
+//! 2. **Idempotent.** A crash between the archive's commit and the live delete
+//!    leaves the matrix in both; the next leader archives it again, and `put`
+//!    of an id already there changes nothing (`INSERT … ON CONFLICT DO
+//!    NOTHING` on the matrix row, in the same transaction as the rest).
+//! 3. **The archive down.** `put` fails, the matrix stays live, archiving
+//!    pauses `ARCHIVE_RETRY` (5 s) and resumes by itself (PostgreSQL's
+//!    connection is remade at the next call, each call bounded by 10 s);
+//!    `farm_archive_backlog_matrices` and `farm_archive_failures_total` show
+//!    it. A summary whose histories cannot read their past is given to
+//!    `GetResults` with a note in every cell, never cached and never shown to
+//!    the gauges; the matrix waits too (counted the same way), and is
+//!    summarised again `ARCHIVE_RETRY` later.
+//! 4. **Histories by index.** A series is the SHA-256 of its identity
+//!    (`histories::series_key`); `series_points` has the primary key (series,
+//!    matrix seq, cell), so a history is one range scan for the latest
+//!    `policy::HISTORY_POINTS` (1,000) points, merged with the live points
+//!    of the same series in memory (`results::merge`: by (seq, cell), once
+//!    each). Seqs never fall below the clock in µs, so they keep ordering the
+//!    archive after live state has emptied and a coordinator restarts.
+//! 5. **Lookups.** `GetMatrix`, `WatchMatrix` (its final status, once),
+//!    `GetResults` and `CancelMatrix` (0 runs) of a matrix the scheduler does
+//!    not have read the archive (`archive::Shared`, on a blocking thread).
+//!
+//! Embedded, the archive is tables of the coordinator's SQLite file, through a
+//! connection of its own (WAL; both connections wait for each other's
+//! transactions, `BUSY_TIMEOUT`). With etcd it is PostgreSQL (`--archive
+//! postgres://…`, required), whose schema is `archive/postgres.rs`'s
+//! `MIGRATIONS`, applied in order under an advisory lock. One suite,
+//! `coordinator/tests/archive.rs`, runs on both.
 
 use std::path::PathBuf;
 use std::sync::Arc;

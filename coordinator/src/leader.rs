@@ -17,6 +17,71 @@
 //! not depend on that local clock: the fence does. Liveness does: a leader
 //! cut off from etcd stops and lets its agents find the new one. Why the
 //! term ended ([`Term::end`]) is what its callers are told.
+//!
+//! # Why a farm on etcd has one leader and never shows a half batch
+//!
+//! With `--store etcd://…` any number of coordinators share one etcd cluster;
+//! one leads, the others stand by. The argument, in the order a reviewer can
+//! check it in the code:
+//!
+//! 1. **One leader at a time, by etcd.** A coordinator leads once its
+//!    transaction `if create_revision(P/leader) == 0 then put(P/leader, url,
+//!    lease)` succeeds (`leader.rs`). etcd serialises transactions, so at most
+//!    one succeeds while the key exists; the key goes only with its lease
+//!    (revoked at a clean stop, or lapsed `--leader-ttl-s` after the last
+//!    keep-alive). The leader's **fence** is that put's revision, the key's
+//!    create revision: no other campaign can produce it.
+//! 2. **Every write is fenced.** Every transaction of `store::etcd` carries
+//!    `create_revision(P/leader) == fence` (`Etcd::fenced`). Once the key is
+//!    gone or another's, every write fails with `NotLeader` and changes
+//!    nothing: a leader that was SIGSTOPped, swapped out or cut off past its
+//!    lease cannot commit, however late its writes arrive (tested:
+//!    `a_deposed_leader_writes_nothing`, `a_paused_leader_commits_nothing…`).
+//!    Its scheduler stops on the failed commit; it never told anyone of the
+//!    batch, because replies, acks and assignments leave only after a commit
+//!    (below).
+//! 3. **Nothing is told before it is durable.** Unchanged from one
+//!    coordinator: the scheduler releases what depends on a batch only after
+//!    `Backend::apply` returned, and etcd returns a transaction only once a
+//!    quorum has it on disk. A failed or unanswered commit ends the term; its
+//!    replies are dropped (the callers see `UNAVAILABLE`) and its agents'
+//!    streams end.
+//! 4. **No half batch is ever read.** A batch that fits one transaction
+//!    (`--etcd-max-txn-ops`, `--etcd-max-request-bytes`: etcd's own limits) is
+//!    atomic. A larger one is first written whole as a write-ahead record
+//!    `P/wal/{fence}-{n}/{piece}` (each piece a fenced transaction), then
+//!    applied in fenced transactions, then deleted; `apply` returns after
+//!    that. The only reader of live state is a new leader's `load`, which
+//!    first replays every complete record (its writes are puts and deletes of
+//!    whole records: applying them twice leaves what once did) and drops every
+//!    incomplete one (that batch wrote nothing else and was told to nobody),
+//!    then reads all keys at one revision. One leader's batches are
+//!    sequential and a new leader writes only after its load, so at most one
+//!    record is outstanding and it is the last batch. A crash after each
+//!    transaction in turn leaves all of the batch or none
+//!    (`a_batch_cut_short_at_any_transaction_is_all_or_nothing`). A single
+//!    record larger than a transaction is refused where it enters: a
+//!    submission with `INVALID_ARGUMENT` naming the part, a result by failing
+//!    its run (`provenance::within`), so that no batch can hold one.
+//! 5. **A new leader resumes.** It loads live state as recovery does from
+//!    SQLite (assigned runs keep their holders; agents reconnect and report
+//!    what they ran), so a run that finished before the failover never runs
+//!    again, and a result in flight is delivered to the new leader (tested
+//!    end to end in `cli/tests/ha.rs`).
+//! 6. **Liveness.** Standbys watch the leader's key and campaign when it is
+//!    deleted: failover takes the rest of the lease, the load and the agents'
+//!    reconnection (they were given every URL, follow a standby's
+//!    `farm-leader` only to one of them, and retry every second). A leader
+//!    that etcd stops answering gives up by itself a TTL and
+//!    `leader::LOSS_GRACE` (2 s, etcd's own election) after its last answered
+//!    keep-alive, and campaigns again, so it resumes when etcd is back; a
+//!    member lost out of three interrupts nothing (the client retries each
+//!    request on the others for `store::etcd::RETRY_FOR`). While no leader is
+//!    known, every coordinator's services answer `UNAVAILABLE` with the
+//!    reason, and `/metrics` shows `farm_coordinator_standing{standing="unknown"}`.
+//!
+//! Key layout and validation that SQLite does by constraints (a new matrix id,
+//! an identity bound to one agent) are at the top of `store/etcd.rs`.
 
 use std::time::{Duration, Instant};
 
