@@ -34,9 +34,10 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
     let cell = |i: u32| farm_proto::Cell {
         index: i,
         name: format!("c{i}"),
-        kernel: "debian:6.12".into(),
+        kernel: "debian:6.1.0-57-amd64".into(),
         ..Default::default()
     };
+    let cell = |i: u32| farm_coordinator::cell::Cell::try_from(&cell(i)).expect("a valid cell");
     let runs: Vec<RunRecord> = (0..cells * 3)
         .map(|i| RunRecord {
             run_id: format!("{id}.c{}.r{}", i % cells, i / cells),

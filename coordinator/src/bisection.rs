@@ -7,8 +7,7 @@ use farm_analysis::Direction;
 use farm_analysis::bisect::{self, Action, Bisector, Call, Outcome, Pending, Policy, Step};
 use farm_analysis::compare::{Options, Verdict};
 use farm_proto::{
-    Bisection, BisectionOutcome, BisectionStep, Cell, Direction as WireDirection, Samples,
-    VerdictPolicy,
+    Bisection, BisectionOutcome, BisectionStep, Direction as WireDirection, Samples, VerdictPolicy,
 };
 use farm_spec::metric::is_primary;
 
@@ -55,7 +54,7 @@ pub struct New<'a> {
     pub matrix_id: String,
     pub matrix_name: String,
     pub timeout_s: u32,
-    pub cell: &'a Cell,
+    pub cell: &'a crate::cell::Cell,
     pub good: &'a str,
     pub between: &'a [String],
     pub metric: String,
@@ -70,7 +69,7 @@ pub fn create(n: New<'_>) -> Result<Bisection, Error> {
     let mut kernels: Vec<String> = Vec::with_capacity(n.between.len() + 2);
     kernels.push(n.good.to_owned());
     kernels.extend(n.between.iter().cloned());
-    kernels.push(n.cell.kernel.clone());
+    kernels.push(n.cell.kernel.to_string());
     for (index, k) in kernels.iter().enumerate() {
         if let Err(e) = k.parse::<farm_spec::Kernel>() {
             return Err(Error::Kernel {
@@ -93,7 +92,7 @@ pub fn create(n: New<'_>) -> Result<Bisection, Error> {
     } else {
         n.max_runs
     };
-    let mut template = n.cell.clone();
+    let mut template = farm_proto::Cell::from(n.cell);
     template.baseline = None;
     template.new_kernel = false;
     let wire_direction = match n.direction {
@@ -285,7 +284,7 @@ pub fn round_matrix(
     runs: u32,
     round: usize,
     focus: Option<(usize, usize)>,
-) -> Matrix {
+) -> Result<Matrix, crate::cell::Error> {
     let template = b.template.clone().unwrap_or_default();
     let cells = kernels
         .iter()
@@ -304,9 +303,11 @@ pub fn round_matrix(
                 repetitions: runs,
                 ..policy_of(b)
             });
-            c
+            // The record keeps the wire's cell and kernels (checked when
+            // the bisection was made); the round's matrix is typed.
+            crate::cell::Cell::try_from(&c)
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     let mut name = format!("{} bisect {} round {round}", b.matrix_name, b.bisection_id);
     if name.len() > MAX_NAME_BYTES {
         let mut end = MAX_NAME_BYTES;
@@ -315,13 +316,13 @@ pub fn round_matrix(
         }
         name.truncate(end);
     }
-    Matrix {
+    Ok(Matrix {
         name,
         repetitions: runs,
         timeout_s: b.timeout_s.max(1),
         cells,
         schedule: None,
-    }
+    })
 }
 
 /// What `farmctl schedules` says of a bisection: `running`, the confirmed
@@ -356,8 +357,10 @@ pub fn culprit_labels(b: &Bisection) -> Option<Vec<String>> {
         }
         _ => kernel.clone(),
     };
-    let cell = b.template.as_ref()?;
-    let s = crate::metrics::series::series(cell, "");
+    // The template as the store keeps it; it converted when the
+    // bisection was made from the cell.
+    let cell = crate::cell::Cell::try_from(b.template.as_ref()?).ok()?;
+    let s = crate::metrics::series::series(&cell, "");
     Some(vec![
         s.workload,
         s.kernel,

@@ -6,12 +6,14 @@
 
 use std::fmt;
 
-use farm_proto::{Capabilities, Cell};
-use farm_spec::{Arch, CpuSet, Executor, HotplugPlan, Kernel, StateKind};
+use farm_proto::Capabilities;
 
-/// One thing a cell asks of an agent. The cell's strings are parsed once,
-/// by [`requirements`], into `farm_spec` types; an agent's capabilities stay
-/// the wire's strings and are compared with the types' names.
+use crate::cell::Cell;
+use farm_spec::{Arch, CpuSet, Executor, Kernel, StateKind};
+
+/// One thing a cell asks of an agent, from the cell's types (`crate::cell`);
+/// an agent's capabilities stay the wire's strings and are compared with
+/// the types' names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Requirement {
     Arch(String),
@@ -51,13 +53,6 @@ pub enum Requirement {
     /// These CPUs must be hotpluggable there, and one CPU must stay online.
     /// Kept as ranges: a cell's `offline:1-4095` is one pair, not 4,095 numbers.
     Hotplug(CpuSet),
-    /// A value of a stored cell that this build cannot read (matrices are
-    /// validated on submission, so only a damaged store has one): no agent
-    /// satisfies it, and the waiting reason names it.
-    Unreadable {
-        key: &'static str,
-        value: String,
-    },
 }
 
 impl fmt::Display for Requirement {
@@ -98,7 +93,6 @@ impl fmt::Display for Requirement {
                 let s = if cpus.count() == 1 { "" } else { "s" };
                 write!(f, "hotplug of cpu{s} {cpus}")
             }
-            Requirement::Unreadable { key, value } => write!(f, "{key}={value}"),
         }
     }
 }
@@ -178,7 +172,6 @@ impl Requirement {
                     && cpus.is_subset_of(&CpuSet::from_cpus(hotpluggable.iter().copied()))
                     && caps.online_cpus.iter().any(|&c| !cpus.contains(c))
             }
-            Requirement::Unreadable { .. } => false,
         }
     }
 }
@@ -186,14 +179,11 @@ impl Requirement {
 /// The catalogue name of `cell`'s build, for a `git:` kernel: an agent that
 /// lists it has the image, and is preferred for the cell.
 pub fn built_name(cell: &Cell) -> Option<String> {
-    let Ok(Kernel::Git(g)) = cell.kernel.parse::<Kernel>() else {
+    let Kernel::Git(g) = &cell.kernel else {
         return None;
     };
-    let build = match &cell.build {
-        None => farm_spec::KernelBuild::default(),
-        Some(b) => farm_spec::KernelBuild::try_from(b).ok()?,
-    };
-    Some(farm_spec::build::catalogue_name(&g, &build))
+    let build = cell.build.clone().unwrap_or_default();
+    Some(farm_spec::build::catalogue_name(g, &build))
 }
 
 /// The operator's files a cell's `[build]` names.
@@ -201,34 +191,26 @@ fn build_files(cell: &Cell) -> Vec<Requirement> {
     let Some(b) = &cell.build else {
         return Vec::new();
     };
-    match farm_spec::KernelBuild::try_from(b) {
-        Ok(b) => {
-            let mut out = Vec::new();
-            if let farm_spec::BaseConfig::File(n) = &b.base {
-                out.push(Requirement::BuildFile {
-                    kind: BuildFileKind::Config,
-                    name: n.to_string(),
-                });
-            }
-            out.extend(b.patches.iter().map(|p| Requirement::BuildFile {
-                kind: BuildFileKind::Patch,
-                name: p.to_string(),
-            }));
-            out
-        }
-        Err(e) => vec![Requirement::Unreadable {
-            key: "build",
-            value: e.to_string(),
-        }],
+    let mut out = Vec::new();
+    if let farm_spec::BaseConfig::File(n) = &b.base {
+        out.push(Requirement::BuildFile {
+            kind: BuildFileKind::Config,
+            name: n.to_string(),
+        });
     }
+    out.extend(b.patches.iter().map(|p| Requirement::BuildFile {
+        kind: BuildFileKind::Patch,
+        name: p.to_string(),
+    }));
+    out
 }
 
 /// Everything `cell` asks of an agent, in a stable order.
 pub fn requirements(cell: &Cell) -> Vec<Requirement> {
     let mut out = Vec::new();
     if let Some(h) = &cell.host {
-        if !h.arch.is_empty() {
-            out.push(Requirement::Arch(h.arch.clone()));
+        if let Some(arch) = &h.arch {
+            out.push(Requirement::Arch(arch.clone()));
         }
         if h.min_cpus > 0 {
             out.push(Requirement::MinCpus(h.min_cpus));
@@ -236,40 +218,32 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
         if h.min_numa_nodes > 1 {
             out.push(Requirement::MinNumaNodes(h.min_numa_nodes));
         }
-        if !h.executor.is_empty() {
-            out.push(match h.executor.parse::<Executor>() {
-                Ok(e) => Requirement::Executor(e),
-                Err(_) => Requirement::Unreadable {
-                    key: "executor",
-                    value: h.executor.clone(),
-                },
-            });
+        if let Some(e) = h.executor {
+            out.push(Requirement::Executor(e));
         }
     }
-    match cell.kernel.parse::<Kernel>() {
-        Ok(Kernel::Running) => {}
-        Ok(Kernel::Release(r)) => out.push(Requirement::Kernel(r)),
-        Ok(Kernel::Debian(d)) => out.push(Requirement::GuestKernel {
-            kernel: cell.kernel.clone(),
+    match &cell.kernel {
+        Kernel::Running => {}
+        Kernel::Release(r) => out.push(Requirement::Kernel(r.clone())),
+        Kernel::Debian(d) => out.push(Requirement::GuestKernel {
+            kernel: cell.kernel.to_string(),
             arch: d.arch(),
         }),
         // An image of the user's: the agents that list it (its arch is
         // checked when it boots).
-        Ok(Kernel::File(_)) => out.push(Requirement::GuestImage(cell.kernel.clone())),
+        Kernel::File(_) => out.push(Requirement::GuestImage(cell.kernel.to_string())),
         // Built where the repository is, and booted there in an x86_64 guest.
-        Ok(Kernel::Git(g)) => {
+        Kernel::Git(g) => {
             out.push(Requirement::GuestKernel {
-                kernel: cell.kernel.clone(),
+                kernel: cell.kernel.to_string(),
                 arch: Arch::X86_64,
             });
             out.extend(build_files(cell));
             out.push(Requirement::KernelRepo {
-                kernel: cell.kernel.clone(),
+                kernel: cell.kernel.to_string(),
                 repo: g.repo().to_owned(),
             });
         }
-        // As a release no agent runs, as before kernels had a type.
-        Err(_) => out.push(Requirement::Kernel(cell.kernel.clone())),
     }
     if matches!(
         out.last(),
@@ -295,23 +269,13 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
         }
     }
     if let Some(s) = &cell.state {
-        if !s.hotplug.is_empty() {
+        if let Some(plan) = &s.hotplug {
             out.push(Requirement::State(StateKind::Hotplug));
-            out.push(match s.hotplug.parse::<HotplugPlan>() {
-                Ok(plan) => Requirement::Hotplug(plan.cpus),
-                Err(_) => Requirement::Unreadable {
-                    key: "hotplug",
-                    value: s.hotplug.clone(),
-                },
-            });
-        }
-        if !s.cgroup.is_empty() {
-            out.push(Requirement::State(StateKind::Cgroup));
-        }
-        if s.autogroup.is_some() {
-            out.push(Requirement::State(StateKind::Autogroup));
+            out.push(Requirement::Hotplug(plan.cpus.clone()));
         }
         for (set, kind) in [
+            (s.cgroup.is_some(), StateKind::Cgroup),
+            (s.autogroup.is_some(), StateKind::Autogroup),
             (!s.sched_features.is_empty(), StateKind::SchedFeatures),
             (!s.sched_tunables.is_empty(), StateKind::SchedTunables),
             (s.numa_balancing.is_some(), StateKind::NumaBalancing),
@@ -323,26 +287,18 @@ pub fn requirements(cell: &Cell) -> Vec<Requirement> {
         }
         // Each feature and tunable the agent's kernel must have, by the
         // names it advertised (the agent checks again before writing).
-        match farm_spec::SchedFeatures::parse(&s.sched_features) {
-            Ok(features) => out.extend(features.iter().map(|f| Requirement::SchedKnob {
-                kind: KnobKind::Feature,
-                name: f.name().to_owned(),
-            })),
-            Err(_) => out.push(Requirement::Unreadable {
-                key: "sched_features",
-                value: s.sched_features.join(" "),
-            }),
-        }
-        match farm_spec::SchedTunables::parse(&s.sched_tunables) {
-            Ok(tunables) => out.extend(tunables.iter().map(|(t, _)| Requirement::SchedKnob {
-                kind: KnobKind::Tunable,
-                name: t.to_string(),
-            })),
-            Err(_) => out.push(Requirement::Unreadable {
-                key: "sched_tunables",
-                value: s.sched_tunables.join(" "),
-            }),
-        }
+        out.extend(s.sched_features.iter().map(|f| Requirement::SchedKnob {
+            kind: KnobKind::Feature,
+            name: f.name().to_owned(),
+        }));
+        out.extend(
+            s.sched_tunables
+                .iter()
+                .map(|(t, _)| Requirement::SchedKnob {
+                    kind: KnobKind::Tunable,
+                    name: t.to_string(),
+                }),
+        );
     }
     out
 }

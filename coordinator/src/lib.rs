@@ -26,6 +26,7 @@
 pub mod archive;
 pub mod auth;
 pub mod bisection;
+pub mod cell;
 pub mod eligibility;
 pub mod identity;
 #[cfg(feature = "ha")]

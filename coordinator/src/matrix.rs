@@ -32,7 +32,7 @@ mod workloads;
 
 use std::ops::RangeInclusive;
 
-use farm_proto::Cell;
+use crate::cell::Cell;
 
 pub use self::location::{MAX_KEY_BYTES, MAX_MESSAGE_BYTES};
 
@@ -263,7 +263,11 @@ fn build(raw: &RawMatrix, new_kernel: Option<&str>) -> Checked<Matrix> {
         verdict: &policy,
         new_kernel: added,
     };
-    let cells = cells(&product, &common, baseline.as_ref())?;
+    let wire = cells(&product, &common, baseline.as_ref())?;
+    // The one conversion of a submitted cell into the coordinator's types:
+    // the values were checked above, so a failure is a bug of this module,
+    // refused like any other issue rather than stored.
+    let cells = crate::cell::all(&wire).map_err(|e| Issue::new(0..0, "", e.to_string()))?;
     Ok(Matrix {
         name,
         repetitions,

@@ -6,7 +6,9 @@
 //! neither: the constants a matrix is checked against and the defaults a
 //! comparison falls back to are one set.
 
-use farm_proto::{Cell, VerdictPolicy};
+use farm_proto::VerdictPolicy;
+
+use crate::cell::Cell;
 
 /// The smallest effect called a change when the matrix does not say, in
 /// percent: below LKP's 5% and Perfherder's 2% thresholds' spirit, at the

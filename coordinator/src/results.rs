@@ -17,12 +17,13 @@ use std::collections::{BTreeMap, HashMap};
 use farm_analysis::compare::{self, Comparison, Verdict};
 use farm_analysis::{Direction, changepoint, diagnosis};
 use farm_proto::{
-    Cell, CellSummary, ChangePoint, Direction as WireDirection, Drift, History, MetricSummary,
+    CellSummary, ChangePoint, Direction as WireDirection, Drift, History, MetricSummary,
     SeriesPoint, Telemetry, Verdict as WireVerdict, VerdictPolicy,
 };
 use farm_spec::Executor;
 use farm_spec::metric::{self, is_primary};
 
+use crate::cell::Cell;
 use crate::store::{RunRecord, RunState};
 
 mod conditions;

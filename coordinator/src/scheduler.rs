@@ -227,9 +227,10 @@ pub enum Event {
         bisection_id: String,
         reply: Reply<farm_proto::Bisection>,
     },
+    /// The ends as `service` parsed them from the request.
     ListRange {
-        good: String,
-        bad: String,
+        good: farm_spec::Kernel,
+        bad: farm_spec::Kernel,
         reply: Reply<farm_proto::ListRangeResponse>,
     },
     CancelSchedule {
@@ -303,6 +304,9 @@ impl Handle {
 pub enum Error {
     #[error("no matrix {0}")]
     UnknownMatrix(String),
+    /// A stored matrix whose cells this coordinator cannot read.
+    #[error("matrix {matrix_id} failed: the store holds it, but {why}; it is left there as it is")]
+    Unreadable { matrix_id: String, why: String },
     #[error("no schedule {0}")]
     UnknownSchedule(String),
     #[error("no bisection {0}")]
@@ -448,6 +452,10 @@ struct Scheduler {
     /// Agents with an open stream and no run: the only ones dispatch looks at.
     idle: BTreeSet<String>,
     matrices: HashMap<String, MatrixMem>,
+    /// Stored matrices whose cells no longer convert (`store::Unreadable`),
+    /// by id, with why: failed for every caller, left in the store as they
+    /// are, and out of every other path (dispatch, histories, archiving).
+    unreadable: BTreeMap<String, String>,
     by_seq: BTreeMap<u64, String>,
     next_seq: u64,
     runs: HashMap<String, RunMem>,
@@ -516,6 +524,7 @@ pub fn spawn_with(
         agents: HashMap::new(),
         idle: BTreeSet::new(),
         matrices: HashMap::new(),
+        unreadable: BTreeMap::new(),
         by_seq: BTreeMap::new(),
         next_seq: 0,
         runs: HashMap::new(),
@@ -705,11 +714,12 @@ impl Scheduler {
             Event::Status { matrix_id, reply } => {
                 let r = self
                     .status(&matrix_id)
-                    .ok_or_else(|| Error::UnknownMatrix(matrix_id.clone()));
+                    .ok_or_else(|| self.unknown_matrix(&matrix_id));
                 self.reply(reply, r);
             }
             Event::Watch { matrix_id, reply } => {
                 let r = self.watch(&matrix_id);
+                let r = r.map_err(|e| self.unreadable_or(&matrix_id, e));
                 self.reply(reply, r);
             }
             Event::ListAgents { reply } => {
@@ -718,6 +728,7 @@ impl Scheduler {
             }
             Event::Cancel { matrix_id, reply } => {
                 let r = self.cancel(&matrix_id);
+                let r = r.map_err(|e| self.unreadable_or(&matrix_id, e));
                 self.reply(reply, r);
             }
             Event::Results { matrix_id, reply } => self.results(&matrix_id, reply),
@@ -774,6 +785,7 @@ mod results;
 mod schedule;
 pub use archive::ARCHIVE_IN_FLIGHT;
 pub use bisection::MAX_RUNNING_BISECTIONS;
+pub(crate) use ranges::range_refusal;
 pub use ranges::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS};
 pub use results::Results;
 use schedule::ScheduleMem;

@@ -85,6 +85,7 @@ impl From<scheduler::Error> for Status {
             | E::UnknownBisection(_) => Status::not_found(message),
             E::Bisection(_) | E::Range(_) => Status::invalid_argument(message),
             E::AgentInUse(_) => Status::failed_precondition(message),
+            E::Unreadable { .. } => Status::data_loss(message),
             E::NotYourAgent { .. } => Status::permission_denied(message),
             E::LeaseExpired
             | E::Busy { .. }
@@ -445,6 +446,13 @@ impl FarmService for Farm {
         req: Request<farm_proto::ListRangeRequest>,
     ) -> Result<Response<farm_proto::ListRangeResponse>, Status> {
         let farm_proto::ListRangeRequest { good, bad } = req.into_inner();
+        // Parsed where they enter; a string that is no kernel at all is
+        // refused as one that is no git kernel would be.
+        let kernel = |k: &str| {
+            k.parse::<farm_spec::Kernel>()
+                .map_err(|_| Status::from(scheduler::range_refusal(k)))
+        };
+        let (good, bad) = (kernel(&good)?, kernel(&bad)?);
         let r = self
             .router
             .handle()?

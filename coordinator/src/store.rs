@@ -132,7 +132,9 @@ pub struct MatrixRecord {
     pub submitted_ms: u64,
     pub timeout_s: u32,
     pub cancelled: bool,
-    pub cells: Vec<farm_proto::Cell>,
+    /// Typed: converted from the stored wire form once, by [`typed`], as
+    /// the store loads them.
+    pub cells: Vec<crate::cell::Cell>,
     /// Set when the matrix is an execution of a schedule.
     pub execution: Option<Execution>,
 }
@@ -215,10 +217,36 @@ pub enum Op {
     },
 }
 
+/// A stored matrix whose cells no longer convert (a damaged store, or one
+/// written by a build that knew values this one does not). It stays in the
+/// store as it is — nothing is lost — and the scheduler shows it failed
+/// with the reason, and serves every other matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unreadable {
+    /// Without its cells.
+    pub record: MatrixRecord,
+    pub error: crate::cell::Error,
+}
+
+/// A matrix as a backend reads it back (`record` without its cells, and
+/// its stored cells in index order) into `snap`: its cells converted, or,
+/// when one does not convert, among the unreadable ones.
+pub(crate) fn typed(mut record: MatrixRecord, cells: &[farm_proto::Cell], snap: &mut Snapshot) {
+    match crate::cell::all(cells) {
+        Ok(cells) => {
+            record.cells = cells;
+            snap.matrices.push(record);
+        }
+        Err(error) => snap.unreadable.push(Unreadable { record, error }),
+    }
+}
+
 /// Everything the scheduler needs to resume after a restart.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub matrices: Vec<MatrixRecord>,
+    /// Matrices whose cells did not convert, by submission order.
+    pub unreadable: Vec<Unreadable>,
     pub runs: Vec<RunRecord>,
     pub agents: Vec<AgentRecord>,
     pub schedules: Vec<ScheduleRecord>,

@@ -93,13 +93,13 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
         farm_proto::Cell {
             index: 0,
             name: "c0".into(),
-            kernel: "debian:6.1".into(),
+            kernel: "debian:6.1.0-47-amd64".into(),
             ..Default::default()
         },
         farm_proto::Cell {
             index: 1,
             name: "c1".into(),
-            kernel: "debian:6.12".into(),
+            kernel: "debian:6.12.38-amd64".into(),
             ..Default::default()
         },
     ];
@@ -140,7 +140,7 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
             submitted_ms: 1_000 + seq,
             timeout_s: 60,
             cancelled: false,
-            cells: cells.clone(),
+            cells: farm_coordinator::cell::all(&cells).unwrap(),
             execution: Some(Execution {
                 schedule_id: "s-1".into(),
                 at_ms: 5,
@@ -192,7 +192,7 @@ fn a_matrix_is_kept_whole_and_once(open: Open<'_>) {
 
     let got = open().matrix("m-1").unwrap().unwrap();
     assert_eq!(got.status, m.status);
-    assert_eq!(got.cells, m.record.cells);
+    assert_eq!(got.cells, farm_coordinator::cell::wire(&m.record.cells));
     assert_eq!(got.results.status.as_ref(), Some(&m.status));
     assert_eq!(got.results.cells, m.summary.cells);
     // The ended runs (finished and failed), in dispatch order, with results.

@@ -35,7 +35,8 @@ fn check(text: &str) -> Result<(), TestCaseError> {
             let runs = m.cells.len() as u64 * u64::from(m.repetitions);
             prop_assert!(runs <= MAX_RUNS, "{runs} runs");
             prop_assert!(m.name.len() <= MAX_NAME_BYTES);
-            let bytes: usize = m.cells.iter().map(Message::encoded_len).sum();
+            let wire = farm_coordinator::cell::wire(&m.cells);
+            let bytes: usize = wire.iter().map(Message::encoded_len).sum();
             prop_assert!(bytes <= MAX_EXPANDED_MATRIX_BYTES, "{bytes} bytes");
             for (i, c) in m.cells.iter().enumerate() {
                 prop_assert_eq!(c.index as usize, i);

@@ -212,7 +212,7 @@ mod tests {
         let m = crate::bisect::ends::matrix(&ends()).unwrap();
         let parsed =
             farm_coordinator::matrix::parse("ends", &m).unwrap_or_else(|e| panic!("{e}\n{m}"));
-        let kernels: Vec<&str> = parsed.cells.iter().map(|c| c.kernel.as_str()).collect();
+        let kernels: Vec<String> = parsed.cells.iter().map(|c| c.kernel.to_string()).collect();
         assert_eq!(kernels, ["git:linux@v6.1", "git:linux@bisect-bad"], "{m}");
         assert_eq!(parsed.cells[1].baseline, Some(0), "{m}");
         assert_eq!(parsed.cells[0].baseline, None, "{m}");

@@ -29,9 +29,9 @@ pub struct StoredMedians {
     pub medians: Vec<StoredMedian>,
 }
 
-pub fn cells(cells: &[farm_proto::Cell]) -> Vec<u8> {
+pub fn cells(cells: &[crate::cell::Cell]) -> Vec<u8> {
     StoredCells {
-        cells: cells.to_vec(),
+        cells: crate::cell::wire(cells),
     }
     .encode_to_vec()
 }

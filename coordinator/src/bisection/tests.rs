@@ -1,10 +1,11 @@
-use farm_proto::{Metric, RunResult};
+use farm_proto::{Cell, Metric, RunResult};
 use prost::Message as _;
 
 use super::*;
 
-fn cell() -> Cell {
-    Cell {
+/// The regressed cell, as the wire has it and converted as it enters.
+fn cell() -> crate::cell::Cell {
+    crate::cell::Cell::try_from(&Cell {
         index: 1,
         name: "hackbench(groups=2) | kernel=git:linux@bisect-bad".into(),
         kernel: "git:linux@bisect-bad".into(),
@@ -16,10 +17,11 @@ fn cell() -> Cell {
             ..VerdictPolicy::default()
         }),
         ..Cell::default()
-    }
+    })
+    .unwrap()
 }
 
-fn new<'a>(c: &'a Cell, good: &'a str, between: &'a [String]) -> New<'a> {
+fn new<'a>(c: &'a crate::cell::Cell, good: &'a str, between: &'a [String]) -> New<'a> {
     New {
         id: "b-1".into(),
         matrix_id: "m-1".into(),
@@ -82,10 +84,10 @@ fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
     let c = cell();
     let between: Vec<String> = (0..3).map(|i| format!("git:linux@c{i}")).collect();
     let b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
-    let m = round_matrix(&b, &[0, 2, 4], 10, 1, Some((0, 1)));
+    let m = round_matrix(&b, &[0, 2, 4], 10, 1, Some((0, 1))).unwrap();
     assert_eq!(m.name, "seed 002 bisect b-1 round 1");
     assert_eq!(m.repetitions, 10);
-    let kernels: Vec<&str> = m.cells.iter().map(|c| c.kernel.as_str()).collect();
+    let kernels: Vec<String> = m.cells.iter().map(|c| c.kernel.to_string()).collect();
     assert_eq!(
         kernels,
         ["git:linux@v6.1", "git:linux@c1", "git:linux@bisect-bad"]

@@ -1,5 +1,11 @@
 use super::*;
-use farm_proto::{HostSelector, MachineState, NumaNode, Workload};
+use farm_proto::{Cell, HostSelector, MachineState, NumaNode, Workload};
+
+/// A cell's requirements, the cell written as the wire has it and
+/// converted as it enters the coordinator.
+fn requirements(c: &Cell) -> Vec<Requirement> {
+    super::requirements(&crate::cell::Cell::try_from(c).unwrap())
+}
 
 fn caps(arch: &str, cpus: u32, nodes: usize, release: &str) -> Capabilities {
     Capabilities {

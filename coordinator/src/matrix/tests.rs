@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use farm_proto::{
-    GuestShape, HostSelector, MachineState, Param, Workload, param::Value as ParamValue,
+    Cell, GuestShape, HostSelector, MachineState, Param, Workload, param::Value as ParamValue,
 };
 use farm_workload::catalogue::{self, Value};
 use proptest::prelude::*;
@@ -11,6 +11,51 @@ use super::workloads::wire_param;
 use super::*;
 
 const FILE: &str = "m.toml";
+
+/// A parsed matrix as these tests read it: its cells in the wire's form,
+/// which agents receive and the store keeps, so that the tests assert the
+/// exact strings; beside the typed matrix the parser gave, converted back
+/// with `From` (every test thus also checks that the conversion is exact).
+#[derive(Debug, Clone, PartialEq)]
+struct Matrix {
+    name: String,
+    repetitions: u32,
+    timeout_s: u32,
+    cells: Vec<farm_proto::Cell>,
+    schedule: Option<Schedule>,
+    typed: super::Matrix,
+}
+
+impl From<super::Matrix> for Matrix {
+    fn from(m: super::Matrix) -> Matrix {
+        let cells = crate::cell::wire(&m.cells);
+        assert_eq!(
+            crate::cell::all(&cells).as_ref(),
+            Ok(&m.cells),
+            "a round trip"
+        );
+        Matrix {
+            name: m.name.clone(),
+            repetitions: m.repetitions,
+            timeout_s: m.timeout_s,
+            cells,
+            schedule: m.schedule.clone(),
+            typed: m,
+        }
+    }
+}
+
+fn parse(file_name: &str, text: &str) -> Result<Matrix> {
+    super::parse(file_name, text).map(Matrix::from)
+}
+
+fn parse_execution(file_name: &str, text: &str, new_kernel: Option<&str>) -> Result<Matrix> {
+    super::parse_execution(file_name, text, new_kernel).map(Matrix::from)
+}
+
+fn runs(m: &Matrix) -> Vec<Run> {
+    super::runs(&m.typed)
+}
 
 /// The smallest valid head of a matrix: a name and one workload.
 const HEAD: &str = "name = \"m\"\n[[workloads]]\nname = \"lu\"\n";

@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use farm_proto::{Cell, CellSummary, Verdict, param};
+use farm_proto::{CellSummary, Verdict, param};
+
+use crate::cell::Cell;
 
 use farm_spec::metric::{self, is_primary};
 
@@ -20,6 +22,9 @@ pub struct Series {
     /// is not the one of the file's fixed kernels. Not a label: the kernel
     /// label already tells them apart.
     pub new_kernel: bool,
+    /// The kernel's history class (`farm_spec::Kernel::history_class`):
+    /// an s390x guest's history never continues an x86_64 one. Not a label.
+    pub history_class: &'static str,
 }
 
 /// Label names of [`Series::labels`], in that order.
@@ -102,10 +107,7 @@ impl Sample {
     /// arch class, since an s390x history never continues an x86_64 one.
     fn history_key(&self) -> HistoryKey<'_> {
         let s = &self.series;
-        let arch = s
-            .kernel
-            .parse::<farm_spec::Kernel>()
-            .map_or("", |k| k.history_class());
+        let arch = s.history_class;
         (
             &s.workload,
             &s.metric,
@@ -201,10 +203,11 @@ pub fn series(cell: &Cell, metric: &str) -> Series {
     Series {
         workload: workload_label(cell),
         metric: metric.to_owned(),
-        kernel: cell.kernel.clone(),
+        kernel: cell.kernel.to_string(),
         state: state.to_owned(),
         host: host.to_owned(),
         new_kernel: cell.new_kernel,
+        history_class: cell.kernel.history_class(),
     }
 }
 

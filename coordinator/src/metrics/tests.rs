@@ -17,6 +17,7 @@ fn series(workload: &str) -> series::Series {
         state: "default".into(),
         host: "any".into(),
         new_kernel: false,
+        history_class: "",
     }
 }
 

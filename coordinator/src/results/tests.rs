@@ -1,6 +1,15 @@
 use super::*;
 use farm_proto::{Metric, RunResult};
 
+/// A cell written as the wire has it (an empty kernel is `running`),
+/// converted as it enters.
+fn typed(mut c: farm_proto::Cell) -> Cell {
+    if c.kernel.is_empty() {
+        c.kernel = "running".into();
+    }
+    Cell::try_from(&c).unwrap()
+}
+
 fn run(cell: u32, state: RunState, wall: f64) -> RunRecord {
     RunRecord {
         run_id: format!("r{cell}-{wall}"),
@@ -34,17 +43,17 @@ fn on(executor: &str, mut r: RunRecord) -> RunRecord {
 /// Cell 0, and cell 1 compared with it.
 fn base_and_candidate() -> Vec<Cell> {
     vec![
-        Cell {
+        typed(farm_proto::Cell {
             index: 0,
             name: "base".into(),
             ..Default::default()
-        },
-        Cell {
+        }),
+        typed(farm_proto::Cell {
             index: 1,
             name: "cand".into(),
             baseline: Some(0),
             ..Default::default()
-        },
+        }),
     ]
 }
 
@@ -157,7 +166,7 @@ fn a_history_ends_worse_by_the_metrics_direction_and_minimum_effect() {
         }],
         ..Default::default()
     };
-    let cell = Cell::default();
+    let cell = typed(farm_proto::Cell::default());
     let lower = WireDirection::LowerIsBetter;
     let higher = WireDirection::HigherIsBetter;
     // Slower times and less throughput are regressions, from k5 in m5.
@@ -186,11 +195,11 @@ fn a_history_ends_worse_by_the_metrics_direction_and_minimum_effect() {
 #[test]
 fn many_metrics_in_a_result_are_summarised_in_linear_time() {
     const N: usize = 50_000;
-    let cells = vec![Cell {
+    let cells = vec![typed(farm_proto::Cell {
         index: 0,
         name: "c".into(),
         ..Default::default()
-    }];
+    })];
     let mut r = run(0, RunState::Finished, 1.0);
     if let Some(res) = &mut r.result {
         res.metrics.extend((0..N).map(|i| Metric {
@@ -254,7 +263,7 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
         history: vec![h.clone()],
         ..Default::default()
     };
-    let r = drift_regressions(&Cell::default(), &summary);
+    let r = drift_regressions(&typed(farm_proto::Cell::default()), &summary);
     assert_eq!(r.len(), 1);
     assert_eq!(
         (r[0].kernel.as_str(), r[0].matrix_id.as_str()),
@@ -264,13 +273,13 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
     // A window of 10 sees 9 × 0.05 = 4%; a minimum effect of 5% does not
     // call that a regression, and a throughput rising so is no regression.
     let h10 = &histories(&points, 10)[0];
-    let cell = Cell {
+    let cell = typed(farm_proto::Cell {
         verdict: Some(VerdictPolicy {
             min_effect: 0.05,
             ..Default::default()
         }),
         ..Default::default()
-    };
+    });
     let short = CellSummary {
         history: vec![h10.clone()],
         ..summary.clone()
@@ -285,7 +294,10 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
         }],
         ..summary
     };
-    assert_eq!(drift_regressions(&Cell::default(), &faster), vec![]);
+    assert_eq!(
+        drift_regressions(&typed(farm_proto::Cell::default()), &faster),
+        vec![]
+    );
 }
 
 #[test]

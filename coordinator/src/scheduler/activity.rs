@@ -78,7 +78,7 @@ impl Scheduler {
         Some(RunActivity {
             run_id: run_id.to_owned(),
             agent_id: a.agent_id.clone(),
-            kernel: cell.kernel.clone(),
+            kernel: cell.kernel.to_string(),
             build: Some((&a.build).into()),
         })
     }

@@ -105,7 +105,7 @@ fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> Archive
                     matrix_seq: r.seq,
                     cell: cell.index,
                     submitted_ms: r.submitted_ms,
-                    kernel: cell.kernel.clone(),
+                    kernel: cell.kernel.to_string(),
                     medians,
                 };
                 (key.clone(), point)

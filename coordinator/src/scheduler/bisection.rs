@@ -9,7 +9,7 @@
 use farm_proto::{Bisection, CommitInfo, GetResultsResponse, StartBisectionRequest, Verdict};
 use farm_spec::Kernel;
 use prost::Message as _;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::ranges;
 use super::{Error, Scheduler, Starter, now_ms, random_id};
@@ -64,7 +64,7 @@ impl Scheduler {
         let Some(m) = self.matrices.get(matrix_id) else {
             return;
         };
-        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        let mut pairs: Vec<(String, String)> = Vec::new();
         let mut cells = Vec::new();
         for c in &summary.cells {
             if Verdict::try_from(c.verdict) != Ok(Verdict::Regression) {
@@ -76,15 +76,15 @@ impl Scheduler {
             let Some(base) = cell.baseline.and_then(|b| m.rec.cells.get(b as usize)) else {
                 continue;
             };
-            let one_repo = match (base.kernel.parse(), cell.kernel.parse()) {
-                (Ok(Kernel::Git(g)), Ok(Kernel::Git(b))) => g.repo() == b.repo() && g != b,
+            let one_repo = match (&base.kernel, &cell.kernel) {
+                (Kernel::Git(g), Kernel::Git(b)) => g.repo() == b.repo() && g != b,
                 _ => false,
             };
-            let pair = (base.kernel.as_str(), cell.kernel.as_str());
+            let pair = (base.kernel.to_string(), cell.kernel.to_string());
             let done = self.bisections.values().any(|b| {
                 b.matrix_id == matrix_id
-                    && b.kernels.first().map(String::as_str) == Some(pair.0)
-                    && b.kernels.last().map(String::as_str) == Some(pair.1)
+                    && b.kernels.first() == Some(&pair.0)
+                    && b.kernels.last() == Some(&pair.1)
             });
             if !one_repo || done || pairs.contains(&pair) {
                 continue;
@@ -142,7 +142,7 @@ impl Scheduler {
 
     /// The good and the bad kernel of a request: its cell's baseline's and
     /// its own.
-    fn ends(&self, req: &StartBisectionRequest) -> Result<(String, String), Error> {
+    fn ends(&self, req: &StartBisectionRequest) -> Result<(Kernel, Kernel), Error> {
         let m = self
             .matrices
             .get(&req.matrix_id)
@@ -182,7 +182,7 @@ impl Scheduler {
                 capacity: MAX_RUNNING_BISECTIONS,
             });
         }
-        let (good, _) = self.ends(req)?;
+        let good = self.ends(req)?.0.to_string();
         let bad = |why: String| Error::Bisection(why);
         // `ends` found both.
         let m = &self.matrices[&req.matrix_id];
@@ -288,7 +288,15 @@ impl Scheduler {
                 focus,
             }) => {
                 let round = bisection::rounds(&b) + 1;
-                let m = bisection::round_matrix(&b, &kernels, runs, round, focus);
+                let m = match bisection::round_matrix(&b, &kernels, runs, round, focus) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        // Only a damaged record: its cell and kernels were
+                        // checked when it was made. It waits, and says why.
+                        error!(bisection = %id, "a round cannot be made: {e}");
+                        return;
+                    }
+                };
                 let file_name = format!("bisection {id}");
                 let r = self.submit_matrix(m, file_name, String::new(), "", None);
                 info!(bisection = %id, matrix = %r.matrix_id, ?kernels, runs, "bisection round");

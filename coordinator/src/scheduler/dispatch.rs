@@ -112,18 +112,19 @@ impl Scheduler {
                 matrix_id: m.rec.id.clone(),
                 cell_index: run.rec.cell,
                 repetition: run.rec.repetition,
-                kernel: cell.kernel.clone(),
+                kernel: cell.kernel.to_string(),
                 workload: cell.workload.clone(),
-                state: cell.state.clone(),
+                state: cell.state.as_ref().map(farm_proto::MachineState::from),
                 executor: cell
                     .host
                     .as_ref()
-                    .map(|h| h.executor.clone())
+                    .and_then(|h| h.executor)
+                    .map(|e| e.to_string())
                     .unwrap_or_default(),
                 timeout_s: m.rec.timeout_s,
                 loads: cell.loads.clone(),
-                guest: cell.guest,
-                build: cell.build.clone(),
+                guest: cell.guest.as_ref().map(farm_proto::GuestShape::from),
+                build: cell.build.as_ref().map(farm_proto::KernelBuild::from),
                 traceparent: trace::traceparent(&run.span),
             })),
         };

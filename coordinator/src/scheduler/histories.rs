@@ -19,7 +19,7 @@ pub(super) struct LivePoint<'a> {
     pub matrix_seq: u64,
     pub cell: u32,
     pub submitted_ms: u64,
-    pub kernel: &'a str,
+    pub kernel: &'a farm_spec::Kernel,
     pub runs: Vec<&'a RunRecord>,
 }
 
@@ -83,7 +83,7 @@ impl LivePoint<'_> {
             matrix_seq: self.matrix_seq,
             cell: self.cell,
             submitted_ms: self.submitted_ms,
-            kernel: self.kernel.to_owned(),
+            kernel: self.kernel.to_string(),
             medians: results::medians(&self.runs),
         }
     }
@@ -92,28 +92,29 @@ impl LivePoint<'_> {
 /// What makes two cells of different matrices points of one series: the
 /// workload and its parameters, the machine state, the competing loads and
 /// the host selector, without the names a file gives states and hosts.
-pub(super) fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
+pub(super) fn series_key(cell: &crate::cell::Cell) -> Vec<u8> {
     use prost::Message;
-    let mut state = cell.state.clone().unwrap_or_default();
+    // In the wire form the store and the archive have always keyed
+    // series by: a key must not change when the coordinator's types do.
+    let mut state = cell
+        .state
+        .as_ref()
+        .map(farm_proto::MachineState::from)
+        .unwrap_or_default();
     state.name.clear();
-    let mut host = cell.host.clone().unwrap_or_default();
+    let mut host = farm_proto::Cell::from(cell).host.unwrap_or_default();
     host.name.clear();
     // A guest kernel's arch and machine are part of what a point measures:
     // an s390x figure does not continue an x86_64 trend.
     // A `file:` image's arch is the image's: a series of its own.
-    let guest_arch = cell
-        .kernel
-        .parse::<farm_spec::Kernel>()
-        .map_or("", |k| k.history_class())
-        .as_bytes()
-        .to_vec();
+    let guest_arch = cell.kernel.history_class().as_bytes().to_vec();
     let mut key = Vec::new();
     for part in [
         cell.workload.clone().unwrap_or_default().encode_to_vec(),
         state.encode_to_vec(),
         host.encode_to_vec(),
         guest_arch,
-        cell.guest.unwrap_or_default().encode_to_vec(),
+        farm_proto::GuestShape::from(&cell.guest.unwrap_or_default()).encode_to_vec(),
         // New kernels of a trigger trend apart from a file's fixed kernels,
         // which run again beside each of them.
         vec![u8::from(cell.new_kernel)],
@@ -128,7 +129,7 @@ pub(super) fn series_key(cell: &farm_proto::Cell) -> Vec<u8> {
     // Another configuration or patch is another kernel. Added only when
     // set, so that the series of matrices without a [build] keep their keys.
     if let Some(b) = &cell.build {
-        let part = b.encode_to_vec();
+        let part = farm_proto::KernelBuild::from(b).encode_to_vec();
         key.extend((part.len() as u32).to_le_bytes());
         key.extend(part);
     }

@@ -56,7 +56,7 @@ impl Scheduler {
             return Err(too_large(format!("matrix file {file_name}"), head));
         }
         for c in &matrix.cells {
-            let bytes = c.encoded_len() + 64;
+            let bytes = farm_proto::Cell::from(c).encoded_len() + 64;
             if bytes > limit {
                 return Err(too_large(format!("cell {} ({})", c.index, c.name), bytes));
             }
@@ -219,7 +219,7 @@ impl Scheduler {
             .cells
             .iter()
             .map(|c| CellStatus {
-                cell: Some(c.clone()),
+                cell: Some(farm_proto::Cell::from(c)),
                 counts: Some(RunCounts::default()),
                 waiting_reason: String::new(),
                 activities: Vec::new(),

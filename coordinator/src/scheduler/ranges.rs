@@ -43,14 +43,26 @@ pub(super) struct Listing {
     deadline: Instant,
 }
 
+/// Why `kernel` (a kernel's name, or what a caller gave as one) cannot be
+/// an end of a git range.
+fn not_git(kernel: &str) -> Error {
+    Error::Bisection(format!(
+        "a git range needs git:REPO@REF kernels at both ends; this one is {:?}",
+        kernel.chars().take(40).collect::<String>()
+    ))
+}
+
+/// A `ListRange` refused for an end that is no kernel (`service` parses
+/// them), in the words of one that is no git kernel.
+pub(crate) fn range_refusal(kernel: &str) -> Error {
+    as_range(not_git(kernel))
+}
+
 /// Both ends as git kernels of one repository.
-pub(super) fn git_ends(good: &str, bad: &str) -> Result<(GitKernel, GitKernel), Error> {
-    let git = |k: &str| match k.parse::<Kernel>() {
-        Ok(Kernel::Git(g)) => Ok(g),
-        _ => Err(Error::Bisection(format!(
-            "a git range needs git:REPO@REF kernels at both ends; this one is {:?}",
-            k.chars().take(40).collect::<String>()
-        ))),
+pub(super) fn git_ends(good: &Kernel, bad: &Kernel) -> Result<(GitKernel, GitKernel), Error> {
+    let git = |k: &Kernel| match k {
+        Kernel::Git(g) => Ok(g.clone()),
+        _ => Err(not_git(&k.to_string())),
     };
     let (good, bad) = (git(good)?, git(bad)?);
     if good.repo() != bad.repo() {
@@ -96,13 +108,18 @@ fn as_range(e: Error) -> Error {
 
 impl Scheduler {
     /// `ListRange`: the range between two git kernels, as an agent lists it.
-    pub(super) fn list_range(&mut self, good: &str, bad: &str, reply: Reply<ListRangeResponse>) {
+    pub(super) fn list_range(
+        &mut self,
+        good: &Kernel,
+        bad: &Kernel,
+        reply: Reply<ListRangeResponse>,
+    ) {
         self.request_range(good, bad, Then::Reply(reply));
     }
 
     /// Asks an agent with the ends' repository for the commits between;
     /// `then` gets the answer, or the refusal at once.
-    pub(super) fn request_range(&mut self, good: &str, bad: &str, then: Then) {
+    pub(super) fn request_range(&mut self, good: &Kernel, bad: &Kernel, then: Then) {
         let checked = (|| {
             if self.listings.len() >= MAX_PENDING_LISTINGS {
                 return Err(Error::Busy {

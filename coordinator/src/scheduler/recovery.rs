@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use farm_proto::{MatrixStatus, RunRef};
 use tokio::sync::watch;
-use tracing::{Span, info, warn};
+use tracing::{Span, error, info, warn};
 
 use super::histories::series_key;
 use super::schedule::ScheduleMem;
@@ -45,6 +45,14 @@ impl Scheduler {
         for b in snap.bisections {
             self.bisections.insert(b.bisection_id.clone(), b);
         }
+        for u in snap.unreadable {
+            self.next_seq = self.next_seq.max(u.record.seq + 1);
+            // Once per matrix and start: the store keeps it, so every
+            // leader says it again, and nothing else of it is loaded.
+            error!(matrix = %u.record.id, name = %u.record.name,
+                   "a stored matrix cannot be read and is failed: {}", u.error);
+            self.unreadable.insert(u.record.id, u.error.to_string());
+        }
         for m in snap.matrices {
             self.next_seq = self.next_seq.max(m.seq + 1);
             if let Some(s) = m
@@ -61,6 +69,9 @@ impl Scheduler {
         let (mut queued, mut assigned) = (0, 0);
         for r in snap.runs {
             let Some(m) = self.matrices.get_mut(&r.matrix_id) else {
+                if self.unreadable.contains_key(&r.matrix_id) {
+                    continue;
+                }
                 warn!(run = %r.run_id, "run of an unknown matrix in the store; ignored");
                 continue;
             };
@@ -136,6 +147,26 @@ impl Scheduler {
         self.recover_metrics();
         self.resume_bisections();
         Ok(())
+    }
+
+    /// `UnknownMatrix`, or `Unreadable` for a stored matrix whose cells
+    /// could not be read.
+    pub(super) fn unknown_matrix(&self, matrix_id: &str) -> Error {
+        match self.unreadable.get(matrix_id) {
+            Some(why) => Error::Unreadable {
+                matrix_id: matrix_id.to_owned(),
+                why: why.clone(),
+            },
+            None => Error::UnknownMatrix(matrix_id.to_owned()),
+        }
+    }
+
+    /// `e`, unless it says the matrix is unknown and it is an unreadable one.
+    pub(super) fn unreadable_or(&self, matrix_id: &str, e: Error) -> Error {
+        match e {
+            Error::UnknownMatrix(_) => self.unknown_matrix(matrix_id),
+            e => e,
+        }
     }
 
     pub(super) fn insert_matrix(&mut self, rec: MatrixRecord) {

@@ -42,12 +42,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use farm_proto::{Cell, GetResultsResponse, MatrixStatus};
+use farm_proto::{GetResultsResponse, MatrixStatus};
 use tokio::sync::mpsc;
 use tracing::{error, warn};
 
 use super::{Error, Event, MatrixMem, Reply, Scheduler};
 use crate::archive;
+use crate::cell::Cell;
 use crate::metrics::{Ended, ResultsGauges, series};
 use crate::results::{self, Point};
 use crate::store::RunRecord;
@@ -407,7 +408,8 @@ impl Scheduler {
     /// this file for why the answer is never stale).
     pub(super) fn results(&mut self, matrix_id: &str, reply: Reply<Results>) {
         let Some(m) = self.matrices.get(matrix_id) else {
-            self.reply(reply, Err(Error::UnknownMatrix(matrix_id.to_owned())));
+            let e = self.unknown_matrix(matrix_id);
+            self.reply(reply, Err(e));
             return;
         };
         let version = m.version;

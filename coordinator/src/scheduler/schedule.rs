@@ -6,12 +6,13 @@
 use std::collections::HashMap;
 
 use farm_proto::{
-    Capabilities, Cell, CellSummary, ExecutionSummary, MatrixState, ScheduleInfo,
-    SubmitMatrixResponse, Verdict,
+    Capabilities, CellSummary, ExecutionSummary, MatrixState, ScheduleInfo, SubmitMatrixResponse,
+    Verdict,
 };
 use tracing::{info, warn};
 
 use super::{Error, MatrixMem, Scheduler, now_ms, random_id};
+use crate::cell::Cell;
 use crate::matrix::{self, Matrix};
 use crate::results;
 use crate::schedule;

@@ -235,6 +235,7 @@ mod activity;
 mod bisection;
 mod builds;
 mod undecided;
+mod unreadable;
 
 #[tokio::test]
 async fn a_late_result_of_an_earlier_attempt_does_not_free_the_busy_agent() {
@@ -1386,7 +1387,10 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
     assert_eq!(first.results.cells[0].history[0].points.len(), 1);
     // Its one point is in the series index, under its cell's series.
     let points = archive
-        .series(&super::histories::series_key(&first.cells[0]), 10)
+        .series(
+            &super::histories::series_key(&crate::cell::Cell::try_from(&first.cells[0]).unwrap()),
+            10,
+        )
         .unwrap();
     assert_eq!(points.len(), 1);
     assert_eq!(

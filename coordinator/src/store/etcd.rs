@@ -394,7 +394,10 @@ impl Etcd {
                     out.push(put(self.key("m", &m.id), records::matrix(m)));
                     for c in &m.cells {
                         let id = format!("{}/{:010}", m.id, c.index);
-                        out.push(put(self.key("c", &id), c.encode_to_vec()));
+                        out.push(put(
+                            self.key("c", &id),
+                            farm_proto::Cell::from(c).encode_to_vec(),
+                        ));
                     }
                     if m.cancelled {
                         out.push(put(self.key("x", &m.id), Vec::new()));
@@ -572,11 +575,12 @@ impl Backend for Etcd {
                 _ => return Err(Error::UnknownKey(rel.chars().take(96).collect())),
             }
         }
+        let mut wire: BTreeMap<String, Vec<farm_proto::Cell>> = BTreeMap::new();
         for (matrix, cell) in cells {
-            match matrices.get_mut(&matrix) {
-                Some(m) => m.cells.push(cell),
-                None => return Err(Error::Orphan(format!("a cell of matrix {matrix}"))),
+            if !matrices.contains_key(&matrix) {
+                return Err(Error::Orphan(format!("a cell of matrix {matrix}")));
             }
+            wire.entry(matrix).or_default().push(cell);
         }
         for id in cancelled {
             match matrices.get_mut(&id) {
@@ -585,11 +589,13 @@ impl Backend for Etcd {
             }
         }
         self.matrices = matrices.keys().cloned().collect();
-        snap.matrices = matrices.into_values().collect();
-        for m in &mut snap.matrices {
-            m.cells.sort_by_key(|c| c.index);
+        for (id, m) in matrices {
+            let mut cells = wire.remove(&id).unwrap_or_default();
+            cells.sort_by_key(|c| c.index);
+            super::typed(m, &cells, &mut snap);
         }
         snap.matrices.sort_by_key(|m| m.seq);
+        snap.unreadable.sort_by_key(|u| u.record.seq);
         snap.schedules
             .sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
         snap.bisections

@@ -124,7 +124,11 @@ impl Backend for Sqlite {
                         "INSERT INTO cells (matrix_id, idx, cell) VALUES (?1, ?2, ?3)",
                     )?;
                     for c in &m.cells {
-                        cell_stmt.execute(params![m.id, c.index, c.encode_to_vec()])?;
+                        cell_stmt.execute(params![
+                            m.id,
+                            c.index,
+                            farm_proto::Cell::from(c).encode_to_vec()
+                        ])?;
                     }
                     for r in runs {
                         put_run(&tx, r)?;
@@ -220,8 +224,9 @@ impl Backend for Sqlite {
                 execution: None,
             })
         })?;
+        let mut records = Vec::new();
         for m in rows {
-            snap.matrices.push(m?);
+            records.push(m?);
         }
         let mut stmt = self
             .conn
@@ -238,7 +243,7 @@ impl Backend for Sqlite {
                 ))
             })?
             .collect::<Result<_, _>>()?;
-        for m in &mut snap.matrices {
+        for m in &mut records {
             m.execution = executions.remove(&m.id);
         }
         let mut stmt = self.conn.prepare(
@@ -289,12 +294,13 @@ impl Backend for Sqlite {
         let mut cells = self
             .conn
             .prepare("SELECT cell FROM cells WHERE matrix_id = ?1 ORDER BY idx")?;
-        for m in &mut snap.matrices {
+        for m in records {
             let blobs = cells.query_map(params![m.id], |r| r.get::<_, Vec<u8>>(0))?;
+            let mut wire: Vec<farm_proto::Cell> = Vec::new();
             for b in blobs {
-                m.cells
-                    .push(decode(&b?, || format!("cell of matrix {}", m.id))?);
+                wire.push(decode(&b?, || format!("cell of matrix {}", m.id))?);
             }
+            super::typed(m, &wire, &mut snap);
         }
         let mut stmt = self.conn.prepare(
             "SELECT run_id, matrix_id, cell_idx, repetition, seq, state, attempt, agent_id, result FROM runs",

@@ -12,7 +12,7 @@ use farm_coordinator::store::{Backend, Error, Etcd, Op, RunRecord, RunState};
 use prost::Message;
 
 use super::cluster::Cluster;
-use super::{CASES, big_matrix};
+use super::{CASES, big_matrix, loads_the_unreadable_apart, unreadable_cell};
 
 struct Etcds {
     /// Its members live as long as the store's tests.
@@ -75,6 +75,22 @@ fn etcd_passes_the_store_suite_with_etcds_limits_and_with_tiny_transactions() {
             case(&|| Box::new(e.store(&prefix, &term.fence, limits)));
         }
     }
+}
+
+#[test]
+fn etcd_loads_a_matrix_whose_cell_does_not_convert_apart() {
+    let e = Etcds::start();
+    let prefix = "/unreadable";
+    let term = e.campaign(&e.elector(prefix, "http://a"));
+    loads_the_unreadable_apart(
+        &|| Box::new(e.store(prefix, &term.fence, Limits::default())),
+        &|| {
+            let key = format!("{prefix}/c/m-bad/{:010}", 0);
+            let mut client = e.client.clone();
+            e.rt.block_on(client.put(key, unreadable_cell(), None))
+                .unwrap();
+        },
+    );
 }
 
 /// A batch of many transactions, cut short after each of them in turn (a
@@ -187,9 +203,11 @@ fn a_record_larger_than_a_request_is_refused_whole() {
         ])
         .unwrap_err();
     let key = "/large/c/m/0000000000";
+    // As `big_matrix` writes it: on the running kernel.
     let cell = farm_proto::Cell {
         index: 0,
         name: super::cell_name(0, 70_000),
+        kernel: "running".into(),
         ..Default::default()
     };
     let cost = key.len() + cell.encoded_len() + 32;

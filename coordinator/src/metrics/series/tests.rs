@@ -2,8 +2,9 @@ use farm_proto::{HostSelector, MachineState, MetricSummary, Param, Workload};
 
 use super::*;
 
+/// A cell as the wire has it, converted as it enters the coordinator.
 fn cell(index: u32, threads: i64, kernel: &str) -> Cell {
-    Cell {
+    Cell::try_from(&farm_proto::Cell {
         index,
         kernel: kernel.into(),
         workload: Some(Workload {
@@ -28,7 +29,8 @@ fn cell(index: u32, threads: i64, kernel: &str) -> Cell {
             ..Default::default()
         }),
         ..Default::default()
-    }
+    })
+    .unwrap()
 }
 
 fn metric(name: &str, median: f64, ratio: Option<f64>, verdict: Verdict) -> MetricSummary {
@@ -52,6 +54,8 @@ fn sample(workload: &str, metric: &str, median: f64, ratio: Option<f64>) -> Samp
             state: "default".into(),
             host: "any".into(),
             new_kernel: false,
+            // `running`'s: its history is the host's own.
+            history_class: "",
         },
         median,
         baseline_median: ratio.map(|r| median / r),
@@ -224,6 +228,8 @@ fn placement_comes_from_each_cells_newest_matrix() {
             state: "default".into(),
             host: "any".into(),
             new_kernel: false,
+            // `running`'s: its history is the host's own.
+            history_class: "",
         },
         node,
         threads,

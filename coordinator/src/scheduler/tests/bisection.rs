@@ -132,7 +132,7 @@ async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
         .await;
     let mut rx = farm.open(&agent, 1, None, Vec::new()).await;
     let list = |good: &str, bad: &str| {
-        let (h, good, bad) = (farm.h.clone(), good.to_owned(), bad.to_owned());
+        let (h, good, bad) = (farm.h.clone(), good.parse().unwrap(), bad.parse().unwrap());
         tokio::spawn(async move { h.call(|reply| Event::ListRange { good, bad, reply }).await })
     };
     for (good, bad, why) in [
@@ -583,7 +583,9 @@ async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
                 label("state", "default"),
                 label(
                     "workload",
-                    &crate::metrics::series::workload_label(b.template.as_ref().unwrap())
+                    &crate::metrics::series::workload_label(
+                        &crate::cell::Cell::try_from(b.template.as_ref().unwrap()).unwrap()
+                    )
                 ),
             ],
             1.0
