@@ -179,7 +179,10 @@ impl Plane {
                 Ok(s) => s,
                 Err(e) => {
                     warn!("leading, but the live state could not be loaded: {e}");
-                    tell(Standing::Unknown(format!("loading the live state: {e}")));
+                    let why = format!("loading the live state: {e}");
+                    self.show(&Standing::Unknown(why.clone()));
+                    // Newer than a lost term's words, which `tell` keeps.
+                    route.send_replace(Route::Standby { leader: None, why });
                     elector.resign(term).await;
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
