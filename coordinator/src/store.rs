@@ -14,13 +14,13 @@
 //! without changing the scheduler. What every backend must do is one suite,
 //! `coordinator/tests/store.rs`; the embedded backend is [`Sqlite`].
 
-#[cfg(feature = "ha")]
 /// How long a write to the embedded SQLite file waits for another
 /// connection's transaction to end (the live store's batch, or the
 /// archive's, which shares the file): both are a batch's worth,
 /// milliseconds.
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+#[cfg(feature = "ha")]
 pub mod etcd;
 mod location;
 mod sqlite;
