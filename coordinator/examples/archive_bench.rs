@@ -40,7 +40,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
     let cell = |i: u32| farm_coordinator::cell::Cell::try_from(&cell(i)).expect("a valid cell");
     let runs: Vec<RunRecord> = (0..cells * 3)
         .map(|i| RunRecord {
-            run_id: format!("{id}.c{}.r{}", i % cells, i / cells),
+            run_id: farm_coordinator::ids::RunId::new(&id, i % cells, i / cells),
             matrix_id: id.clone(),
             cell: i % cells,
             repetition: i / cells,

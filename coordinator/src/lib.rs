@@ -29,6 +29,7 @@ pub mod bisection;
 pub mod cell;
 pub mod eligibility;
 pub mod identity;
+pub mod ids;
 #[cfg(feature = "ha")]
 pub mod leader;
 pub mod matrix;

@@ -602,7 +602,7 @@ fn representative<'a>(
     finished.sort_by(|a, b| a.1.total_cmp(&b.1));
     let (run, _) = finished[(finished.len() - 1) / 2];
     let Some(t) = run.result.as_ref().and_then(|r| r.telemetry.as_ref()) else {
-        return (run.run_id.clone(), Vec::new(), None);
+        return (run.run_id.to_string(), Vec::new(), None);
     };
     let mut notes = Vec::new();
     for n in &t.nodes {
@@ -647,7 +647,7 @@ fn representative<'a>(
     for c in t.topology_changes.iter().take(MAX_NOTES_EACH) {
         notes.push(format!("topology: {c}"));
     }
-    (run.run_id.clone(), notes, Some(t))
+    (run.run_id.to_string(), notes, Some(t))
 }
 
 #[cfg(test)]

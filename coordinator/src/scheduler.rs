@@ -61,7 +61,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use farm_proto::{
-    AgentInfo, Capabilities, CoordinatorMessage, GetResultsResponse, Hello, MatrixStatus, RunRef,
+    AgentInfo, Capabilities, CoordinatorMessage, GetResultsResponse, Hello, MatrixStatus,
     ScheduleInfo, SubmitMatrixResponse, agent_message,
 };
 use tokio::sync::{mpsc, oneshot, watch};
@@ -69,6 +69,7 @@ use tracing::{Span, debug};
 
 use crate::eligibility::Requirement;
 use crate::identity::Name;
+use crate::ids::{Attempt, RunId};
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
 use crate::store::{self, Backend, MatrixRecord, Op, RunRecord};
@@ -379,7 +380,7 @@ struct Agent {
     session: Option<(u64, AgentTx)>,
     /// The attempt this agent is executing (or whose result it is about to
     /// deliver); it is busy until it reports that very attempt.
-    current: Option<RunRef>,
+    current: Option<Attempt>,
     lease_until: Instant,
     last_seen_ms: u64,
 }
@@ -392,10 +393,10 @@ struct MatrixMem {
     /// that keep it are preferred.
     built: Vec<Option<String>>,
     /// Run ids in dispatch order.
-    runs: Vec<String>,
+    runs: Vec<RunId>,
     /// Run ids of each cell, in dispatch order: comparisons look at a cell
     /// and its baseline without scanning the matrix.
-    by_cell: Vec<Vec<String>>,
+    by_cell: Vec<Vec<RunId>>,
     /// The cells compared with each cell, computed once: every result looks
     /// them up, and scanning a 10,000-cell matrix per result would be on
     /// the dispatch path.
@@ -458,10 +459,10 @@ struct Scheduler {
     unreadable: BTreeMap<String, String>,
     by_seq: BTreeMap<u64, String>,
     next_seq: u64,
-    runs: HashMap<String, RunMem>,
+    runs: HashMap<RunId, RunMem>,
     /// Queued runs per (matrix seq, cell), by run seq: older matrices first,
     /// and within a matrix the repetition-major order of the expansion.
-    queues: BTreeMap<(u64, u32), BTreeMap<u64, String>>,
+    queues: BTreeMap<(u64, u32), BTreeMap<u64, RunId>>,
     /// A tick arrived in this batch: publish every changed matrix after it.
     ticked: bool,
     // Effects of the current batch, released only after it is committed.

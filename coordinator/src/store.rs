@@ -39,6 +39,8 @@ pub enum Error {
         what: String,
         source: prost::DecodeError,
     },
+    #[error("store: {0}")]
+    BadRunId(#[from] crate::ids::BadRunId),
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
     #[error("store: agent {agent}: {source}")]
@@ -174,7 +176,9 @@ pub struct ScheduleRecord {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
-    pub run_id: String,
+    /// Parsed as the store loads it; its matrix, cell and repetition are
+    /// the fields beside it.
+    pub run_id: crate::ids::RunId,
     pub matrix_id: String,
     pub cell: u32,
     pub repetition: u32,
@@ -213,7 +217,7 @@ pub enum Op {
     ForgetMatrix {
         id: String,
         cells: u32,
-        runs: Vec<String>,
+        runs: Vec<crate::ids::RunId>,
     },
 }
 

@@ -104,7 +104,7 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
         },
     ];
     let run = |rep: u32, cell: u32, state: RunState, value: f64| RunRecord {
-        run_id: format!("{id}.c{cell}.r{rep}"),
+        run_id: farm_coordinator::ids::RunId::new(id, cell, rep),
         matrix_id: id.into(),
         cell,
         repetition: rep,

@@ -4,6 +4,7 @@
 //! opens the same, initially empty, stored state; opening again is a
 //! restart.
 
+use farm_coordinator::ids::RunId;
 use farm_coordinator::store::{
     AgentRecord, Backend, Execution, MatrixRecord, Op, RunRecord, RunState, ScheduleRecord, Sqlite,
 };
@@ -178,7 +179,7 @@ pub fn big_matrix(id: &str, seq: u64, cells: u32, runs: u32, pad: usize) -> Op {
     };
     let runs = (0..runs)
         .map(|i| RunRecord {
-            run_id: format!("{id}-r{i}"),
+            run_id: RunId::new(id, i % cells.max(1), i / cells.max(1)),
             matrix_id: id.into(),
             cell: i % cells.max(1),
             repetition: i / cells.max(1),
@@ -223,7 +224,9 @@ fn an_archived_matrix_leaves_whole_and_alone(open: Open<'_>) {
     ])
     .unwrap();
     s.apply(&[Op::CancelMatrix("gone".into())]).unwrap();
-    let runs: Vec<String> = (0..1000).map(|i| format!("gone-r{i}")).collect();
+    let runs: Vec<RunId> = (0..1000)
+        .map(|i| RunId::new("gone", i % 400, i / 400))
+        .collect();
     s.apply(&[Op::ForgetMatrix {
         id: "gone".into(),
         cells: 400,
@@ -239,12 +242,12 @@ fn an_archived_matrix_leaves_whole_and_alone(open: Open<'_>) {
     assert!(snap.runs.iter().all(|r| r.matrix_id == "kept"));
 }
 
-fn run(id: &str, state: RunState) -> RunRecord {
+fn run(repetition: u32, state: RunState) -> RunRecord {
     RunRecord {
-        run_id: id.into(),
+        run_id: RunId::new("m", 0, repetition),
         matrix_id: "m".into(),
         cell: 0,
-        repetition: 0,
+        repetition,
         seq: 0,
         state,
         attempt: 0,
@@ -292,10 +295,10 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
         let mut s = open();
         s.apply(&[
             Op::PutSchedule(Box::new(schedule.clone())),
-            Op::PutMatrix(Box::new(matrix.clone()), vec![run("r0", RunState::Queued)]),
+            Op::PutMatrix(Box::new(matrix.clone()), vec![run(0, RunState::Queued)]),
         ])
         .unwrap();
-        let mut done = run("r0", RunState::Finished);
+        let mut done = run(0, RunState::Finished);
         done.attempt = 2;
         done.result = Some(farm_proto::RunResult {
             ok: true,
@@ -377,7 +380,7 @@ fn a_failing_batch_changes_nothing(open: Open<'_>) {
         .unwrap();
     // The second PutMatrix violates the primary key: the run before it must roll back.
     let err = s.apply(&[
-        Op::PutRun(Box::new(run("r1", RunState::Queued))),
+        Op::PutRun(Box::new(run(1, RunState::Queued))),
         Op::PutMatrix(Box::new(m), vec![]),
     ]);
     assert!(err.is_err());

@@ -106,7 +106,7 @@ impl Archive for Sqlite {
                 run.execute(params![
                     x.matrix_id,
                     int("a run's seq", x.seq)?,
-                    x.run_id,
+                    x.run_id.to_string(),
                     x.cell,
                     x.repetition,
                     x.state as i64,

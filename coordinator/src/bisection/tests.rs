@@ -135,7 +135,7 @@ fn a_stored_record_resumes_the_same_bisector() {
 #[test]
 fn round_values_take_finished_runs_of_the_metric_per_cell() {
     let run = |cell: u32, repetition: u32, state: RunState, v: f64| RunRecord {
-        run_id: format!("m.c{cell}.r{repetition}"),
+        run_id: crate::ids::RunId::new("m", cell, repetition),
         matrix_id: "m".into(),
         cell,
         repetition,
@@ -169,7 +169,7 @@ fn round_values_take_finished_runs_of_the_metric_per_cell() {
 #[test]
 fn the_metric_is_the_primary_one_that_regressed_most_or_the_one_named() {
     let run = |cell: u32, rep: u32, tps: f64, wall: f64, p99: f64| RunRecord {
-        run_id: format!("m.c{cell}.r{rep}"),
+        run_id: crate::ids::RunId::new("m", cell, rep),
         matrix_id: "m".into(),
         cell,
         repetition: rep,

@@ -291,14 +291,14 @@ pub fn placement(
 ) -> Vec<NodeSample> {
     let mut out = Vec::new();
     // By id: a scan of the matrix's runs per cell was cells × runs.
-    let by_id: std::collections::HashMap<&str, &crate::store::RunRecord> =
-        runs.iter().map(|r| (r.run_id.as_str(), *r)).collect();
+    let by_id: std::collections::HashMap<String, &crate::store::RunRecord> =
+        runs.iter().map(|r| (r.run_id.to_string(), *r)).collect();
     for s in summaries {
         let Some(cell) = cells.get(s.cell_index as usize) else {
             continue;
         };
         let Some(telemetry) = by_id
-            .get(s.representative_run.as_str())
+            .get(&s.representative_run)
             .and_then(|r| r.result.as_ref())
             .and_then(|r| r.telemetry.as_ref())
         else {

@@ -12,7 +12,7 @@ fn typed(mut c: farm_proto::Cell) -> Cell {
 
 fn run(cell: u32, state: RunState, wall: f64) -> RunRecord {
     RunRecord {
-        run_id: format!("r{cell}-{wall}"),
+        run_id: crate::ids::RunId::new("m", cell, 0),
         matrix_id: "m".into(),
         cell,
         repetition: 0,

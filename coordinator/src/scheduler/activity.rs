@@ -19,6 +19,7 @@ use tracing::debug;
 
 use super::provenance::{self, Rejection};
 use super::{MatrixMem, RunMem, Scheduler};
+use crate::ids::RunId;
 
 /// The latest report of an attempt's build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,9 +34,10 @@ impl Scheduler {
     /// the figures are a build's; watchers hear of a change.
     pub(super) fn progress(&mut self, agent_id: &str, p: RunProgress) {
         let r = p.run.unwrap_or_default();
-        let held = self
-            .runs
-            .get(&r.run_id)
+        let id = r.run_id.parse::<RunId>().ok();
+        let held = id
+            .as_ref()
+            .and_then(|id| self.runs.get(id))
             .is_some_and(|run| provenance::holds(run, agent_id, r.attempt));
         if !held {
             self.reject(agent_id, Rejection::ProgressNotLeased, &r.run_id);
@@ -49,7 +51,7 @@ impl Scheduler {
                 return;
             }
         };
-        let Some(run) = self.runs.get_mut(&r.run_id) else {
+        let Some(run) = id.and_then(|id| self.runs.get_mut(&id)) else {
             return;
         };
         let activity = build.map(|build| Activity {
@@ -66,7 +68,7 @@ impl Scheduler {
     }
 
     /// What `run_id` is doing, while the agent that said so holds it.
-    pub(super) fn activity(&self, run_id: &str) -> Option<RunActivity> {
+    pub(super) fn activity(&self, run_id: &RunId) -> Option<RunActivity> {
         let run = self.runs.get(run_id)?;
         let a = current(run)?;
         let cell = self
@@ -76,7 +78,7 @@ impl Scheduler {
             .cells
             .get(run.rec.cell as usize)?;
         Some(RunActivity {
-            run_id: run_id.to_owned(),
+            run_id: run_id.to_string(),
             agent_id: a.agent_id.clone(),
             kernel: cell.kernel.to_string(),
             build: Some((&a.build).into()),

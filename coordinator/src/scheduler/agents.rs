@@ -15,6 +15,7 @@ use tracing::{info, warn};
 use super::provenance::{self, Rejection};
 use super::{Agent, AgentTx, Error, Scheduler, now_ms, random_id};
 use crate::identity::Name;
+use crate::ids::{Attempt, RunId};
 use crate::store::{AgentRecord, Op, RunState};
 
 impl Scheduler {
@@ -150,8 +151,11 @@ impl Scheduler {
         let previous = a.current.take();
         let running = hello.running.filter(|r| !r.run_id.is_empty());
         if let Some(prev) = previous {
-            let still_running = running.as_ref().is_some_and(|r| *r == prev);
-            let pending = hello.pending_results.contains(&prev);
+            // The wire's spelling of an id is the canonical one, so the
+            // wire forms compare as the ids do.
+            let wire = RunRef::from(&prev);
+            let still_running = running.as_ref() == Some(&wire);
+            let pending = hello.pending_results.contains(&wire);
             if pending && running.is_none() {
                 // Its result comes right after this hello; until it is in,
                 // the agent stays busy and the lease still guards the run.
@@ -160,8 +164,8 @@ impl Scheduler {
                 }
             } else if !still_running && !pending {
                 // Lost with the agent's previous process: run it elsewhere now.
-                info!(agent = %id, run = %prev.run_id, "agent no longer holds its run; re-queueing");
-                self.requeue(&id, &prev.run_id, "its agent restarted");
+                info!(agent = %id, run = %prev.run, "agent no longer holds its run; re-queueing");
+                self.requeue(&id, &prev.run, "its agent restarted");
             }
         }
         if let Some(r) = running {
@@ -176,9 +180,10 @@ impl Scheduler {
     /// it is busy with it whatever we think; if not, it is told to stop and
     /// the run is left to whoever holds it.
     pub(super) fn adopt(&mut self, agent_id: &str, r: RunRef) {
-        let leased = self
-            .runs
-            .get(&r.run_id)
+        let id = r.run_id.parse::<RunId>().ok();
+        let leased = id
+            .as_ref()
+            .and_then(|id| self.runs.get(id))
             .map(|run| provenance::was_leased(run, agent_id, r.attempt));
         match leased {
             None => {
@@ -192,10 +197,16 @@ impl Scheduler {
             }
             Some(true) => {}
         }
+        let Some(id) = id else {
+            return;
+        };
         if let Some(a) = self.agents.get_mut(agent_id) {
-            a.current = Some(r.clone());
+            a.current = Some(Attempt {
+                run: id.clone(),
+                attempt: r.attempt,
+            });
         }
-        let Some(run) = self.runs.get_mut(&r.run_id) else {
+        let Some(run) = self.runs.get_mut(&id) else {
             return;
         };
         match run.rec.state {
@@ -259,7 +270,7 @@ impl Scheduler {
                 current_run: a
                     .current
                     .as_ref()
-                    .map(|r| r.run_id.clone())
+                    .map(|a| a.run.to_string())
                     .unwrap_or_default(),
                 last_seen_unix_ms: a.last_seen_ms,
                 identity: a
@@ -270,7 +281,7 @@ impl Scheduler {
                 activity: a
                     .current
                     .as_ref()
-                    .and_then(|r| self.activity(&r.run_id))
+                    .and_then(|a| self.activity(&a.run))
                     .filter(|x| x.agent_id == *id),
             })
             .collect();

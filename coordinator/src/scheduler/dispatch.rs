@@ -12,6 +12,7 @@ use tracing::{debug, info_span};
 
 use super::Scheduler;
 use crate::eligibility;
+use crate::ids::{Attempt, RunId};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -35,7 +36,7 @@ impl Scheduler {
     /// matrix it can serve; within that matrix, a run of a build it keeps
     /// first (`built_kernels`), so that each agent goes on with the kernels
     /// it built and no two build the same one.
-    pub(super) fn pick(&mut self, agent_id: &str) -> Option<String> {
+    pub(super) fn pick(&mut self, agent_id: &str) -> Option<RunId> {
         let caps = &self.agents.get(agent_id)?.capabilities;
         let mut best: Option<((u64, u32), u64)> = None;
         let mut best_built: Option<((u64, u32), u64)> = None;
@@ -77,7 +78,7 @@ impl Scheduler {
         Some(run_id)
     }
 
-    pub(super) fn assign(&mut self, agent_id: &str, run_id: &str) {
+    pub(super) fn assign(&mut self, agent_id: &str, run_id: &RunId) {
         let Some(run) = self.runs.get_mut(run_id) else {
             return;
         };
@@ -133,8 +134,8 @@ impl Scheduler {
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         self.outbox.push((agent_id.to_string(), msg));
         if let Some(a) = self.agents.get_mut(agent_id) {
-            a.current = Some(RunRef {
-                run_id: run_id.to_string(),
+            a.current = Some(Attempt {
+                run: run_id.clone(),
                 attempt: run.rec.attempt,
             });
         }

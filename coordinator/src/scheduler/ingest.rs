@@ -13,6 +13,7 @@ use tracing::{Span, debug, info_span, warn};
 use super::agents::{ack_msg, cancel_msg};
 use super::provenance::{self, Rejection};
 use super::{Scheduler, activity};
+use crate::ids::RunId;
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -24,7 +25,8 @@ impl Scheduler {
         // Acknowledged whatever becomes of it, so that the sender forgets
         // it rather than sending it again on every reconnect.
         let ack = (agent_id.to_string(), ack_msg(rref.clone()));
-        let Some(run) = self.runs.get(&rref.run_id) else {
+        let id = rref.run_id.parse::<RunId>().ok();
+        let Some((id, run)) = id.and_then(|id| self.runs.get(&id).map(|run| (id, run))) else {
             self.reject(agent_id, Rejection::UnknownRun, &rref.run_id);
             self.outbox.push(ack);
             return;
@@ -37,12 +39,14 @@ impl Scheduler {
             return;
         }
         if let Some(a) = self.agents.get_mut(agent_id)
-            && a.current.as_ref() == Some(&rref)
+            && a.current
+                .as_ref()
+                .is_some_and(|a| a.run == id && a.attempt == rref.attempt)
         {
             a.current = None;
         }
         self.refresh_idle(agent_id);
-        let Some(run) = self.runs.get_mut(&rref.run_id) else {
+        let Some(run) = self.runs.get_mut(&id) else {
             return;
         };
         if run.rec.state.is_terminal() {

@@ -12,6 +12,7 @@ use tracing::{Span, warn};
 
 use super::outbox::Closed;
 use super::{Error, Scheduler};
+use crate::ids::RunId;
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -22,7 +23,7 @@ impl Scheduler {
     /// Puts a run that `agent_id` lost back in its queue, or fails it when it
     /// has used its attempts. A run meanwhile assigned to another agent is
     /// that agent's and is left alone.
-    pub(super) fn requeue(&mut self, agent_id: &str, run_id: &str, why: &str) {
+    pub(super) fn requeue(&mut self, agent_id: &str, run_id: &RunId, why: &str) {
         let max = self.config.max_attempts;
         let Some(run) = self.runs.get_mut(run_id) else {
             return;
@@ -48,7 +49,7 @@ impl Scheduler {
             self.queues
                 .entry((run.matrix_seq, run.rec.cell))
                 .or_default()
-                .insert(run.rec.seq, run_id.to_string());
+                .insert(run.rec.seq, run_id.clone());
         }
         run.rec.agent_id.clear();
         run.assigned_at = None;

@@ -18,6 +18,7 @@ use tracing::{Span, info, info_span};
 use super::agents::cancel_msg;
 use super::{Error, MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms, random_id};
 use crate::eligibility::{self, Requirement};
+use crate::ids::RunId;
 use crate::matrix::Matrix;
 use crate::store::{self, MatrixRecord, Op, RunRecord, RunState};
 
@@ -100,7 +101,7 @@ impl Scheduler {
         let runs: Vec<RunRecord> = crate::matrix::runs(&matrix)
             .into_iter()
             .map(|r| RunRecord {
-                run_id: format!("{id}.c{}.r{}", r.cell_index, r.repetition),
+                run_id: RunId::new(&id, r.cell_index, r.repetition),
                 matrix_id: id.clone(),
                 cell: r.cell_index,
                 repetition: r.repetition,
@@ -193,7 +194,7 @@ impl Scheduler {
                 RunState::Queued => {}
                 RunState::Assigned => {
                     let r = RunRef {
-                        run_id: id.clone(),
+                        run_id: id.to_string(),
                         attempt: run.rec.attempt,
                     };
                     self.outbox.push((run.rec.agent_id.clone(), cancel_msg(r)));

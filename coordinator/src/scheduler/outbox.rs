@@ -73,7 +73,7 @@ impl Scheduler {
                 Closed::LeaseExpired => "its agent's lease expired",
                 Closed::TooSlow => "its agent did not read its stream",
             };
-            self.requeue(agent_id, &run.run_id, why);
+            self.requeue(agent_id, &run.run, why);
         }
         self.idle.remove(agent_id);
     }

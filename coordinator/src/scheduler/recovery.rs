@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use farm_proto::{MatrixStatus, RunRef};
+use farm_proto::MatrixStatus;
 use tokio::sync::watch;
 use tracing::{Span, error, info, warn};
 
@@ -15,6 +15,7 @@ use super::histories::series_key;
 use super::schedule::ScheduleMem;
 use super::{Agent, Error, MatrixMem, RunMem, Scheduler, activity};
 use crate::eligibility;
+use crate::ids::Attempt;
 use crate::store::{MatrixRecord, RunState};
 
 impl Scheduler {
@@ -98,8 +99,8 @@ impl Scheduler {
                     // Its agent gets one lease from now to come back and claim it.
                     assigned += 1;
                     if let Some(a) = self.agents.get_mut(&r.agent_id) {
-                        a.current = Some(RunRef {
-                            run_id: r.run_id.clone(),
+                        a.current = Some(Attempt {
+                            run: r.run_id.clone(),
                             attempt: r.attempt,
                         });
                     }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use tracing::{Span, info};
 
 use super::{RunMem, Scheduler};
+use crate::ids::RunId;
 use crate::results;
 use crate::store::{Op, RunRecord, RunState};
 
@@ -41,7 +42,7 @@ impl Scheduler {
             ) else {
                 continue;
             };
-            let recs = |ids: &[String]| -> Vec<&RunRecord> {
+            let recs = |ids: &[RunId]| -> Vec<&RunRecord> {
                 ids.iter()
                     .filter_map(|id| self.runs.get(id))
                     .map(|r| &r.rec)
@@ -101,7 +102,7 @@ impl Scheduler {
             .max()
             .unwrap_or(0);
         let rec = RunRecord {
-            run_id: format!("{matrix_id}.c{cell}.r{repetition}"),
+            run_id: RunId::new(matrix_id, cell, repetition),
             matrix_id: matrix_id.to_string(),
             cell,
             repetition,

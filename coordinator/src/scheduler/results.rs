@@ -249,7 +249,7 @@ fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetR
         runs: runs
             .iter()
             .map(|r| farm_proto::RunRecord {
-                run_id: r.run_id.clone(),
+                run_id: r.run_id.to_string(),
                 cell_index: r.cell,
                 repetition: r.repetition,
                 agent_id: r.agent_id.clone(),

@@ -4,7 +4,7 @@
 use super::*;
 use crate::matrix;
 use crate::store::Sqlite;
-use farm_proto::{Heartbeat, RunCounts, RunResult, coordinator_message};
+use farm_proto::{Heartbeat, RunCounts, RunRef, RunResult, coordinator_message};
 
 type Rx = mpsc::Receiver<Result<CoordinatorMessage, Error>>;
 
@@ -814,6 +814,10 @@ async fn a_result_from_an_agent_that_was_not_leased_the_attempt_is_dropped() {
     farm.result_of(&forger, &r1, 1, 99.0);
     farm.result_of(&forger, &r1, 0, 99.0);
     farm.result_of(&forger, "m-nope.c0.r0", 1, 99.0);
+    // Not run ids at all, one of them another spelling of the held run's:
+    // refused where they enter, as unknown runs.
+    farm.result_of(&forger, &format!("{m}.c00.r0"), 1, 99.0);
+    farm.result_of(&forger, "..", 1, 99.0);
     farm.sync().await;
     assert_eq!(
         drain(&mut rx),
@@ -826,7 +830,7 @@ async fn a_result_from_an_agent_that_was_not_leased_the_attempt_is_dropped() {
         farm.rejected(),
         vec![
             ("result_not_leased".to_string(), 3),
-            ("unknown_run".to_string(), 1)
+            ("unknown_run".to_string(), 3)
         ]
     );
     farm.result_of(&honest, &r0, 1, 1.25);

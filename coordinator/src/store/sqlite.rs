@@ -325,7 +325,7 @@ impl Backend for Sqlite {
                 None => None,
             };
             snap.runs.push(RunRecord {
-                run_id,
+                run_id: run_id.parse()?,
                 matrix_id,
                 cell,
                 repetition,
@@ -378,7 +378,7 @@ fn put_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<()> {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     stmt.execute(params![
-        r.run_id,
+        r.run_id.to_string(),
         r.matrix_id,
         r.cell,
         r.repetition,

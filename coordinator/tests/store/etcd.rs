@@ -104,7 +104,7 @@ fn a_batch_cut_short_at_any_transaction_is_all_or_nothing() {
             // About 100 KiB: three write-ahead pieces, a dozen chunks.
             big_matrix("m", 1, 20, 40, 5000),
             Op::PutRun(Box::new(RunRecord {
-                run_id: "other".into(),
+                run_id: farm_coordinator::ids::RunId::new("m0", 0, 0),
                 matrix_id: "m0".into(),
                 cell: 0,
                 repetition: 0,

@@ -144,7 +144,7 @@ pub fn matrix_of(bytes: &[u8], cancelled: bool) -> Result<MatrixRecord> {
 
 pub fn run(r: &RunRecord) -> Vec<u8> {
     StoredRun {
-        run_id: r.run_id.clone(),
+        run_id: r.run_id.to_string(),
         matrix_id: r.matrix_id.clone(),
         cell: r.cell,
         repetition: r.repetition,
@@ -161,7 +161,7 @@ pub fn run_of(bytes: &[u8]) -> Result<RunRecord> {
     let r = decode::<StoredRun>(bytes, "a run")?;
     Ok(RunRecord {
         state: RunState::from_i64(r.state)?,
-        run_id: r.run_id,
+        run_id: r.run_id.parse()?,
         matrix_id: r.matrix_id,
         cell: r.cell,
         repetition: r.repetition,
