@@ -61,8 +61,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use farm_proto::{
-    AgentInfo, Capabilities, CoordinatorMessage, GetResultsResponse, Hello, MatrixStatus,
-    ScheduleInfo, SubmitMatrixResponse, agent_message,
+    AgentInfo, Capabilities, CoordinatorMessage, Hello, MatrixStatus, SubmitMatrixResponse,
+    agent_message,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{Span, debug};
@@ -188,56 +188,12 @@ pub enum Event {
         matrix_id: String,
         reply: Reply<u32>,
     },
-    Results {
-        matrix_id: String,
-        reply: Reply<Results>,
-    },
-    /// From the results worker: a matrix is in the archive (`Ok(false)`:
-    /// it was already), or the archive failed it.
-    Archived {
-        matrix_id: String,
-        outcome: Result<bool, String>,
-    },
-    /// From the results worker: the summaries of `version` could not be
-    /// computed (the archive failed the histories' past).
-    SummaryFailed {
-        matrix_id: String,
-        version: u64,
-        ended: bool,
-        /// Why the archive could not give the histories' past.
-        error: String,
-    },
-    /// From the results worker: an ended matrix's summaries.
-    Summarised {
-        matrix_id: String,
-        summary: std::sync::Arc<GetResultsResponse>,
-    },
-    /// The cron driver: `at_ms` is due for this schedule.
-    CronDue {
-        schedule_id: String,
-        at_ms: u64,
-    },
-    ListSchedules {
-        reply: Reply<Vec<ScheduleInfo>>,
-    },
-    StartBisection {
-        request: Box<farm_proto::StartBisectionRequest>,
-        reply: Reply<farm_proto::Bisection>,
-    },
-    GetBisection {
-        bisection_id: String,
-        reply: Reply<farm_proto::Bisection>,
-    },
-    /// The ends as `service` parsed them from the request.
-    ListRange {
-        good: farm_spec::Kernel,
-        bad: farm_spec::Kernel,
-        reply: Reply<farm_proto::ListRangeResponse>,
-    },
-    CancelSchedule {
-        schedule_id: String,
-        reply: Reply<()>,
-    },
+    /// Summaries: asked by callers, made by the results worker.
+    Results(ResultsEvent),
+    /// From the results worker: how a matrix's move to the archive went.
+    Archive(ArchiveEvent),
+    Schedule(ScheduleEvent),
+    Bisection(BisectionEvent),
     Tick,
 }
 
@@ -473,18 +429,11 @@ struct Scheduler {
     /// An agent connected, left or re-registered: the fleet gauge is redone
     /// at the next tick (not per event: thousands may connect at once).
     fleet_changed: bool,
-    /// Every cell of every matrix by series (`series_key`), as (matrix
-    /// seq, cell index) in submission order: a history is a lookup, not a
-    /// scan of every matrix, now that every ended matrix computes its own.
-    series: HashMap<Vec<u8>, Vec<(u64, u32)>>,
-    schedules: BTreeMap<String, ScheduleMem>,
-    bisections: BTreeMap<String, farm_proto::Bisection>,
+    series: histories::Series,
+    schedules: schedule::Schedules,
+    bisections: bisection::Bisections,
     /// Git ranges asked of agents, by request id.
-    listings: HashMap<String, ranges::Listing>,
-    /// A schedule was made, cancelled or executed in this batch: the cron
-    /// driver hears of it after the commit.
-    schedules_changed: bool,
-    crons: watch::Sender<Vec<CronEntry>>,
+    listings: ranges::Listings,
     /// The counter behind matrices' versions.
     generation: u64,
     summaries: results::Worker,
@@ -536,12 +485,10 @@ pub fn spawn_with(
         after_commit: Vec::new(),
         metrics,
         fleet_changed: false,
-        series: HashMap::new(),
-        schedules: BTreeMap::new(),
-        bisections: BTreeMap::new(),
-        listings: HashMap::new(),
-        schedules_changed: false,
-        crons: watch::channel(Vec::new()).0,
+        series: histories::Series::default(),
+        schedules: schedule::Schedules::new(),
+        bisections: bisection::Bisections::default(),
+        listings: ranges::Listings::default(),
         generation: 0,
         summaries,
         rejections: provenance::Rejections::default(),
@@ -549,7 +496,7 @@ pub fn spawn_with(
         archiving: archive::State::default(),
     };
     s.recover()?;
-    let crons = s.crons.subscribe();
+    let crons = s.schedules.crons();
     let stopped = Arc::new(OnceLock::new());
     let why = Arc::clone(&stopped);
     let thread = std::thread::Builder::new()
@@ -643,9 +590,7 @@ impl Scheduler {
         }
         // Before the replies: whoever made a schedule finds the cron driver
         // already told of it.
-        if std::mem::take(&mut self.schedules_changed) {
-            self.crons.send_replace(self.cron_entries());
-        }
+        self.schedules.publish();
         self.deliver();
         for f in self.after_commit.drain(..) {
             f();
@@ -732,35 +677,10 @@ impl Scheduler {
                 let r = r.map_err(|e| self.unreadable_or(&matrix_id, e));
                 self.reply(reply, r);
             }
-            Event::Results { matrix_id, reply } => self.results(&matrix_id, reply),
-            Event::Summarised { matrix_id, summary } => self.summarised(&matrix_id, &summary),
-            Event::Archived { matrix_id, outcome } => self.archived(&matrix_id, outcome),
-            Event::SummaryFailed {
-                matrix_id,
-                version,
-                ended,
-                error,
-            } => self.summary_failed(&matrix_id, version, ended, &error),
-            Event::CronDue { schedule_id, at_ms } => self.cron_due(&schedule_id, at_ms),
-            Event::ListSchedules { reply } => {
-                let r = self.list_schedules();
-                self.reply(reply, Ok(r));
-            }
-            Event::StartBisection { request, reply } => {
-                self.start_bisection(*request, Starter::Rpc(reply))
-            }
-            Event::ListRange { good, bad, reply } => self.list_range(&good, &bad, reply),
-            Event::GetBisection {
-                bisection_id,
-                reply,
-            } => {
-                let r = self.get_bisection(&bisection_id);
-                self.reply(reply, r);
-            }
-            Event::CancelSchedule { schedule_id, reply } => {
-                let r = self.cancel_schedule(&schedule_id);
-                self.reply(reply, r);
-            }
+            Event::Results(ev) => self.on_results(ev),
+            Event::Archive(ev) => self.on_archive(ev),
+            Event::Schedule(ev) => self.on_schedule(ev),
+            Event::Bisection(ev) => self.on_bisection(ev),
             Event::Tick => self.tick(),
             Event::StepDown => self.stepping_down = true,
         }
@@ -784,12 +704,11 @@ mod recovery;
 mod reruns;
 mod results;
 mod schedule;
-pub use archive::ARCHIVE_IN_FLIGHT;
-pub use bisection::MAX_RUNNING_BISECTIONS;
+pub use archive::{ARCHIVE_IN_FLIGHT, ArchiveEvent};
+pub use bisection::{BisectionEvent, MAX_RUNNING_BISECTIONS};
 pub(crate) use ranges::range_refusal;
 pub use ranges::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS};
-pub use results::Results;
-use schedule::ScheduleMem;
-pub use schedule::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR};
+pub use results::{Results, ResultsEvent};
+pub use schedule::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR, ScheduleEvent};
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,7 @@ use crate::archive;
 use crate::identity::{Name, Principal};
 use crate::matrix;
 use crate::route::Router;
-use crate::scheduler::{self, Event};
+use crate::scheduler::{self, BisectionEvent, Event, ResultsEvent, ScheduleEvent};
 
 /// The largest matrix file accepted; a real one is a few KiB.
 pub const MAX_MATRIX_BYTES: usize = 1 << 20;
@@ -416,7 +416,7 @@ impl FarmService for Farm {
         let schedules = self
             .router
             .handle()?
-            .call(|reply| Event::ListSchedules { reply })
+            .call(|reply| Event::Schedule(ScheduleEvent::List { reply }))
             .await?;
         Ok(Response::new(ListSchedulesResponse { schedules }))
     }
@@ -436,7 +436,7 @@ impl FarmService for Farm {
         let b = self
             .router
             .handle()?
-            .call(|reply| Event::StartBisection { request, reply })
+            .call(|reply| Event::Bisection(BisectionEvent::Start { request, reply }))
             .await?;
         Ok(Response::new(b))
     }
@@ -456,7 +456,7 @@ impl FarmService for Farm {
         let r = self
             .router
             .handle()?
-            .call(|reply| Event::ListRange { good, bad, reply })
+            .call(|reply| Event::Bisection(BisectionEvent::ListRange { good, bad, reply }))
             .await?;
         Ok(Response::new(r))
     }
@@ -469,9 +469,11 @@ impl FarmService for Farm {
         let b = self
             .router
             .handle()?
-            .call(|reply| Event::GetBisection {
-                bisection_id,
-                reply,
+            .call(|reply| {
+                Event::Bisection(BisectionEvent::Get {
+                    bisection_id,
+                    reply,
+                })
             })
             .await?;
         Ok(Response::new(b))
@@ -484,7 +486,7 @@ impl FarmService for Farm {
         let schedule_id = req.into_inner().schedule_id;
         self.router
             .handle()?
-            .call(|reply| Event::CancelSchedule { schedule_id, reply })
+            .call(|reply| Event::Schedule(ScheduleEvent::Cancel { schedule_id, reply }))
             .await?;
         Ok(Response::new(CancelScheduleResponse {}))
     }
@@ -498,7 +500,7 @@ impl FarmService for Farm {
         let r = self
             .router
             .handle()?
-            .call(|reply| Event::Results { matrix_id, reply })
+            .call(|reply| Event::Results(ResultsEvent::Get { matrix_id, reply }))
             .await;
         match r {
             Err(scheduler::Error::UnknownMatrix(_)) => {

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::schedule;
-use crate::scheduler::{Event, Handle, now_ms};
+use crate::scheduler::{Event, Handle, ScheduleEvent, now_ms};
 
 /// The longest the driver sleeps before it reads the wall clock again.
 pub const MAX_SLEEP: Duration = Duration::from_secs(60);
@@ -78,10 +78,10 @@ pub async fn drive(handle: Handle, clock: Clock) {
             *last = (*last).max(e.last_ms);
             if let Some(at_ms) = schedule::latest_due(&cron, *last, now) {
                 debug!(schedule = %e.schedule_id, at_ms, "cron instant due");
-                let due = Event::CronDue {
+                let due = Event::Schedule(ScheduleEvent::CronDue {
                     schedule_id: e.schedule_id.clone(),
                     at_ms,
-                };
+                });
                 if handle.send(due).await.is_err() {
                     return;
                 }

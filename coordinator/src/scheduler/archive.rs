@@ -7,7 +7,8 @@
 //! an [`ArchiveJob`]: a copy of the matrix, its runs and its final status.
 //! The worker computes its summaries with the histories' archived past,
 //! writes it all to the archive in one transaction, and reports back
-//! ([`Event::Archived`]). Only then does the scheduler forget the matrix:
+//! ([`ArchiveEvent::Archived`]). Only then does the scheduler forget the matrix
+//! (`matrices`' `forget_matrix`, which tells each feature that kept some of it):
 //! it deletes it from the live store (`Op::ForgetMatrix`) and from memory.
 //!
 //! Why nothing is lost: the matrix stays live until the archive has it
@@ -40,7 +41,7 @@ use super::{Event, MatrixMem, Scheduler, now_ms};
 use crate::archive::ARCHIVE_RETRY;
 use crate::archive::ArchivedMatrix;
 use crate::results;
-use crate::store::{MatrixRecord, Op, RunRecord};
+use crate::store::{MatrixRecord, RunRecord};
 
 /// Matrices being archived at once, at most: each job holds a copy of a
 /// matrix (up to a few MiB), and the worker's queue
@@ -79,7 +80,10 @@ fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Eve
         .map_err(|e| e.to_string());
     if let Some(tx) = events.upgrade() {
         // Waits for room: the scheduler never waits for this thread.
-        let _ = tx.blocking_send(Event::Archived { matrix_id, outcome });
+        let _ = tx.blocking_send(Event::Archive(ArchiveEvent::Archived {
+            matrix_id,
+            outcome,
+        }));
     }
 }
 
@@ -121,7 +125,23 @@ fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> Archive
     }
 }
 
+/// What the results worker tells of a matrix's move to the archive.
+pub enum ArchiveEvent {
+    /// `matrix_id` is in the archive (`Ok(false)`: it was already), or the
+    /// archive failed it.
+    Archived {
+        matrix_id: String,
+        outcome: Result<bool, String>,
+    },
+}
+
 impl Scheduler {
+    pub(super) fn on_archive(&mut self, ev: ArchiveEvent) {
+        match ev {
+            ArchiveEvent::Archived { matrix_id, outcome } => self.archived(&matrix_id, outcome),
+        }
+    }
+
     /// At a tick: the ended matrices that may leave, to the worker.
     pub(super) fn archive_ended(&mut self) {
         let now = now_ms();
@@ -148,14 +168,13 @@ impl Scheduler {
                 // gauges have had them, nobody knows whether they show it.
                 // A cancelled matrix never shows in them.
                 && (m.gauged || m.rec.cancelled)
-                && !self.summaries.pending.contains(&m.rec.id)
-                && !self.summaries.retry.contains(&m.rec.id)
+                && self.summaries.settled(&m.rec.id)
         });
         ended.sort_by_key(|m| m.rec.seq);
         let room = ARCHIVE_IN_FLIGHT.saturating_sub(self.archiving.in_flight.len());
         let mut jobs = Vec::new();
         for m in ended.into_iter().take(room) {
-            let Ok(slot) = self.summaries.tx.clone().try_reserve_owned() else {
+            let Some(slot) = self.summaries.slot() else {
                 break;
             };
             let Some(status) = self.status(&m.rec.id) else {
@@ -191,11 +210,7 @@ impl Scheduler {
         let Some(e) = &m.rec.execution else {
             return false;
         };
-        let latest = self
-            .schedules
-            .get(&e.schedule_id)
-            .and_then(|s| s.executions.last())
-            .is_some_and(|id| *id == m.rec.id);
+        let latest = self.schedules.latest_execution(&e.schedule_id) == Some(m.rec.id.as_str());
         latest || m.rec.submitted_ms.saturating_add(KEEP_EXECUTIONS_MS) > now
     }
 
@@ -225,43 +240,5 @@ impl Scheduler {
                   "ended matrices wait in live state: {error}");
         }
         self.metrics.archive_failed();
-    }
-
-    /// Deletes an archived matrix from the live store and from memory.
-    fn forget_matrix(&mut self, matrix_id: &str, written: bool) {
-        let Some(m) = self.matrices.remove(matrix_id) else {
-            return;
-        };
-        self.by_seq.remove(&m.rec.seq);
-        for id in &m.runs {
-            self.runs.remove(id);
-        }
-        let seq = m.rec.seq;
-        self.queues.retain(|(s, _), _| *s != seq);
-        for key in &m.series_keys {
-            if let Some(cells) = self.series.get_mut(key) {
-                cells.retain(|&(s, _)| s != seq);
-                if cells.is_empty() {
-                    self.series.remove(key);
-                }
-            }
-        }
-        self.summaries.cache.remove(matrix_id);
-        self.summaries.pending.remove(matrix_id);
-        if let Some(e) = &m.rec.execution
-            && let Some(s) = self.schedules.get_mut(&e.schedule_id)
-        {
-            s.executions.retain(|id| id != matrix_id);
-            s.verdicts.remove(matrix_id);
-            s.rec.archived_executions += 1;
-            self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
-        }
-        self.ops.push(Op::ForgetMatrix {
-            id: m.rec.id.clone(),
-            cells: m.rec.cells.len() as u32,
-            runs: m.runs.clone(),
-        });
-        self.metrics.matrix_archived();
-        tracing::debug!(matrix = %matrix_id, runs = m.runs.len(), written, "matrix archived");
     }
 }

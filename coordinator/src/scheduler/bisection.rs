@@ -6,13 +6,15 @@
 //! (`pending_matrices`, then its steps' `matrix_ids`), written in the batch
 //! that submits it, so a restart finds the round it waits for.
 
+use std::collections::BTreeMap;
+
 use farm_proto::{Bisection, CommitInfo, GetResultsResponse, StartBisectionRequest, Verdict};
 use farm_spec::Kernel;
 use prost::Message as _;
 use tracing::{error, info, warn};
 
 use super::ranges;
-use super::{Error, Scheduler, Starter, now_ms, random_id};
+use super::{Error, Reply, Scheduler, Starter, now_ms, random_id};
 use crate::bisection::{self, New};
 use crate::store::Op;
 
@@ -26,7 +28,70 @@ pub const MAX_CULPRITS_SHOWN: usize = 1000;
 /// The most bisections one execution of a `[schedule] bisect` starts.
 pub const MAX_BISECTIONS_PER_EXECUTION: usize = 4;
 
+/// What the bisection feature is asked.
+pub enum BisectionEvent {
+    Start {
+        request: Box<StartBisectionRequest>,
+        reply: Reply<Bisection>,
+    },
+    Get {
+        bisection_id: String,
+        reply: Reply<Bisection>,
+    },
+    /// The ends as `service` parsed them from the request.
+    ListRange {
+        good: Kernel,
+        bad: Kernel,
+        reply: Reply<farm_proto::ListRangeResponse>,
+    },
+}
+
+/// The bisection feature's state: every bisection's record, by id. The
+/// rest of the scheduler reads it through the methods below.
+#[derive(Default)]
+pub(super) struct Bisections(BTreeMap<String, Bisection>);
+
+impl Bisections {
+    /// A stored bisection, at recovery.
+    pub(super) fn recovered(&mut self, b: Bisection) {
+        self.0.insert(b.bisection_id.clone(), b);
+    }
+
+    /// The bisections started from `matrix_id`'s regressions, oldest first.
+    pub(super) fn briefs_of(&self, matrix_id: &str) -> Vec<farm_proto::BisectionBrief> {
+        let mut started: Vec<&Bisection> = self
+            .0
+            .values()
+            .filter(|b| b.matrix_id == matrix_id)
+            .collect();
+        started.sort_by_key(|b| (b.created_ms, b.bisection_id.clone()));
+        started
+            .into_iter()
+            .map(|b| farm_proto::BisectionBrief {
+                bisection_id: b.bisection_id.clone(),
+                status: bisection::brief(b),
+            })
+            .collect()
+    }
+}
+
 impl Scheduler {
+    pub(super) fn on_bisection(&mut self, ev: BisectionEvent) {
+        match ev {
+            BisectionEvent::Start { request, reply } => {
+                self.start_bisection(*request, Starter::Rpc(reply))
+            }
+            BisectionEvent::Get {
+                bisection_id,
+                reply,
+            } => {
+                let r = self.get_bisection(&bisection_id);
+                self.reply(reply, r);
+            }
+            BisectionEvent::ListRange { good, bad, reply } => self.list_range(&good, &bad, reply),
+        }
+    }
+
     pub(super) fn start_bisection(&mut self, req: StartBisectionRequest, reply: Starter) {
         if !req.git_range {
             let r = self.create_bisection(&req, &req.between, Vec::new());
@@ -81,7 +146,7 @@ impl Scheduler {
                 _ => false,
             };
             let pair = (base.kernel.to_string(), cell.kernel.to_string());
-            let done = self.bisections.values().any(|b| {
+            let done = self.bisections.0.values().any(|b| {
                 b.matrix_id == matrix_id
                     && b.kernels.first() == Some(&pair.0)
                     && b.kernels.last() == Some(&pair.1)
@@ -172,6 +237,7 @@ impl Scheduler {
     ) -> Result<Bisection, Error> {
         let running = self
             .bisections
+            .0
             .values()
             .filter(|b| b.outcome.is_none())
             .count();
@@ -248,13 +314,14 @@ impl Scheduler {
         }
         info!(bisection = %id, matrix = %b.matrix_id, cell = b.cell, kernels = b.kernels.len(),
               metric = %b.metric, "bisection started");
-        self.bisections.insert(id.clone(), b);
+        self.bisections.0.insert(id.clone(), b);
         self.advance_bisection(&id);
-        Ok(self.bisections[&id].clone())
+        Ok(self.bisections.0[&id].clone())
     }
 
     pub(super) fn get_bisection(&self, id: &str) -> Result<Bisection, Error> {
         self.bisections
+            .0
             .get(id)
             .cloned()
             .ok_or_else(|| Error::UnknownBisection(id.to_owned()))
@@ -263,7 +330,7 @@ impl Scheduler {
     /// Submits the round the bisector asks for, or records its end; writes
     /// the record either way.
     fn advance_bisection(&mut self, id: &str) {
-        let Some(b) = self.bisections.get(id) else {
+        let Some(b) = self.bisections.0.get(id) else {
             return;
         };
         // An ended record is never planned again: a bisector rebuilt from
@@ -311,7 +378,7 @@ impl Scheduler {
         }
         let ended = b.outcome.is_some();
         self.ops.push(Op::PutBisection(Box::new(b.clone())));
-        self.bisections.insert(id.to_owned(), b);
+        self.bisections.0.insert(id.to_owned(), b);
         if ended {
             self.export_culprits();
         }
@@ -322,6 +389,7 @@ impl Scheduler {
     pub(super) fn export_culprits(&mut self) {
         let mut found: Vec<(u64, Vec<String>)> = self
             .bisections
+            .0
             .values()
             .filter_map(|b| bisection::culprit_labels(b).map(|l| (b.created_ms, l)))
             .collect();
@@ -340,7 +408,7 @@ impl Scheduler {
         let Some(m) = self.matrices.get(matrix_id) else {
             return;
         };
-        let b = &self.bisections[&id];
+        let b = &self.bisections.0[&id];
         let values = bisection::round_values(&self.ended_runs(m), m.rec.cells.len(), &b.metric);
         let mut x = match bisection::bisector(b) {
             Ok(x) => x,
@@ -355,7 +423,7 @@ impl Scheduler {
         }
         let mut b = b.clone();
         bisection::record(&mut b, &x);
-        self.bisections.insert(id.clone(), b);
+        self.bisections.0.insert(id.clone(), b);
         self.advance_bisection(&id);
     }
 
@@ -366,16 +434,17 @@ impl Scheduler {
         let Some(id) = self.waiting_for(matrix_id) else {
             return;
         };
-        let mut b = self.bisections[&id].clone();
+        let mut b = self.bisections.0[&id].clone();
         bisection::cancelled(&mut b, matrix_id);
         info!(bisection = %id, matrix = %matrix_id, "bisection cancelled with its round");
         self.ops.push(Op::PutBisection(Box::new(b.clone())));
-        self.bisections.insert(id, b);
+        self.bisections.0.insert(id, b);
     }
 
     /// The running bisection whose current round is `matrix_id`.
     fn waiting_for(&self, matrix_id: &str) -> Option<String> {
         self.bisections
+            .0
             .iter()
             .find(|(_, b)| {
                 b.outcome.is_none() && b.pending_matrices.last().is_some_and(|m| m == matrix_id)
@@ -388,6 +457,7 @@ impl Scheduler {
     pub(super) fn resume_bisections(&mut self) {
         let waiting: Vec<String> = self
             .bisections
+            .0
             .values()
             .filter(|b| b.outcome.is_none())
             .filter_map(|b| b.pending_matrices.last().cloned())

@@ -352,4 +352,32 @@ impl Scheduler {
             .filter(|r| matches!(r.state, RunState::Finished | RunState::Failed))
             .collect()
     }
+
+    /// Deletes an archived matrix from the live store and from memory,
+    /// and tells each feature that kept something of it.
+    pub(super) fn forget_matrix(&mut self, matrix_id: &str, written: bool) {
+        let Some(m) = self.matrices.remove(matrix_id) else {
+            return;
+        };
+        self.by_seq.remove(&m.rec.seq);
+        for id in &m.runs {
+            self.runs.remove(id);
+        }
+        let seq = m.rec.seq;
+        self.queues.retain(|(s, _), _| *s != seq);
+        self.series.forget(&m.series_keys, seq);
+        self.summaries.forget(matrix_id);
+        if let Some(e) = &m.rec.execution
+            && let Some(op) = self.schedules.execution_archived(&e.schedule_id, matrix_id)
+        {
+            self.ops.push(op);
+        }
+        self.ops.push(Op::ForgetMatrix {
+            id: m.rec.id.clone(),
+            cells: m.rec.cells.len() as u32,
+            runs: m.runs.clone(),
+        });
+        self.metrics.matrix_archived();
+        tracing::debug!(matrix = %matrix_id, runs = m.runs.len(), written, "matrix archived");
+    }
 }

@@ -73,7 +73,7 @@ impl Scheduler {
             .map(|m| m.rec.id.clone())
             .collect();
         self.metrics.recovered(ended);
-        self.summaries.pending.extend(again);
+        self.summaries.again(again);
         // The gauges have had every recovered end: an ended matrix they
         // do not show now they never will.
         let running = MatrixState::Running as i32;

@@ -4,6 +4,7 @@
 //! the repository, takes the answer only from that agent, checks it, and
 //! gives up after [`LISTING_TIMEOUT`].
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use farm_proto::{
@@ -35,8 +36,13 @@ pub(super) enum Then {
     Reply(Reply<ListRangeResponse>),
 }
 
+/// The git ranges asked of agents and not yet answered, by request id:
+/// the ranges feature's state.
+#[derive(Default)]
+pub(super) struct Listings(HashMap<String, Listing>);
+
 /// A git range asked of an agent.
-pub(super) struct Listing {
+struct Listing {
     agent_id: String,
     repo: String,
     then: Then,
@@ -121,7 +127,7 @@ impl Scheduler {
     /// `then` gets the answer, or the refusal at once.
     pub(super) fn request_range(&mut self, good: &Kernel, bad: &Kernel, then: Then) {
         let checked = (|| {
-            if self.listings.len() >= MAX_PENDING_LISTINGS {
+            if self.listings.0.len() >= MAX_PENDING_LISTINGS {
                 return Err(Error::Busy {
                     what: "the git ranges being listed",
                     limit: "MAX_PENDING_LISTINGS",
@@ -159,7 +165,7 @@ impl Scheduler {
                 })),
             },
         ));
-        self.listings.insert(
+        self.listings.0.insert(
             request_id,
             Listing {
                 agent_id,
@@ -175,13 +181,14 @@ impl Scheduler {
     pub(super) fn commits_listed(&mut self, agent_id: &str, c: Commits) {
         let ours = self
             .listings
+            .0
             .get(&c.request_id)
             .is_some_and(|l| l.agent_id == agent_id);
         if !ours {
             self.reject(agent_id, Rejection::UnaskedCommits, &c.request_id);
             return;
         }
-        let Some(l) = self.listings.remove(&c.request_id) else {
+        let Some(l) = self.listings.0.remove(&c.request_id) else {
             return;
         };
         let r = if c.error.is_empty() {
@@ -223,12 +230,13 @@ impl Scheduler {
         let now = Instant::now();
         let late: Vec<String> = self
             .listings
+            .0
             .iter()
             .filter(|(_, l)| l.deadline <= now)
             .map(|(id, _)| id.clone())
             .collect();
         for id in late {
-            if let Some(l) = self.listings.remove(&id) {
+            if let Some(l) = self.listings.0.remove(&id) {
                 warn!(agent = %l.agent_id, request = %id, "git range not listed in time");
                 let e = Error::Unanswered(format!(
                     "agent {} did not list the git range of repository `{}` within {} s",

@@ -12,7 +12,6 @@ use tokio::sync::watch;
 use tracing::{Span, error, info, warn};
 
 use super::histories::series_key;
-use super::schedule::ScheduleMem;
 use super::{Agent, Error, MatrixMem, RunMem, Scheduler, activity};
 use crate::eligibility;
 use crate::ids::Attempt;
@@ -41,10 +40,10 @@ impl Scheduler {
             );
         }
         for s in snap.schedules {
-            self.schedules.insert(s.id.clone(), ScheduleMem::new(s));
+            self.schedules.recovered(s);
         }
         for b in snap.bisections {
-            self.bisections.insert(b.bisection_id.clone(), b);
+            self.bisections.recovered(b);
         }
         for u in snap.unreadable {
             self.next_seq = self.next_seq.max(u.record.seq + 1);
@@ -56,17 +55,12 @@ impl Scheduler {
         }
         for m in snap.matrices {
             self.next_seq = self.next_seq.max(m.seq + 1);
-            if let Some(s) = m
-                .execution
-                .as_ref()
-                .and_then(|e| self.schedules.get_mut(&e.schedule_id))
-            {
-                // Matrices load in submission order: executions stay in order.
-                s.executions.push(m.id.clone());
+            if let Some(e) = &m.execution {
+                self.schedules.execution_recovered(&e.schedule_id, &m.id);
             }
             self.insert_matrix(m);
         }
-        self.crons.send_replace(self.cron_entries());
+        self.schedules.publish();
         let (mut queued, mut assigned) = (0, 0);
         for r in snap.runs {
             let Some(m) = self.matrices.get_mut(&r.matrix_id) else {
@@ -183,10 +177,7 @@ impl Scheduler {
         let (status, _) = watch::channel(MatrixStatus::default());
         let series_keys: Vec<Vec<u8>> = rec.cells.iter().map(series_key).collect();
         for (c, key) in rec.cells.iter().zip(&series_keys) {
-            self.series
-                .entry(key.clone())
-                .or_default()
-                .push((rec.seq, c.index));
+            self.series.add(key, rec.seq, c.index);
         }
         self.generation += 1;
         self.by_seq.insert(rec.seq, rec.id.clone());

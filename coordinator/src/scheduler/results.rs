@@ -150,20 +150,44 @@ pub(super) enum Job {
 
 /// The scheduler's end of the results worker.
 pub(super) struct Worker {
-    pub(super) tx: mpsc::Sender<Job>,
-    pub(super) cache: Cache,
+    tx: mpsc::Sender<Job>,
+    cache: Cache,
     /// Ended matrices whose snapshot found the queue full, by id: sent at a
     /// later batch. At most one entry per matrix in memory.
-    pub(super) pending: BTreeSet<String>,
+    pending: BTreeSet<String>,
     /// Ended matrices whose summaries failed (the archive was unreachable):
     /// summarised again at a later tick.
-    pub(super) retry: BTreeSet<String>,
+    retry: BTreeSet<String>,
     /// Not before then: an unreachable archive may hold the worker for its
     /// whole timeout at each attempt, with `GetResults` queued behind.
-    pub(super) retry_at: Option<Instant>,
+    retry_at: Option<Instant>,
 }
 
 impl Worker {
+    /// A slot in the worker's queue, if it has room now (the scheduler
+    /// thread never waits for one).
+    pub(super) fn slot(&self) -> Option<mpsc::OwnedPermit<Job>> {
+        self.tx.clone().try_reserve_owned().ok()
+    }
+
+    /// Whether the summaries of `matrix_id`'s end are made: none wait for
+    /// room in the queue or for another try.
+    pub(super) fn settled(&self, matrix_id: &str) -> bool {
+        !self.pending.contains(matrix_id) && !self.retry.contains(matrix_id)
+    }
+
+    /// `matrix_id` left for the archive: nothing of it is kept or sent.
+    pub(super) fn forget(&mut self, matrix_id: &str) {
+        self.cache.remove(matrix_id);
+        self.pending.remove(matrix_id);
+    }
+
+    /// Ended matrices whose summaries are made again at the next batch
+    /// (recovery: the gauges and the schedules' verdicts need them).
+    pub(super) fn again(&mut self, ids: impl IntoIterator<Item = String>) {
+        self.pending.extend(ids);
+    }
+
     /// Starts the worker thread. It tells the scheduler of each ended
     /// matrix's summaries through `events`, weakly: the worker never keeps
     /// the scheduler alive, and it stops once the scheduler drops its end.
@@ -345,12 +369,12 @@ fn summarise_snapshot(
                 let e = e.to_string();
                 warn!(matrix = %snap.matrix_id, "histories without their archived past: {e}");
                 if let Some(tx) = events.upgrade() {
-                    let _ = tx.blocking_send(Event::SummaryFailed {
+                    let _ = tx.blocking_send(Event::Results(ResultsEvent::Failed {
                         matrix_id: snap.matrix_id.clone(),
                         version: snap.version,
                         ended: snap.ended.is_some(),
                         error: e.clone(),
-                    });
+                    }));
                 }
                 return Err(Arc::new(partial(&snap, &runs, &e)));
             }
@@ -361,10 +385,10 @@ fn summarise_snapshot(
         gauges.refreshed(t.elapsed());
         if let Some(tx) = events.upgrade() {
             // Waits for room: the scheduler never waits for this thread.
-            let _ = tx.blocking_send(Event::Summarised {
+            let _ = tx.blocking_send(Event::Results(ResultsEvent::Summarised {
                 matrix_id: snap.matrix_id.clone(),
                 summary: summary.clone(),
-            });
+            }));
         }
     }
     cache.put(&snap.matrix_id, snap.version, summary);
@@ -402,7 +426,44 @@ pub(super) fn summary_of(
     Ok(s)
 }
 
+/// What the results feature is asked, and told by its worker.
+pub enum ResultsEvent {
+    Get {
+        matrix_id: String,
+        reply: Reply<Results>,
+    },
+    /// From the worker: the summaries of `version` could not be computed
+    /// (the archive failed the histories' past).
+    Failed {
+        matrix_id: String,
+        version: u64,
+        ended: bool,
+        /// Why the archive could not give the histories' past.
+        error: String,
+    },
+    /// From the worker: an ended matrix's summaries.
+    Summarised {
+        matrix_id: String,
+        summary: Arc<GetResultsResponse>,
+    },
+}
+
 impl Scheduler {
+    pub(super) fn on_results(&mut self, ev: ResultsEvent) {
+        match ev {
+            ResultsEvent::Get { matrix_id, reply } => self.results(&matrix_id, reply),
+            ResultsEvent::Summarised { matrix_id, summary } => {
+                self.summarised(&matrix_id, &summary)
+            }
+            ResultsEvent::Failed {
+                matrix_id,
+                version,
+                ended,
+                error,
+            } => self.summary_failed(&matrix_id, version, ended, &error),
+        }
+    }
+
     /// `GetResults`: from the cache when it has this version of the
     /// matrix, else from the worker once it has computed it (see the top of
     /// this file for why the answer is never stale).
@@ -456,11 +517,11 @@ impl Scheduler {
         snapshot: bool,
     ) -> Option<(Option<mpsc::OwnedPermit<Job>>, mpsc::OwnedPermit<Job>)> {
         let first = if snapshot {
-            Some(self.summaries.tx.clone().try_reserve_owned().ok()?)
+            Some(self.summaries.slot()?)
         } else {
             None
         };
-        let wait = self.summaries.tx.clone().try_reserve_owned().ok()?;
+        let wait = self.summaries.slot()?;
         Some((first, wait))
     }
 
@@ -477,13 +538,7 @@ impl Scheduler {
         let Some(key) = m.series_keys.get(cell as usize) else {
             return;
         };
-        let seqs: Vec<u64> = self
-            .series
-            .get(key)
-            .into_iter()
-            .flatten()
-            .map(|&(seq, _)| seq)
-            .collect();
+        let seqs: Vec<u64> = self.series.cells(key).map(|(seq, _)| seq).collect();
         for seq in seqs {
             if let Some(m) = self
                 .by_seq
@@ -503,7 +558,7 @@ impl Scheduler {
             self.summaries.pending.remove(matrix_id);
             return;
         };
-        let Ok(slot) = self.summaries.tx.clone().try_reserve_owned() else {
+        let Some(slot) = self.summaries.slot() else {
             self.summaries.pending.insert(matrix_id.to_owned());
             return;
         };
@@ -537,10 +592,9 @@ impl Scheduler {
         let mut bisect = false;
         if let Some(e) = &m.rec.execution {
             let verdicts = super::schedule::verdicts(&m.rec.cells, &summary.cells);
-            if let Some(s) = self.schedules.get_mut(&e.schedule_id) {
-                s.verdicts.insert(matrix_id.to_owned(), verdicts);
-                bisect = s.bisect;
-            }
+            bisect = self
+                .schedules
+                .execution_summarised(&e.schedule_id, matrix_id, verdicts);
         }
         if bisect {
             self.bisect_regressions(matrix_id, summary);

@@ -3,15 +3,16 @@
 //! an agent's catalogue shows a new kernel, listed and cancelled. When they
 //! run is decided by the pure functions of `crate::schedule`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use farm_proto::{
     Capabilities, CellSummary, ExecutionSummary, MatrixState, ScheduleInfo, SubmitMatrixResponse,
     Verdict,
 };
+use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::{Error, MatrixMem, Scheduler, now_ms, random_id};
+use super::{Error, MatrixMem, Reply, Scheduler, now_ms, random_id};
 use crate::cell::Cell;
 use crate::matrix::{self, Matrix};
 use crate::results;
@@ -29,18 +30,129 @@ use crate::store::{Execution, Op, ScheduleRecord};
 pub const MAX_TRIGGERED_EXECUTIONS_PER_HOUR: usize = 8;
 const HOUR_MS: u64 = 3_600_000;
 
+/// What the schedule feature is asked.
+pub enum ScheduleEvent {
+    /// The cron driver: `at_ms` is due for this schedule.
+    CronDue {
+        schedule_id: String,
+        at_ms: u64,
+    },
+    List {
+        reply: Reply<Vec<ScheduleInfo>>,
+    },
+    Cancel {
+        schedule_id: String,
+        reply: Reply<()>,
+    },
+}
+
+/// The schedule feature's state. Its fields are this module's: the rest
+/// of the scheduler tells it of executions through the methods below and
+/// applies the store operations they return.
+pub(super) struct Schedules {
+    by_id: BTreeMap<String, ScheduleMem>,
+    /// A schedule was made, cancelled or executed in this batch: the cron
+    /// driver hears of it after the commit.
+    changed: bool,
+    crons: watch::Sender<Vec<CronEntry>>,
+}
+
+impl Schedules {
+    pub(super) fn new() -> Schedules {
+        Schedules {
+            by_id: BTreeMap::new(),
+            changed: false,
+            crons: watch::channel(Vec::new()).0,
+        }
+    }
+
+    /// What the cron driver waits on (`crate::schedule::timer`).
+    pub(super) fn crons(&self) -> watch::Receiver<Vec<CronEntry>> {
+        self.crons.subscribe()
+    }
+
+    /// A stored schedule, at recovery.
+    pub(super) fn recovered(&mut self, rec: ScheduleRecord) {
+        self.by_id.insert(rec.id.clone(), ScheduleMem::new(rec));
+        self.changed = true;
+    }
+
+    /// A stored execution of `schedule_id`, at recovery: matrices load in
+    /// submission order, so executions stay in order.
+    pub(super) fn execution_recovered(&mut self, schedule_id: &str, matrix_id: &str) {
+        if let Some(s) = self.by_id.get_mut(schedule_id) {
+            s.executions.push(matrix_id.to_owned());
+        }
+    }
+
+    /// Tells the cron driver of the batch's changes, if any: after the
+    /// commit, before the replies, so that whoever made a schedule finds
+    /// the driver already told.
+    pub(super) fn publish(&mut self) {
+        if std::mem::take(&mut self.changed) {
+            self.crons.send_replace(self.cron_entries());
+        }
+    }
+
+    /// The latest execution of `schedule_id`.
+    pub(super) fn latest_execution(&self, schedule_id: &str) -> Option<&str> {
+        self.by_id
+            .get(schedule_id)
+            .and_then(|s| s.executions.last())
+            .map(String::as_str)
+    }
+
+    /// An execution ended and was summarised: what it found is kept for
+    /// `farmctl schedules`. Whether its schedule bisects what regressed.
+    pub(super) fn execution_summarised(
+        &mut self,
+        schedule_id: &str,
+        matrix_id: &str,
+        verdicts: Verdicts,
+    ) -> bool {
+        let Some(s) = self.by_id.get_mut(schedule_id) else {
+            return false;
+        };
+        s.verdicts.insert(matrix_id.to_owned(), verdicts);
+        s.bisect
+    }
+
+    /// An execution left for the archive: forgotten here and counted in
+    /// the schedule's record, which is returned to be stored.
+    pub(super) fn execution_archived(&mut self, schedule_id: &str, matrix_id: &str) -> Option<Op> {
+        let s = self.by_id.get_mut(schedule_id)?;
+        s.executions.retain(|id| id != matrix_id);
+        s.verdicts.remove(matrix_id);
+        s.rec.archived_executions += 1;
+        Some(Op::PutSchedule(Box::new(s.rec.clone())))
+    }
+
+    /// What the cron driver waits for: active schedules with a cron.
+    fn cron_entries(&self) -> Vec<CronEntry> {
+        self.by_id
+            .values()
+            .filter(|s| !s.rec.cancelled && s.cron.is_some())
+            .map(|s| CronEntry {
+                schedule_id: s.rec.id.clone(),
+                cron: s.rec.cron.clone(),
+                last_ms: s.rec.last_cron_ms,
+            })
+            .collect()
+    }
+}
+
 /// A schedule in memory: its record, parsed once.
-pub(super) struct ScheduleMem {
-    pub(super) rec: ScheduleRecord,
+struct ScheduleMem {
+    rec: ScheduleRecord,
     cron: Option<croner::Cron>,
     glob: Option<glob::Pattern>,
     /// Its executions' matrix ids, oldest first.
-    pub(super) executions: Vec<String>,
+    executions: Vec<String>,
     /// What the executions that ended since the coordinator started found
     /// (from the summaries the results worker made when each ended).
-    pub(super) verdicts: HashMap<String, Verdicts>,
+    verdicts: HashMap<String, Verdicts>,
     /// `[schedule] bisect`, read from the file when the record is loaded.
-    pub(super) bisect: bool,
+    bisect: bool,
 }
 
 /// An ended execution's verdicts, for `farmctl schedules`.
@@ -93,7 +205,7 @@ impl ScheduleMem {
     /// A cron or glob this coordinator cannot parse (a newer one wrote the
     /// record) is logged, and that half of the schedule never runs; the
     /// record is kept as it is.
-    pub(super) fn new(rec: ScheduleRecord) -> ScheduleMem {
+    fn new(rec: ScheduleRecord) -> ScheduleMem {
         let cron = (!rec.cron.is_empty())
             .then(|| schedule::cron(&rec.cron))
             .transpose()
@@ -124,6 +236,20 @@ impl ScheduleMem {
 }
 
 impl Scheduler {
+    pub(super) fn on_schedule(&mut self, ev: ScheduleEvent) {
+        match ev {
+            ScheduleEvent::CronDue { schedule_id, at_ms } => self.cron_due(&schedule_id, at_ms),
+            ScheduleEvent::List { reply } => {
+                let r = self.list_schedules();
+                self.reply(reply, Ok(r));
+            }
+            ScheduleEvent::Cancel { schedule_id, reply } => {
+                let r = self.cancel_schedule(&schedule_id);
+                self.reply(reply, r);
+            }
+        }
+    }
+
     /// A matrix file with a `[schedule]`: the schedule is made; nothing runs
     /// until its first instant or new kernel. Kernels agents already offer
     /// count as seen: the trigger is for kernels that come later.
@@ -176,8 +302,9 @@ impl Scheduler {
         };
         self.ops.push(Op::PutSchedule(Box::new(rec.clone())));
         self.schedules
+            .by_id
             .insert(rec.id.clone(), ScheduleMem { rec, ..mem });
-        self.schedules_changed = true;
+        self.schedules.changed = true;
         response
     }
 
@@ -189,14 +316,14 @@ impl Scheduler {
     pub(super) fn cron_due(&mut self, id: &str, at_ms: u64) {
         // Any of its executions: a trigger's may have ended after a cron
         // one that still runs.
-        let previous_running = self.schedules.get(id).is_some_and(|s| {
+        let previous_running = self.schedules.by_id.get(id).is_some_and(|s| {
             s.executions.iter().rev().any(|m| {
                 self.matrices
                     .get(m)
                     .is_some_and(|mm| !mm.rec.cancelled && self.has_unended_runs(mm))
             })
         });
-        let Some(s) = self.schedules.get_mut(id) else {
+        let Some(s) = self.schedules.by_id.get_mut(id) else {
             return;
         };
         if s.rec.cancelled || s.cron.is_none() || at_ms <= s.rec.last_cron_ms {
@@ -204,7 +331,7 @@ impl Scheduler {
         }
         s.rec.last_cron_ms = at_ms;
         self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
-        self.schedules_changed = true;
+        self.schedules.changed = true;
         if previous_running {
             warn!(schedule = %id, at_ms, "the previous execution is still running; \
                   this instant is skipped");
@@ -219,7 +346,7 @@ impl Scheduler {
     pub(super) fn catalogue_changed(&mut self, caps: &Capabilities) {
         let cat = schedule::catalogue(caps);
         let mut due: Vec<(String, String)> = Vec::new();
-        for (id, s) in &mut self.schedules {
+        for (id, s) in &mut self.schedules.by_id {
             let Some(g) = &s.glob else { continue };
             if s.rec.cancelled {
                 continue;
@@ -239,7 +366,7 @@ impl Scheduler {
             // refuses stays unseen and is tried again when a catalogue
             // changes (its refusal logged each time).
             if self.execute(&id, now, Some(kernel.clone()))
-                && let Some(s) = self.schedules.get_mut(&id)
+                && let Some(s) = self.schedules.by_id.get_mut(&id)
             {
                 s.rec.seen_kernels.push(kernel);
                 self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
@@ -259,7 +386,7 @@ impl Scheduler {
     /// before `now_ms`, from its executions' matrices (so a restart
     /// forgets none).
     fn triggered_within_hour(&self, id: &str, now_ms: u64) -> usize {
-        let Some(s) = self.schedules.get(id) else {
+        let Some(s) = self.schedules.by_id.get(id) else {
             return 0;
         };
         s.executions
@@ -279,7 +406,7 @@ impl Scheduler {
     /// Submits one execution of a schedule as a matrix of its own; false
     /// when the matrix refuses it (nothing is then submitted).
     fn execute(&mut self, id: &str, at_ms: u64, kernel: Option<String>) -> bool {
-        let Some(s) = self.schedules.get(id) else {
+        let Some(s) = self.schedules.by_id.get(id) else {
             return false;
         };
         let parsed = matrix::parse_execution(&s.rec.file_name, &s.rec.source, kernel.as_deref());
@@ -301,7 +428,7 @@ impl Scheduler {
         };
         let r = self.submit_matrix(m, file_name, source, "", Some(execution));
         info!(schedule = %id, matrix = %r.matrix_id, at_ms, "schedule executed");
-        if let Some(s) = self.schedules.get_mut(id) {
+        if let Some(s) = self.schedules.by_id.get_mut(id) {
             s.executions.push(r.matrix_id);
         }
         true
@@ -310,28 +437,16 @@ impl Scheduler {
     pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Error> {
         let s = self
             .schedules
+            .by_id
             .get_mut(id)
             .ok_or_else(|| Error::UnknownSchedule(id.to_owned()))?;
         if !s.rec.cancelled {
             s.rec.cancelled = true;
             self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
-            self.schedules_changed = true;
+            self.schedules.changed = true;
             info!(schedule = %id, "schedule cancelled");
         }
         Ok(())
-    }
-
-    /// What the cron driver waits for: active schedules with a cron.
-    pub(super) fn cron_entries(&self) -> Vec<CronEntry> {
-        self.schedules
-            .values()
-            .filter(|s| !s.rec.cancelled && s.cron.is_some())
-            .map(|s| CronEntry {
-                schedule_id: s.rec.id.clone(),
-                cron: s.rec.cron.clone(),
-                last_ms: s.rec.last_cron_ms,
-            })
-            .collect()
     }
 
     /// Every schedule that is not cancelled, oldest first, with what its
@@ -339,6 +454,7 @@ impl Scheduler {
     pub(super) fn list_schedules(&self) -> Vec<ScheduleInfo> {
         let mut out: Vec<ScheduleInfo> = self
             .schedules
+            .by_id
             .values()
             .filter(|s| !s.rec.cancelled)
             .map(|s| ScheduleInfo {
@@ -394,19 +510,7 @@ impl Scheduler {
         summary.regressions = v.regressions;
         summary.improvements = v.improvements;
         summary.change_regressions = v.change_regressions;
-        let mut started: Vec<&farm_proto::Bisection> = self
-            .bisections
-            .values()
-            .filter(|b| b.matrix_id == m.rec.id)
-            .collect();
-        started.sort_by_key(|b| (b.created_ms, b.bisection_id.clone()));
-        summary.bisections = started
-            .into_iter()
-            .map(|b| farm_proto::BisectionBrief {
-                bisection_id: b.bisection_id.clone(),
-                status: crate::bisection::brief(b),
-            })
-            .collect();
+        summary.bisections = self.bisections.briefs_of(&m.rec.id);
         summary
     }
 }

@@ -4,7 +4,9 @@
 use super::*;
 use crate::matrix;
 use crate::store::Sqlite;
-use farm_proto::{Heartbeat, RunCounts, RunRef, RunResult, coordinator_message};
+use farm_proto::{
+    GetResultsResponse, Heartbeat, RunCounts, RunRef, RunResult, coordinator_message,
+};
 
 type Rx = mpsc::Receiver<Result<CoordinatorMessage, Error>>;
 
@@ -485,7 +487,7 @@ async fn submit_text(farm: &Farm, text: &str) -> String {
 async fn results_of(farm: &Farm, matrix_id: &str) -> GetResultsResponse {
     let matrix_id = matrix_id.to_string();
     farm.h
-        .call(|reply| Event::Results { matrix_id, reply })
+        .call(|reply| Event::Results(ResultsEvent::Get { matrix_id, reply }))
         .await
         .unwrap()
         .into_response()
@@ -685,10 +687,10 @@ async fn every_answer_is_of_the_moment_it_was_asked() {
         for _ in 0..2 {
             let (reply, rx) = oneshot::channel();
             farm.h
-                .try_send(Event::Results {
+                .try_send(Event::Results(ResultsEvent::Get {
                     matrix_id: m.clone(),
                     reply,
-                })
+                }))
                 .unwrap();
             asked.push((rep + 1, rx));
         }
@@ -1311,7 +1313,7 @@ async fn kernel_triggers_start_at_most_the_hourly_limit_of_executions() {
     }
     let schedules = farm
         .h
-        .call(|reply| Event::ListSchedules { reply })
+        .call(|reply| Event::Schedule(ScheduleEvent::List { reply }))
         .await
         .unwrap();
     assert_eq!(schedules.len(), 1);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::super::{Event, Handle, Reply, spawn};
+use super::super::{Event, Handle, Reply, ScheduleEvent, spawn};
 use crate::matrix;
 use crate::schedule::timer::{self, Clock};
 use crate::store::{Backend, Sqlite};
@@ -68,7 +68,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     // No agent: the first execution is still running at the next two
     // instants, which are skipped rather than queued behind it.
     until(first + 2 * HOUR + 60_000).await;
-    let s = call(&h, |reply| Event::ListSchedules { reply });
+    let s = call(&h, |reply| Event::Schedule(ScheduleEvent::List { reply }));
     assert_eq!(s[0].executions, 1, "{s:?}");
     assert_eq!(s[0].last.as_ref().unwrap().at_unix_ms, first);
     assert_eq!(s[0].next_unix_ms, first + 3 * HOUR);
@@ -79,7 +79,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
         reply,
     });
     until(first + 3 * HOUR + 60_000).await;
-    let s = call(&h, |reply| Event::ListSchedules { reply });
+    let s = call(&h, |reply| Event::Schedule(ScheduleEvent::List { reply }));
     assert_eq!(s[0].executions, 2, "{s:?}");
     let last = s[0].last.clone().unwrap();
     assert_eq!(last.at_unix_ms, first + 3 * HOUR);
@@ -115,19 +115,21 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let down_until = clock.now_ms() + 5 * HOUR;
     let driver = tokio::spawn(timer::drive(h.clone(), Clock::starting_at(down_until)));
     tokio::time::sleep(Duration::from_millis(1)).await;
-    let s = call(&h, |reply| Event::ListSchedules { reply });
+    let s = call(&h, |reply| Event::Schedule(ScheduleEvent::List { reply }));
     assert_eq!(s[0].executions, 3, "{s:?}");
     let last = s[0].last.clone().unwrap();
     assert_eq!(last.at_unix_ms, down_until - down_until % HOUR);
 
     // Cancelled: the next instants pass without an execution.
     let id = made.schedule_id.clone();
-    call(&h, |reply| Event::CancelSchedule {
-        schedule_id: id,
-        reply,
+    call(&h, |reply| {
+        Event::Schedule(ScheduleEvent::Cancel {
+            schedule_id: id,
+            reply,
+        })
     });
     tokio::time::sleep(Duration::from_millis(5 * HOUR)).await;
-    assert!(call(&h, |reply| Event::ListSchedules { reply }).is_empty());
+    assert!(call(&h, |reply| Event::Schedule(ScheduleEvent::List { reply })).is_empty());
     driver.abort();
     // The driver's handle goes with its task; then the scheduler stops.
     let _ = driver.await;

@@ -4,7 +4,7 @@
 
 use farm_proto::{Commits, StartBisectionRequest, agent_message, coordinator_message};
 
-use super::super::{Error, Event};
+use super::super::{BisectionEvent, Error, Event, ScheduleEvent};
 use super::{Farm, Rx, caps};
 
 #[tokio::test]
@@ -45,9 +45,11 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
     };
     let e = farm
         .h
-        .call(|reply| Event::StartBisection {
-            request: Box::new(request),
-            reply,
+        .call(|reply| {
+            Event::Bisection(BisectionEvent::Start {
+                request: Box::new(request),
+                reply,
+            })
         })
         .await
         .unwrap_err();
@@ -65,9 +67,11 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
         ..Default::default()
     };
     let started = tokio::spawn(async move {
-        h.call(|reply| Event::StartBisection {
-            request: Box::new(request),
-            reply,
+        h.call(|reply| {
+            Event::Bisection(BisectionEvent::Start {
+                request: Box::new(request),
+                reply,
+            })
         })
         .await
     });
@@ -133,7 +137,10 @@ async fn a_range_is_listed_for_its_caller_by_the_agent_with_the_repository() {
     let mut rx = farm.open(&agent, 1, None, Vec::new()).await;
     let list = |good: &str, bad: &str| {
         let (h, good, bad) = (farm.h.clone(), good.parse().unwrap(), bad.parse().unwrap());
-        tokio::spawn(async move { h.call(|reply| Event::ListRange { good, bad, reply }).await })
+        tokio::spawn(async move {
+            h.call(|reply| Event::Bisection(BisectionEvent::ListRange { good, bad, reply }))
+                .await
+        })
     };
     for (good, bad, why) in [
         (
@@ -305,9 +312,11 @@ async fn bisect_releases(farm: &Farm, hosts: &mut Hosts) -> farm_proto::Bisectio
         ..Default::default()
     };
     farm.h
-        .call(|reply| Event::StartBisection {
-            request: Box::new(request),
-            reply,
+        .call(|reply| {
+            Event::Bisection(BisectionEvent::Start {
+                request: Box::new(request),
+                reply,
+            })
         })
         .await
         .unwrap()
@@ -316,9 +325,11 @@ async fn bisect_releases(farm: &Farm, hosts: &mut Hosts) -> farm_proto::Bisectio
 async fn bisection(farm: &Farm, id: &str) -> farm_proto::Bisection {
     let bisection_id = id.to_owned();
     farm.h
-        .call(|reply| Event::GetBisection {
-            bisection_id,
-            reply,
+        .call(|reply| {
+            Event::Bisection(BisectionEvent::Get {
+                bisection_id,
+                reply,
+            })
         })
         .await
         .unwrap()
@@ -441,10 +452,10 @@ async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
         .unwrap()
         .schedule_id;
     farm.h
-        .send(Event::CronDue {
+        .send(Event::Schedule(ScheduleEvent::CronDue {
             schedule_id: schedule_id.clone(),
             at_ms: super::super::now_ms() + 1,
-        })
+        }))
         .await
         .unwrap();
     // Commits of the range, good first; the third is the culprit.
@@ -516,7 +527,7 @@ async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
         }
         let schedules = farm
             .h
-            .call(|reply| Event::ListSchedules { reply })
+            .call(|reply| Event::Schedule(ScheduleEvent::List { reply }))
             .await
             .unwrap();
         let last = schedules[0].last.clone().unwrap_or_default();
@@ -540,7 +551,7 @@ async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
     assert_eq!(b.kernels[2], format!("git:linux@{}", commits[2]));
     let schedules = farm
         .h
-        .call(|reply| Event::ListSchedules { reply })
+        .call(|reply| Event::Schedule(ScheduleEvent::List { reply }))
         .await
         .unwrap();
     assert!(schedules[0].bisect);
@@ -610,9 +621,11 @@ async fn ends_built_otherwise_are_not_bisected() {
     };
     let e = farm
         .h
-        .call(|reply| Event::StartBisection {
-            request: Box::new(request),
-            reply,
+        .call(|reply| {
+            Event::Bisection(BisectionEvent::Start {
+                request: Box::new(request),
+                reply,
+            })
         })
         .await
         .unwrap_err();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use prost::Message;
 
-use super::{Error, Event, Farm};
+use super::{Error, Event, Farm, ResultsEvent};
 
 /// The cell as the wire would carry it, with a hotplug plan no build reads.
 fn unreadable_cell() -> Vec<u8> {
@@ -74,9 +74,11 @@ async fn a_stored_matrix_whose_cell_does_not_convert_fails_alone() {
         assert!(matches!(watch, Err(Error::Unreadable { .. })), "{watch:?}");
         let results = farm
             .h
-            .call(|reply| Event::Results {
-                matrix_id: bad.clone(),
-                reply,
+            .call(|reply| {
+                Event::Results(ResultsEvent::Get {
+                    matrix_id: bad.clone(),
+                    reply,
+                })
             })
             .await;
         assert!(
