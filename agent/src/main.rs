@@ -143,9 +143,14 @@ fn main() -> anyhow::Result<()> {
     // Out of the environment first: every workload, QEMU and apt the agent
     // starts inherits it, and none of them may hold the agent's credential.
     let env_token = std::env::var("FARM_AGENT_TOKEN").ok();
+    // Unsafe allowed here only: since edition 2024 removing a variable is
+    // unsafe, and the token must not reach the children.
     // SAFETY: no other thread exists yet (no runtime, no tracing), so
     // nothing reads the environment while it changes.
-    unsafe { std::env::remove_var("FARM_AGENT_TOKEN") };
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::remove_var("FARM_AGENT_TOKEN")
+    };
     let args = Args::parse();
     // Refused before anything starts: a coordinator off loopback in
     // plaintext, or TLS files that do not go together or do not read.

@@ -290,9 +290,14 @@ fn main() -> ExitCode {
     // Out of the environment first: `farmctl run` starts an agent whose
     // workloads inherit it, and they may not hold the submitter's token.
     let env_token = std::env::var("FARM_TOKEN").ok();
+    // Unsafe allowed here only: since edition 2024 removing a variable is
+    // unsafe, and the token must not reach the children.
     // SAFETY: no other thread exists yet (no runtime, no tracing), so
     // nothing reads the environment while it changes.
-    unsafe { std::env::remove_var("FARM_TOKEN") };
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::remove_var("FARM_TOKEN")
+    };
     let cli = Cli::parse();
     if let Command::Workload { args } = cli.command {
         // Before any runtime exists: the workload's process must hold only

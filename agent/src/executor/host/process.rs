@@ -1,4 +1,3 @@
-#![allow(unsafe_code)]
 //! The host executor: one child process in a session and process group of
 //! its own, measured with `wait4` so that user and sys time cover the whole
 //! process tree.
@@ -151,8 +150,13 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
         .collect::<io::Result<_>>()?;
     let fds: Vec<i32> = groups.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
     let parent = std::process::id() as libc::pid_t;
+    // Unsafe allowed here only: `pre_exec`, whose closure runs between fork
+    // and exec, is unsafe, and is the one way to start the child in its own
+    // session, dying with this thread, inside its cgroups from its first
+    // instruction.
     // SAFETY: between fork and exec the closure only makes async-signal-safe
     // system calls (setsid, prctl, write) on memory allocated before the fork.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
             if libc::setsid() < 0 {
@@ -328,6 +332,8 @@ fn timeval(t: libc::timeval) -> Duration {
 
 /// Reaps `pid` and returns its status with the resource usage of it and of
 /// all its reaped descendants; std and nix offer no `wait4` with rusage.
+// Unsafe allowed: the libc call, for that reason.
+#[allow(unsafe_code)]
 fn wait4(pid: Pid) -> io::Result<(i32, libc::rusage)> {
     let mut status = 0;
     // SAFETY: rusage is plain old data; zeroed is a valid value for it.
