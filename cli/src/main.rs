@@ -4,6 +4,10 @@
 //! Exit codes: 0 success, 1 runs failed (or the farm could not be reached),
 //! 2 bad input (a matrix file, an id, a flag).
 
+// farmctl is a command-line tool: its modules print results to stdout, and
+// progress and errors to stderr, for the user, by design.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod analyze;
 mod bisect;
 mod client;

@@ -237,6 +237,9 @@ fn main() -> anyhow::Result<()> {
     })
 }
 
+// Printing allowed here only: `pki` is a one-shot command that tells the
+// operator which files it wrote; the server itself logs with tracing.
+#[allow(clippy::print_stderr)]
 fn pki_command(command: PkiCommand) -> anyhow::Result<()> {
     let show = |what: &str, i: &pki::Issued| {
         eprintln!("{what}: {} (key {})", i.cert.display(), i.key.display());
