@@ -6,6 +6,9 @@
 //! (user + sys from wait4) and wall time with telemetry on and off.
 //! See docs/BENCHMARKS.md for the command.
 
+// An example is a program: it prints its report.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

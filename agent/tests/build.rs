@@ -10,6 +10,10 @@
 //! minutes on 2 cores; ccache (in the default guest cache, /var/cache/farm/guests as root, which the end-to-end test shares) makes the next ones
 //! faster.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;

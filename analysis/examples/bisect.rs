@@ -15,6 +15,10 @@
 //! beside log2(N − 1), rounds (a matrix each) and runs of all kernels.
 //! Seeded: the table is the same on every run.
 
+// An example is a program: it prints its report, and unwraps what it
+// cannot go on without.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
 use std::thread;
 
 use farm_analysis::bisect::simulation::{Truth, bisect};

@@ -11,6 +11,9 @@
 //! `{"change_points": [{"index", "mean_before", "mean_after", "p_value"}, ...], "seconds": <median detection time>}`.
 //! Reading and printing are outside the timed part, as on Otava's side.
 
+// An example is a program: it prints its report.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::process::ExitCode;
 use std::time::Instant;
 

@@ -1,5 +1,9 @@
 //! `farmctl analyze`: the exact interface other tools call, on real files.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

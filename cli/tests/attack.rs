@@ -7,6 +7,10 @@
 //! (protobuf-compiler); scripts/test.sh installs them. It fails loudly
 //! where they are missing.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::collections::BTreeMap;

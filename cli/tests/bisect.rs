@@ -8,6 +8,10 @@
 //! without a matrix first: `farmctl bisect --good --bad --workload …` over
 //! the three commits around it (their builds kept from the first).
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::process::{Command, Stdio};

@@ -9,6 +9,10 @@
 //! figure is known exactly. Needs the Debian package `prometheus`
 //! (scripts/test.sh installs it); fails, naming it, where it is missing.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

@@ -1,5 +1,9 @@
 //! End-to-end: real coordinators, agents and farmctl as processes on 127.0.0.1.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::time::Duration;

@@ -4,6 +4,10 @@
 //! paused and cut off from etcd; etcd members are killed; every matrix
 //! still ends with each run executed once.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 #[path = "../../coordinator/tests/support/etcd.rs"]

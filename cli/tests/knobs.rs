@@ -10,6 +10,10 @@
 //! guests are where these knobs are tested. Needs what `cli/tests/guest.rs`
 //! needs; fails, never skips, without it.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::time::Duration;

@@ -4,6 +4,10 @@
 //! Chromium is required, not optional: without it this test fails and says
 //! which package to install.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use common::browser::{WINDOW, browse, chromium, console, file_url, screenshot};

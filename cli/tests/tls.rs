@@ -10,6 +10,10 @@
 //! Needs python3-grpcio, python3-protobuf and protobuf-compiler (Debian);
 //! scripts/test.sh installs them. Fails loudly where they are missing.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

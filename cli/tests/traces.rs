@@ -6,6 +6,10 @@
 //!
 //! Needs root (the run applies a machine state: autogroup).
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -5,6 +5,9 @@
 //! reads, `policy::HISTORY_POINTS`) and prints the median and worst.
 //! See docs/BENCHMARKS.md for the commands.
 
+// An example is a program: it prints its report.
+#![allow(clippy::print_stdout)]
+
 use std::time::Instant;
 
 use anyhow::{Result, ensure};

@@ -11,6 +11,9 @@
 //! runs: what a `farmctl results` of a large matrix costs everyone else.
 //! See docs/BENCHMARKS.md for the commands.
 
+// An example is a program: it prints its report.
+#![allow(clippy::print_stdout)]
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

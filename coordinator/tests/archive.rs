@@ -4,6 +4,10 @@
 //! Each case gets a factory that opens a connection to the same, initially
 //! empty, archive.
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used)]
+
 use farm_coordinator::archive::{Archive, ArchivedMatrix, Location};
 use farm_coordinator::results::{Median, Point};
 use farm_coordinator::store::{Execution, MatrixRecord, RunRecord, RunState};

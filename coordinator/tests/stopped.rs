@@ -3,6 +3,10 @@
 //! term says "leadership lost" with its cause; any other says the
 //! scheduler stopped (`scheduler::Handle::stopping_because`).
 
+// Test code: clippy.toml lets #[test] fns unwrap and print, not the helpers
+// around them.
+#![allow(clippy::unwrap_used)]
+
 use farm_coordinator::scheduler::{self, Config, Event};
 use farm_coordinator::store::{self, Backend, Op, Snapshot};
 
