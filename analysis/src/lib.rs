@@ -18,7 +18,6 @@
 //! - [`summary`]: medians and ratios, the figures `farmctl results` prints;
 //! - `normal` (private): standard normal draws for the simulations and tests.
 #![forbid(unsafe_code)]
-#![deny(rust_2018_idioms)]
 
 pub mod bisect;
 pub mod changepoint;

@@ -21,7 +21,6 @@
 //! - [`auth`]: agent and submitter tokens; [`identity`]: who a caller is
 //!   (token or certificate); [`pki`]: the farm's certificate authority.
 #![forbid(unsafe_code)]
-#![deny(rust_2018_idioms)]
 
 pub mod archive;
 pub mod auth;

@@ -14,7 +14,7 @@
 //! - The root: the wire's limits both ends set ([`MAX_AGENT_MESSAGE_BYTES`],
 //!   [`MAX_RANGE_COMMITS`], [`MAX_COMMIT_SUBJECT_BYTES`]) and the
 //!   [`AUTHORIZATION`] metadata key.
-#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 /// Generated messages and services of package `farm.v1`.
 pub mod v1 {

@@ -16,7 +16,7 @@
 //!   of its address.
 //! - [`coordinators`]: the one or several coordinator URLs a client dials,
 //!   and which of them a standby names as leader.
-#![deny(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 pub mod coordinators;
 pub mod metrics_http;

@@ -28,7 +28,6 @@
 //! constants. Errors quote at most a short prefix of a bad value
 //! ([`excerpt`]), so a 20 KB value never becomes a 20 KB message.
 #![forbid(unsafe_code)]
-#![deny(rust_2018_idioms)]
 
 pub mod build;
 pub mod cgroup;

@@ -15,7 +15,6 @@
 //!
 //! This crate has no dependencies: it is copied into VM guests.
 #![forbid(unsafe_code)]
-#![deny(rust_2018_idioms)]
 
 pub mod catalogue;
 pub mod cli;
