@@ -314,9 +314,14 @@ impl Session {
         let tx = tx.clone();
         tokio::spawn(async move {
             let request_id = l.request_id.clone();
-            let listed = tokio::task::spawn_blocking(move || range::answer(trees.as_ref(), &l))
-                .await
-                .unwrap_or_else(|e| Err(format!("listing failed: {e}")));
+            let listed = match tokio::task::spawn_blocking(move || {
+                range::answer(trees.as_ref(), &l)
+            })
+            .await
+            {
+                Ok(answer) => answer.map_err(|e| e.to_string()),
+                Err(e) => Err(format!("listing failed: {e}")),
+            };
             let answer = match listed {
                 Ok(commits) => farm_proto::Commits {
                     request_id,

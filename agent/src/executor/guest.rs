@@ -80,7 +80,7 @@ pub(crate) enum Error {
     #[error(transparent)]
     Machine(#[from] machine::Refused),
     #[error("guest: {0}")]
-    Knob(String),
+    Knob(knobs::Mismatch),
     #[error(transparent)]
     State(#[from] StateError),
     #[error("the assignment has no workload")]

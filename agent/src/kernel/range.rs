@@ -74,7 +74,7 @@ impl Trees {
                 &["merge-base", "--is-ancestor", g.as_str(), b.as_str()],
                 &|| false,
             )
-            .map_err(log)?;
+            .map_err(|e| log(e.to_string()))?;
         match out.status.code() {
             Some(0) => {}
             Some(1) => {
@@ -86,7 +86,7 @@ impl Trees {
                     bad_commit: b.short().to_owned(),
                 });
             }
-            _ => return Err(log(failure(&out))),
+            _ => return Err(log(failure(&out).to_string())),
         }
         // Newest first, one more than the limit, so that a longer range is
         // refused rather than cut (`--reverse` applies after the count).
@@ -104,7 +104,7 @@ impl Trees {
                     &range,
                 ],
             )
-            .map_err(log)?;
+            .map_err(|e| log(e.to_string()))?;
         let mut listed: Vec<Listed> = Vec::new();
         for line in text.lines() {
             let (id, subject) = line.split_once(' ').unwrap_or((line, ""));
@@ -127,7 +127,7 @@ impl Trees {
                 repo,
                 &["log", "-1", "--no-decorate", "--format=%s", g.as_str()],
             )
-            .map_err(log)?;
+            .map_err(|e| log(e.to_string()))?;
         listed.push(Listed {
             commit: g,
             subject: subject_of(good_subject.trim_end()),
@@ -137,24 +137,34 @@ impl Trees {
     }
 }
 
+/// Why a `ListCommits` is not answered.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("this agent builds no kernels from trees (no --kernel-repo)")]
+    NoTrees,
+    #[error("`{}` is not a git ref", farm_spec::excerpt(.0))]
+    NotGit(String),
+    #[error(transparent)]
+    Kernel(#[from] farm_spec::kernel::KernelError),
+    #[error(transparent)]
+    Range(#[from] RangeError),
+}
+
 /// A `ListCommits` answered from the agent's trees: the refs are parsed as
 /// a git kernel's, so nothing reaches git that the kernels axis would not
 /// pass.
 pub fn answer(
     trees: Option<&Trees>,
     l: &farm_proto::ListCommits,
-) -> Result<Vec<farm_proto::CommitInfo>, String> {
-    let trees = trees.ok_or("this agent builds no kernels from trees (no --kernel-repo)")?;
-    let kernel = |rev: &str| -> Result<farm_spec::GitKernel, String> {
-        match format!("git:{}@{rev}", l.repo).parse::<farm_spec::Kernel>() {
-            Ok(farm_spec::Kernel::Git(g)) => Ok(g),
-            Ok(_) => Err(format!("`{}` is not a git ref", farm_spec::excerpt(rev))),
-            Err(e) => Err(e.to_string()),
+) -> Result<Vec<farm_proto::CommitInfo>, AnswerError> {
+    let trees = trees.ok_or(AnswerError::NoTrees)?;
+    let kernel = |rev: &str| -> Result<farm_spec::GitKernel, AnswerError> {
+        match format!("git:{}@{rev}", l.repo).parse::<farm_spec::Kernel>()? {
+            farm_spec::Kernel::Git(g) => Ok(g),
+            _ => Err(AnswerError::NotGit(rev.to_owned())),
         }
     };
-    let listed = trees
-        .first_parent_range(&kernel(&l.good)?, &kernel(&l.bad)?)
-        .map_err(|e| e.to_string())?;
+    let listed = trees.first_parent_range(&kernel(&l.good)?, &kernel(&l.bad)?)?;
     Ok(listed
         .into_iter()
         .map(|c| farm_proto::CommitInfo {

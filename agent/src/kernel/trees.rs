@@ -75,6 +75,25 @@ pub enum Error {
     },
 }
 
+/// Why a git command gave no output: it did not run to its end (it could
+/// not start, timed out or was cancelled), or it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("git: {0}")]
+    Run(std::io::Error),
+    /// Its exit status and its stderr's tail ([`failure`]).
+    #[error("{0}")]
+    Failed(Failure),
+}
+
+/// A failed command's exit status and its stderr's tail.
+#[derive(Debug, thiserror::Error)]
+#[error("{status}: {tail}")]
+pub struct Failure {
+    status: std::process::ExitStatus,
+    tail: String,
+}
+
 /// A repository the operator allowed, by its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repo {
@@ -173,7 +192,7 @@ impl Trees {
                     name: r.name.clone(),
                     path: r.path.clone(),
                     user: trees.user.name.clone(),
-                    why,
+                    why: why.to_string(),
                 })?;
         }
         Ok(trees)
@@ -245,7 +264,7 @@ impl Trees {
 
     /// Runs git in `repo` as the build user and returns its stdout, or its
     /// stderr's tail when it fails.
-    pub(super) fn git(&self, repo: &Repo, args: &[&str]) -> Result<String, String> {
+    pub(super) fn git(&self, repo: &Repo, args: &[&str]) -> Result<String, GitError> {
         self.git_unless(repo, args, &|| false)
     }
 
@@ -255,12 +274,12 @@ impl Trees {
         repo: &Repo,
         args: &[&str],
         cancelled: &dyn Fn() -> bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, GitError> {
         let out = self.git_output(repo, args, cancelled)?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
-            Err(failure(&out))
+            Err(GitError::Failed(failure(&out)))
         }
     }
 
@@ -270,7 +289,7 @@ impl Trees {
         repo: &Repo,
         args: &[&str],
         cancelled: &dyn Fn() -> bool,
-    ) -> Result<command::Output, String> {
+    ) -> Result<command::Output, GitError> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new("git");
         // The repository is the operator's, owned by someone else: git reads
@@ -290,12 +309,12 @@ impl Trees {
             .stdin(Stdio::null())
             .uid(self.user.uid)
             .gid(self.user.gid);
-        command::run_unless(&mut cmd, GIT_TIMEOUT, cancelled).map_err(|e| format!("git: {e}"))
+        command::run_unless(&mut cmd, GIT_TIMEOUT, cancelled).map_err(GitError::Run)
     }
 }
 
 /// A failed command's status and its stderr's tail.
-pub(super) fn failure(out: &command::Output) -> String {
+pub(super) fn failure(out: &command::Output) -> Failure {
     let err = String::from_utf8_lossy(&out.stderr);
     let tail: String = err
         .chars()
@@ -305,7 +324,10 @@ pub(super) fn failure(out: &command::Output) -> String {
         .into_iter()
         .rev()
         .collect();
-    format!("{}: {}", out.status, tail.trim())
+    Failure {
+        status: out.status,
+        tail: tail.trim().to_owned(),
+    }
 }
 
 #[cfg(test)]
