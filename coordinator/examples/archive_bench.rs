@@ -109,7 +109,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
 fn main() -> Result<()> {
     let args = Args::parse();
     let at = if args.archive.starts_with("postgres") {
-        Location::parse_url(&args.archive).map_err(anyhow::Error::msg)?
+        Location::parse_url(&args.archive)?
     } else {
         Location::Sqlite(args.archive.clone().into())
     };

@@ -92,7 +92,7 @@ mod records;
 pub(crate) mod sqlite;
 
 #[cfg(feature = "ha")]
-pub use postgres::{Postgres, PostgresUrl};
+pub use postgres::{Postgres, PostgresUrl, UrlError};
 pub use sqlite::Sqlite;
 
 /// How long archiving (and summarising an ended matrix, which reads the
@@ -180,23 +180,31 @@ pub enum Location {
     Postgres(Arc<PostgresUrl>),
 }
 
+/// Why `--archive` names no archive this coordinator can use.
+#[derive(Debug, thiserror::Error)]
+pub enum LocationError {
+    #[cfg(feature = "ha")]
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[cfg(not(feature = "ha"))]
+    #[error(
+        "an archive in PostgreSQL needs a coordinator built with the `ha` feature \
+         (cargo build --features farm-coordinator/ha)"
+    )]
+    NoHa,
+}
+
 impl Location {
     /// `--archive`: a PostgreSQL connection string (`postgres://…`).
-    pub fn parse_url(s: &str) -> std::result::Result<Location, String> {
+    pub fn parse_url(s: &str) -> std::result::Result<Location, LocationError> {
         #[cfg(feature = "ha")]
         {
-            s.parse::<PostgresUrl>()
-                .map(|u| Location::Postgres(Arc::new(u)))
-                .map_err(|e| e.to_string())
+            Ok(Location::Postgres(Arc::new(s.parse::<PostgresUrl>()?)))
         }
         #[cfg(not(feature = "ha"))]
         {
             let _ = s;
-            Err(
-                "an archive in PostgreSQL needs a coordinator built with the `ha` feature \
-                 (cargo build --features farm-coordinator/ha)"
-                    .into(),
-            )
+            Err(LocationError::NoHa)
         }
     }
 

@@ -101,6 +101,21 @@ fn severity(v: Verdict) -> u8 {
     }
 }
 
+/// Why the finished runs of two sides are not compared: a cell's note.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotComparable {
+    /// The arches of each side's runs, `+`-joined.
+    #[error(
+        "not compared: {candidate} runs against {baseline} runs (another arch is another machine)"
+    )]
+    Arches { candidate: String, baseline: String },
+    #[error(
+        "not compared: emulated (tcg) runs on one side, kvm or bare-metal runs on the \
+         other ([verdict] mix_executors = true compares them anyway)"
+    )]
+    Executors,
+}
+
 /// Whether the finished runs of both sides may be compared: runs of
 /// different arches never are (an s390x and an x86_64 figure measure two
 /// machines, not two kernels); TCG emulation changes timing far more than a
@@ -110,7 +125,7 @@ pub fn comparable(
     policy: &VerdictPolicy,
     candidate: &[&RunRecord],
     baseline: &[&RunRecord],
-) -> Result<(), String> {
+) -> Result<(), NotComparable> {
     let arches = |runs: &[&RunRecord]| -> std::collections::BTreeSet<String> {
         runs.iter()
             .filter(|r| r.state == RunState::Finished)
@@ -123,11 +138,10 @@ pub fn comparable(
         let list = |s: &std::collections::BTreeSet<String>| {
             s.iter().cloned().collect::<Vec<_>>().join("+")
         };
-        return Err(format!(
-            "not compared: {} runs against {} runs (another arch is another machine)",
-            list(&ca),
-            list(&ba)
-        ));
+        return Err(NotComparable::Arches {
+            candidate: list(&ca),
+            baseline: list(&ba),
+        });
     }
     if policy.mix_executors {
         return Ok(());
@@ -145,11 +159,7 @@ pub fn comparable(
     };
     let (c, b) = (emulated(candidate), emulated(baseline));
     if (c.0 && b.1) || (c.1 && b.0) {
-        return Err(
-            "not compared: emulated (tcg) runs on one side, kvm or bare-metal runs on the \
-             other ([verdict] mix_executors = true compares them anyway)"
-                .to_owned(),
-        );
+        return Err(NotComparable::Executors);
     }
     Ok(())
 }
@@ -453,7 +463,7 @@ pub fn summarise(
             }
             let mixed = base_i.and_then(|b| comparable(&policy, &by_cell[i], &by_cell[b]).err());
             if let Some(why) = &mixed {
-                summary.notes.insert(0, why.clone());
+                summary.notes.insert(0, why.to_string());
             }
             let base = base_i.map(|b| by_name(&vals[b])).unwrap_or_default();
             let hosts =

@@ -23,22 +23,45 @@ use croner::parser::{CronParser, Seconds, Year};
 
 use farm_proto::Capabilities;
 
+/// A cron expression or a kernel glob that does not parse, quoted.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error(
+        "`{text}` has {fields} fields; a cron schedule has five: minute hour \
+         day-of-month month day-of-week (UTC), e.g. \"0 3 * * *\""
+    )]
+    Fields { text: String, fields: usize },
+    #[error("`{text}`: {why}")]
+    Cron {
+        text: String,
+        why: croner::errors::CronError,
+    },
+    #[error("`{text}`: {why}")]
+    Glob {
+        text: String,
+        why: glob::PatternError,
+    },
+}
+
 /// Parses a five-field cron expression (minute hour day-of-month month
 /// day-of-week), read in UTC.
-pub fn cron(text: &str) -> Result<Cron, String> {
+pub fn cron(text: &str) -> Result<Cron, ScheduleError> {
     let fields = text.split_whitespace().count();
     if fields != 5 {
-        return Err(format!(
-            "`{text}` has {fields} fields; a cron schedule has five: minute hour \
-             day-of-month month day-of-week (UTC), e.g. \"0 3 * * *\""
-        ));
+        return Err(ScheduleError::Fields {
+            text: text.to_owned(),
+            fields,
+        });
     }
     CronParser::builder()
         .seconds(Seconds::Disallowed)
         .year(Year::Disallowed)
         .build()
         .parse(text)
-        .map_err(|e| format!("`{text}`: {e}"))
+        .map_err(|why| ScheduleError::Cron {
+            text: text.to_owned(),
+            why,
+        })
 }
 
 fn at(ms: u64) -> Option<DateTime<Utc>> {
@@ -71,8 +94,11 @@ pub fn latest_due(cron: &Cron, after_ms: u64, now_ms: u64) -> Option<u64> {
 }
 
 /// Checks an `on_new_kernel` glob (`*`, `?`, `[...]`, as a shell's).
-pub fn kernel_glob(text: &str) -> Result<glob::Pattern, String> {
-    glob::Pattern::new(text).map_err(|e| format!("`{text}`: {e}"))
+pub fn kernel_glob(text: &str) -> Result<glob::Pattern, ScheduleError> {
+    glob::Pattern::new(text).map_err(|why| ScheduleError::Glob {
+        text: text.to_owned(),
+        why,
+    })
 }
 
 /// The kernels an agent's catalogue offers by name, as a matrix would spell

@@ -85,7 +85,7 @@ fn postgres_down_fails_a_put_and_the_connection_comes_back() {
 fn a_bad_archive_url_is_refused_where_it_enters() {
     let e = Location::parse_url("mysql://db/farm").unwrap_err();
     assert_eq!(
-        e,
+        e.to_string(),
         "expected postgres://… or postgresql://…, got \"mysql://db/farm\""
     );
 }

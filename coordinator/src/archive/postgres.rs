@@ -174,7 +174,7 @@ impl Postgres {
                     client = Some(connect(&url).await?);
                 }
                 let c = client.as_mut().expect("connected above");
-                f(c).await.map_err(|e| message(&e))
+                f(c).await.map_err(Failure::Db)
             })
             .await
         });
@@ -183,10 +183,21 @@ impl Postgres {
                 self.client = client;
                 Ok(v)
             }
-            Ok(Err(m)) => Err(self.err(m)),
+            Ok(Err(m)) => Err(self.err(m.to_string())),
             Err(_) => Err(self.err(format!("no answer within {}s", TIMEOUT.as_secs()))),
         }
     }
+}
+
+/// Why connecting (the schema migrated) or a call failed, before
+/// [`Postgres::err`] says at which archive.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    /// What went wrong, as the server said it when it did ([`message`]).
+    #[error("{}", message(.0))]
+    Db(tokio_postgres::Error),
+    #[error("the archive's schema is version {at}; this coordinator knows versions up to {known}")]
+    NewerSchema { at: usize, known: usize },
 }
 
 /// What went wrong, as the server said it when it did.
@@ -205,8 +216,8 @@ fn message(e: &tokio_postgres::Error) -> String {
     }
 }
 
-async fn connect(url: &PostgresUrl) -> Result<Client, String> {
-    let (mut client, conn) = url.config.connect(NoTls).await.map_err(|e| message(&e))?;
+async fn connect(url: &PostgresUrl) -> Result<Client, Failure> {
+    let (mut client, conn) = url.config.connect(NoTls).await.map_err(Failure::Db)?;
     tokio::spawn(async move {
         if let Err(e) = conn.await {
             tracing::debug!("archive connection closed: {e}");
@@ -217,8 +228,8 @@ async fn connect(url: &PostgresUrl) -> Result<Client, String> {
 }
 
 /// Brings the schema to the latest of [`MIGRATIONS`].
-async fn migrate(client: &mut Client) -> Result<(), String> {
-    let e = |e: tokio_postgres::Error| message(&e);
+async fn migrate(client: &mut Client) -> Result<(), Failure> {
+    let e = Failure::Db;
     let tx = client.transaction().await.map_err(e)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
@@ -237,10 +248,10 @@ async fn migrate(client: &mut Client) -> Result<(), String> {
         .get(0);
     let at = at.unwrap_or(0) as usize;
     if at > MIGRATIONS.len() {
-        return Err(format!(
-            "the archive's schema is version {at}; this coordinator knows versions up to {}",
-            MIGRATIONS.len()
-        ));
+        return Err(Failure::NewerSchema {
+            at,
+            known: MIGRATIONS.len(),
+        });
     }
     for (i, m) in MIGRATIONS.iter().enumerate().skip(at) {
         tx.batch_execute(m).await.map_err(e)?;

@@ -19,13 +19,14 @@ pub(super) fn schedule(raw: Option<&Spanned<RawSchedule>>) -> Checked<Option<Sch
         bisect: s.bisect.as_ref().is_some_and(|b| *b.get_ref()),
     };
     if let Some(c) = &s.cron {
-        crate::schedule::cron(c.get_ref()).map_err(|e| Issue::new(c.span(), "schedule.cron", e))?;
+        crate::schedule::cron(c.get_ref())
+            .map_err(|e| Issue::new(c.span(), "schedule.cron", e.to_string()))?;
         out.cron = c.get_ref().trim().to_owned();
     }
     if let Some(g) = &s.on_new_kernel {
         let text = non_empty(g, "schedule.on_new_kernel")?;
         crate::schedule::kernel_glob(&text)
-            .map_err(|e| Issue::new(g.span(), "schedule.on_new_kernel", e))?;
+            .map_err(|e| Issue::new(g.span(), "schedule.on_new_kernel", e.to_string()))?;
         out.on_new_kernel = text;
     }
     if out.cron.is_empty() && out.on_new_kernel.is_empty() {

@@ -75,7 +75,7 @@ pub(super) fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<V
                 let range = (CpuWeight::MIN, CpuWeight::MAX);
                 Some(
                     int(w, range, CpuWeight::new)
-                        .map_err(|why| at(w.span(), field::CPU_WEIGHT, why))?,
+                        .map_err(|why| at(w.span(), field::CPU_WEIGHT, why.to_string()))?,
                 )
             }
         };
@@ -111,7 +111,7 @@ pub(super) fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<V
                 let range = (Autogroup::Off.value(), Autogroup::On.value());
                 Some(
                     int(a, range, Autogroup::try_from)
-                        .map_err(|why| at(a.span(), field::AUTOGROUP, why))?,
+                        .map_err(|why| at(a.span(), field::AUTOGROUP, why.to_string()))?,
                 )
             }
         };
@@ -119,7 +119,7 @@ pub(super) fn states(raw: Option<&Spanned<Vec<Spanned<RawState>>>>) -> Checked<V
             None => None,
             Some(n) => Some(
                 int(n, (0, 2), NumaBalancing::try_from)
-                    .map_err(|why| at(n.span(), field::NUMA_BALANCING, why))?,
+                    .map_err(|why| at(n.span(), field::NUMA_BALANCING, why.to_string()))?,
             ),
         };
         let sched_features = words(&state.sched_features, &key, field::SCHED_FEATURES, |w| {
@@ -234,6 +234,15 @@ fn tunables(
     Ok(out)
 }
 
+/// An integer of the file that its `farm_spec` type refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{value} is out of range {min}..={max}")]
+struct OutOfRange {
+    value: i64,
+    min: u32,
+    max: u32,
+}
+
 /// An integer of the file made into a `farm_spec` value by `make`; out of
 /// `range` (the type's own bounds, for the message) it is refused as the
 /// matrix refuses any number: "N is out of range MIN..=MAX".
@@ -241,12 +250,12 @@ fn int<T, E>(
     value: &Spanned<Int>,
     (min, max): (u32, u32),
     make: impl Fn(u32) -> Result<T, E>,
-) -> Result<T, String> {
+) -> Result<T, OutOfRange> {
     let n = value.get_ref().0;
     u32::try_from(n)
         .ok()
         .and_then(|v| make(v).ok())
-        .ok_or_else(|| format!("{n} is out of range {min}..={max}"))
+        .ok_or(OutOfRange { value: n, min, max })
 }
 
 /// A state with `cmdline` words needs every kernel to boot in a guest
