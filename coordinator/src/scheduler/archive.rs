@@ -72,12 +72,10 @@ struct ArchiveJob {
 /// The worker's part: summarise with the archive's past, then archive.
 fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Event>) {
     let matrix_id = job.record.id.clone();
-    let outcome = summary_of(&job.snapshot, archivist)
-        .and_then(|summary| {
-            let m = archived(job, summary);
-            archivist.with(|a| a.put(&m))
-        })
-        .map_err(|e| e.to_string());
+    let outcome = summary_of(&job.snapshot, archivist).and_then(|summary| {
+        let m = archived(job, summary);
+        archivist.with(|a| a.put(&m))
+    });
     if let Some(tx) = events.upgrade() {
         // Waits for room: the scheduler never waits for this thread.
         let _ = tx.blocking_send(Event::Archive(ArchiveEvent::Archived {
@@ -131,7 +129,7 @@ pub enum ArchiveEvent {
     /// archive failed it.
     Archived {
         matrix_id: String,
-        outcome: Result<bool, String>,
+        outcome: crate::archive::Result<bool>,
     },
 }
 
@@ -215,12 +213,12 @@ impl Scheduler {
     }
 
     /// The worker archived a matrix (or failed to): it leaves, or waits.
-    pub(super) fn archived(&mut self, matrix_id: &str, outcome: Result<bool, String>) {
+    pub(super) fn archived(&mut self, matrix_id: &str, outcome: crate::archive::Result<bool>) {
         self.archiving.in_flight.remove(matrix_id);
         match outcome {
             Err(e) => {
                 self.archiving.retry_at = Some(Instant::now() + ARCHIVE_RETRY);
-                self.archive_failed(matrix_id, &e);
+                self.archive_failed(matrix_id, &e.to_string());
             }
             Ok(written) => {
                 if std::mem::replace(&mut self.archiving.failing, false) {
