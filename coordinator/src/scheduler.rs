@@ -369,15 +369,8 @@ struct MatrixMem {
     /// Each cell's `series_key`, computed once: every ended run looks up
     /// the matrices that share its series.
     series_keys: Vec<Vec<u8>>,
-    /// The state its summaries are of: a new value of `generation` each
-    /// time one of their inputs changes (`results`).
-    version: u64,
-    /// The version of the last snapshot sent to the results worker.
-    requested: u64,
-    /// Whether the results gauges have had the matrix's end (the worker
-    /// said `Summarised`, or recovery gave it to them): until then the
-    /// archive cannot know whether the gauges show it.
-    gauged: bool,
+    /// What the results feature keeps of it (`results::Versions`).
+    results: results::Versions,
     /// The matrix's trace span, from submission until it ends; a matrix
     /// recovered after a restart has none, and its runs' spans are roots.
     span: Span,
@@ -434,8 +427,6 @@ struct Scheduler {
     bisections: bisection::Bisections,
     /// Git ranges asked of agents, by request id.
     listings: ranges::Listings,
-    /// The counter behind matrices' versions.
-    generation: u64,
     summaries: results::Worker,
     rejections: provenance::Rejections,
     /// A `StepDown` arrived: the loop ends after this batch.
@@ -489,7 +480,6 @@ pub fn spawn_with(
         schedules: schedule::Schedules::new(),
         bisections: bisection::Bisections::default(),
         listings: ranges::Listings::default(),
-        generation: 0,
         summaries,
         rejections: provenance::Rejections::default(),
         stepping_down: false,

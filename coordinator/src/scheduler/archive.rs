@@ -165,7 +165,7 @@ impl Scheduler {
                 // Its end's summaries (gauges, verdicts) first: until the
                 // gauges have had them, nobody knows whether they show it.
                 // A cancelled matrix never shows in them.
-                && (m.gauged || m.rec.cancelled)
+                && (m.results.gauged() || m.rec.cancelled)
                 && self.summaries.settled(&m.rec.id)
         });
         ended.sort_by_key(|m| m.rec.seq);

@@ -78,7 +78,7 @@ impl Scheduler {
         // do not show now they never will.
         let running = MatrixState::Running as i32;
         for m in self.matrices.values_mut() {
-            m.gauged = m.status.borrow().state != running;
+            m.results.recovered(m.status.borrow().state != running);
         }
     }
 

@@ -179,7 +179,7 @@ impl Scheduler {
         for (c, key) in rec.cells.iter().zip(&series_keys) {
             self.series.add(key, rec.seq, c.index);
         }
-        self.generation += 1;
+        let version = self.summaries.next_version();
         self.by_seq.insert(rec.seq, rec.id.clone());
         self.matrices.insert(
             rec.id.clone(),
@@ -196,9 +196,7 @@ impl Scheduler {
                 durations_s: Vec::new(),
                 build_durations_s: Vec::new(),
                 series_keys,
-                version: self.generation,
-                requested: 0,
-                gauged: false,
+                results: super::results::Versions::new(version),
                 span: Span::none(),
             },
         );

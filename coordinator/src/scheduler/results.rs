@@ -77,6 +77,40 @@ impl Results {
     }
 }
 
+/// What the results feature keeps of each matrix, in its `MatrixMem`.
+pub(super) struct Versions {
+    /// The state its summaries are of: a new value of `Worker::next_version`
+    /// each time one of their inputs changes.
+    version: u64,
+    /// The version of the last snapshot sent to the worker.
+    requested: u64,
+    /// Whether the results gauges have had the matrix's end (the worker
+    /// said `Summarised`, or recovery gave it to them): until then the
+    /// archive cannot know whether the gauges show it.
+    gauged: bool,
+}
+
+impl Versions {
+    pub(super) fn new(version: u64) -> Versions {
+        Versions {
+            version,
+            requested: 0,
+            gauged: false,
+        }
+    }
+
+    /// Whether the results gauges show the matrix's end.
+    pub(super) fn gauged(&self) -> bool {
+        self.gauged
+    }
+
+    /// Recovery gave the gauges every ended matrix (`ended`) they will
+    /// ever show.
+    pub(super) fn recovered(&mut self, ended: bool) {
+        self.gauged = ended;
+    }
+}
+
 /// The summaries of each matrix, by id, with the version they reflect:
 /// written by the worker (and by the scheduler thread at start-up), read
 /// by the scheduler thread.
@@ -161,9 +195,17 @@ pub(super) struct Worker {
     /// Not before then: an unreachable archive may hold the worker for its
     /// whole timeout at each attempt, with `GetResults` queued behind.
     retry_at: Option<Instant>,
+    /// The counter behind matrices' versions.
+    generation: u64,
 }
 
 impl Worker {
+    /// A fresh version: some input of a matrix's summaries changed.
+    pub(super) fn next_version(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
     /// A slot in the worker's queue, if it has room now (the scheduler
     /// thread never waits for one).
     pub(super) fn slot(&self) -> Option<mpsc::OwnedPermit<Job>> {
@@ -252,6 +294,7 @@ impl Worker {
             pending: BTreeSet::new(),
             retry: BTreeSet::new(),
             retry_at: None,
+            generation: 0,
         }
     }
 }
@@ -473,7 +516,7 @@ impl Scheduler {
             self.reply(reply, Err(e));
             return;
         };
-        let version = m.version;
+        let version = m.results.version;
         let status = self.status(matrix_id);
         if let Some(summary) = self.summaries.cache.get(matrix_id, version) {
             self.reply(reply, Ok(Results { status, summary }));
@@ -481,7 +524,7 @@ impl Scheduler {
         }
         // The slots are taken now, so that what is decided here (a
         // snapshot on its way or not) is what happens after the commit.
-        let needs_snapshot = m.requested != version;
+        let needs_snapshot = m.results.requested != version;
         let Some((snapshot_slot, wait_slot)) = self.reserve(needs_snapshot) else {
             let busy = Error::Busy {
                 what: "results queue",
@@ -493,7 +536,7 @@ impl Scheduler {
         };
         let snapshot = snapshot_slot.map(|slot| (slot, Box::new(self.snapshot(m, false))));
         if let Some(m) = self.matrices.get_mut(matrix_id) {
-            m.requested = version;
+            m.results.requested = version;
         }
         let matrix_id = matrix_id.to_owned();
         self.after_commit.push(Box::new(move || {
@@ -529,12 +572,11 @@ impl Scheduler {
     /// it ended): that matrix and every matrix with a cell on the same
     /// series (their histories show this cell) get a new version.
     pub(super) fn results_changed(&mut self, matrix_id: &str, cell: u32) {
-        self.generation += 1;
-        let g = self.generation;
+        let g = self.summaries.next_version();
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
-        m.version = g;
+        m.results.version = g;
         let Some(key) = m.series_keys.get(cell as usize) else {
             return;
         };
@@ -545,7 +587,7 @@ impl Scheduler {
                 .get(&seq)
                 .and_then(|id| self.matrices.get_mut(id))
             {
-                m.version = g;
+                m.results.version = g;
             }
         }
     }
@@ -564,9 +606,9 @@ impl Scheduler {
         };
         self.summaries.pending.remove(matrix_id);
         slot.send(Job::Summarise(Box::new(self.snapshot(m, true))));
-        let version = m.version;
+        let version = m.results.version;
         if let Some(m) = self.matrices.get_mut(matrix_id) {
-            m.requested = version;
+            m.results.requested = version;
         }
     }
 
@@ -588,7 +630,7 @@ impl Scheduler {
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
-        m.gauged = true;
+        m.results.gauged = true;
         let mut bisect = false;
         if let Some(e) = &m.rec.execution {
             let verdicts = super::schedule::verdicts(&m.rec.cells, &summary.cells);
@@ -605,7 +647,7 @@ impl Scheduler {
     /// does not have them: for start-up, and the rare listing of a schedule
     /// whose execution ended before it.
     pub(super) fn summary_now(&self, m: &MatrixMem) -> Arc<GetResultsResponse> {
-        if let Some(s) = self.summaries.cache.get(&m.rec.id, m.version) {
+        if let Some(s) = self.summaries.cache.get(&m.rec.id, m.results.version) {
             return s;
         }
         // Live points only: this thread never waits for the archive. Not
@@ -641,7 +683,7 @@ impl Scheduler {
             .collect();
         Snapshot {
             matrix_id: m.rec.id.clone(),
-            version: m.version,
+            version: m.results.version,
             cells: m.rec.cells.clone(),
             runs: self.ended_runs(m).into_iter().cloned().collect(),
             series,
@@ -662,8 +704,8 @@ impl Scheduler {
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
-        if m.requested == version {
-            m.requested = NONE_REQUESTED;
+        if m.results.requested == version {
+            m.results.requested = NONE_REQUESTED;
         }
         if ended {
             self.summaries.retry.insert(matrix_id.to_owned());
