@@ -16,7 +16,8 @@
 //! - [`policy`]: how cells are judged: a verdict policy's defaults and limits.
 //! - [`results`]: per-cell verdicts, histories, change points, diagnoses.
 //! - [`bisection`]: bisections' pure steps; [`schedule`]: when continuous
-//!   matrices run, and [`schedule::timer`], the cron driver.
+//!   matrices run; [`cron`]: the cron driver, which tells the scheduler.
+//! - [`cell`] and [`ids`]: the coordinator's own cell and run ids, typed.
 //! - [`metrics`]: Prometheus metrics of the fleet and the results, `/metrics`.
 //! - [`auth`]: agent and submitter tokens; [`identity`]: who a caller is
 //!   (token or certificate); [`pki`]: the farm's certificate authority.
@@ -26,6 +27,7 @@ pub mod archive;
 pub mod auth;
 pub mod bisection;
 pub mod cell;
+pub mod cron;
 pub mod eligibility;
 pub mod identity;
 pub mod ids;

@@ -15,8 +15,6 @@
 //! systemd's `Persistent=` timers do: a week of missed nightly runs is one
 //! run, not seven at once on the same kernel.
 
-pub mod timer;
-
 use chrono::{DateTime, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};

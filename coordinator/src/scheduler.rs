@@ -203,7 +203,7 @@ pub struct Handle {
     tx: mpsc::Sender<Event>,
     pub config: Config,
     /// The schedules with a cron, republished after every commit that
-    /// changes them; `crate::schedule::timer` waits on it.
+    /// changes them; `crate::cron` waits on it.
     pub crons: watch::Receiver<Vec<CronEntry>>,
     /// Why the thread stopped or is stopping, when that is not a plain
     /// stop: set before the event channel and the pending replies are

@@ -405,9 +405,9 @@ pub(crate) fn drive(handle: &Handle) -> Drivers {
             }
         })
     };
-    let timer = tokio::spawn(crate::schedule::timer::drive(
+    let timer = tokio::spawn(crate::cron::drive(
         handle.clone(),
-        crate::schedule::timer::Clock::system(),
+        crate::cron::Clock::system(),
     ));
     Drivers { ticker, timer }
 }

@@ -66,7 +66,7 @@ impl Schedules {
         }
     }
 
-    /// What the cron driver waits on (`crate::schedule::timer`).
+    /// What the cron driver waits on (`crate::cron`).
     pub(super) fn crons(&self) -> watch::Receiver<Vec<CronEntry>> {
         self.crons.subscribe()
     }

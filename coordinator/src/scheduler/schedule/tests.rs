@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::super::{Event, Handle, Reply, ScheduleEvent, spawn};
+use crate::cron::{self, Clock};
 use crate::matrix;
-use crate::schedule::timer::{self, Clock};
 use crate::store::{Backend, Sqlite};
 
 const HOUR: u64 = 3_600_000;
@@ -46,7 +46,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     )
     .unwrap();
     let clock = Clock::starting_at(crate::scheduler::now_ms());
-    let driver = tokio::spawn(timer::drive(h.clone(), clock));
+    let driver = tokio::spawn(cron::drive(h.clone(), clock));
 
     let matrix = Box::new(matrix::parse("hourly.toml", HOURLY).unwrap());
     let made = call(&h, |reply| Event::Submit {
@@ -113,7 +113,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     )
     .unwrap();
     let down_until = clock.now_ms() + 5 * HOUR;
-    let driver = tokio::spawn(timer::drive(h.clone(), Clock::starting_at(down_until)));
+    let driver = tokio::spawn(cron::drive(h.clone(), Clock::starting_at(down_until)));
     tokio::time::sleep(Duration::from_millis(1)).await;
     let s = call(&h, |reply| Event::Schedule(ScheduleEvent::List { reply }));
     assert_eq!(s[0].executions, 3, "{s:?}");
