@@ -33,7 +33,7 @@ struct Args {
 }
 
 fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
-    let id = format!("m-{seq:06}");
+    let id: farm_coordinator::ids::MatrixId = format!("m-{seq:012x}").parse().expect("a matrix id");
     let cell = |i: u32| farm_proto::Cell {
         index: i,
         name: format!("c{i}"),
@@ -43,8 +43,8 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
     let cell = |i: u32| farm_coordinator::cell::Cell::try_from(&cell(i)).expect("a valid cell");
     let runs: Vec<RunRecord> = (0..cells * 3)
         .map(|i| RunRecord {
-            run_id: farm_coordinator::ids::RunId::new(&id, i % cells, i / cells),
-            matrix_id: id.clone(),
+            run_id: farm_coordinator::ids::RunId::new(id, i % cells, i / cells),
+            matrix_id: id,
             cell: i % cells,
             repetition: i / cells,
             seq: u64::from(i),
@@ -68,7 +68,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
             (
                 format!("series-{i}").into_bytes(),
                 Point {
-                    matrix_id: id.clone(),
+                    matrix_id: id,
                     matrix_seq: seq,
                     cell: i,
                     submitted_ms: seq,
@@ -84,7 +84,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
         .collect();
     ArchivedMatrix {
         record: MatrixRecord {
-            id: id.clone(),
+            id,
             seq,
             name: "bench".into(),
             file_name: "bench.toml".into(),
@@ -97,7 +97,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
         },
         runs,
         status: MatrixStatus {
-            matrix_id: id,
+            matrix_id: id.to_string(),
             state: MatrixState::Done as i32,
             ..Default::default()
         },

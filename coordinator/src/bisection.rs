@@ -51,7 +51,7 @@ pub enum Error {
 /// cell's kernels, `between` the kernels between them in order.
 pub struct New<'a> {
     pub id: String,
-    pub matrix_id: String,
+    pub matrix_id: crate::ids::MatrixId,
     pub matrix_name: String,
     pub timeout_s: u32,
     pub cell: &'a crate::cell::Cell,
@@ -101,7 +101,7 @@ pub fn create(n: New<'_>) -> Result<Bisection, Error> {
     };
     let b = Bisection {
         bisection_id: n.id,
-        matrix_id: n.matrix_id,
+        matrix_id: n.matrix_id.to_string(),
         cell: n.cell.index,
         kernels,
         metric: n.metric,
@@ -219,10 +219,10 @@ pub const CULPRIT: &str = "culprit";
 
 /// The outcome of a bisection whose round matrix `matrix_id` was
 /// cancelled: it ends so, rather than wait for a round never done.
-pub fn cancelled(b: &mut Bisection, matrix_id: &str) {
+pub fn cancelled(b: &mut Bisection, matrix_id: &crate::ids::MatrixId) {
     b.outcome = Some(BisectionOutcome {
         kind: CANCELLED.to_owned(),
-        matrix_ids: vec![matrix_id.to_owned()],
+        matrix_ids: vec![matrix_id.to_string()],
         ..BisectionOutcome::default()
     });
 }

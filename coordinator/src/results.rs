@@ -297,7 +297,7 @@ pub struct Median {
 /// One matrix's cell on a series: a point of its cells' histories.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
-    pub matrix_id: String,
+    pub matrix_id: crate::ids::MatrixId,
     /// The matrix's submission order: points are ordered by (seq, cell).
     pub matrix_seq: u64,
     pub cell: u32,
@@ -353,7 +353,7 @@ pub fn histories(points: &[Point], drift_window: usize) -> Vec<History> {
                 }
             };
             out[i].points.push(SeriesPoint {
-                matrix_id: point.matrix_id.clone(),
+                matrix_id: point.matrix_id.to_string(),
                 t_ms: point.submitted_ms,
                 kernel: point.kernel.clone(),
                 value: v.value,

@@ -69,7 +69,7 @@ use tracing::{Span, debug};
 
 use crate::eligibility::Requirement;
 use crate::identity::Name;
-use crate::ids::{Attempt, RunId};
+use crate::ids::{Attempt, MatrixId, RunId};
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
 use crate::store::{self, Backend, MatrixRecord, Op, RunRecord};
@@ -89,7 +89,7 @@ type Reply<T> = oneshot::Sender<Result<T, Error>>;
 /// bisections build on ranges, not the other way round.
 pub(super) enum Starter {
     Rpc(Reply<farm_proto::Bisection>),
-    Schedule { matrix_id: String, cell: u32 },
+    Schedule { matrix_id: MatrixId, cell: u32 },
 }
 
 /// The most events applied before a commit; bounds the latency of a batch.
@@ -174,18 +174,18 @@ pub enum Event {
         reply: Reply<SubmitMatrixResponse>,
     },
     Status {
-        matrix_id: String,
+        matrix_id: MatrixId,
         reply: Reply<MatrixStatus>,
     },
     Watch {
-        matrix_id: String,
+        matrix_id: MatrixId,
         reply: Reply<watch::Receiver<MatrixStatus>>,
     },
     ListAgents {
         reply: Reply<Vec<AgentInfo>>,
     },
     Cancel {
-        matrix_id: String,
+        matrix_id: MatrixId,
         reply: Reply<u32>,
     },
     /// Summaries: asked by callers, made by the results worker.
@@ -408,12 +408,12 @@ struct Scheduler {
     agents: HashMap<String, Agent>,
     /// Agents with an open stream and no run: the only ones dispatch looks at.
     idle: BTreeSet<String>,
-    matrices: HashMap<String, MatrixMem>,
+    matrices: HashMap<MatrixId, MatrixMem>,
     /// Stored matrices whose cells no longer convert (`store::Unreadable`),
     /// by id, with why: failed for every caller, left in the store as they
     /// are, and out of every other path (dispatch, histories, archiving).
-    unreadable: BTreeMap<String, String>,
-    by_seq: BTreeMap<u64, String>,
+    unreadable: BTreeMap<MatrixId, String>,
+    by_seq: BTreeMap<u64, MatrixId>,
     next_seq: u64,
     runs: HashMap<RunId, RunMem>,
     /// Queued runs per (matrix seq, cell), by run seq: older matrices first,

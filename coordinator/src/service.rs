@@ -19,6 +19,7 @@ use tracing::debug;
 
 use crate::archive;
 use crate::identity::{Name, Principal};
+use crate::ids::MatrixId;
 use crate::matrix;
 use crate::route::Router;
 use crate::scheduler::{self, BisectionEvent, Event, ResultsEvent, ScheduleEvent};
@@ -97,6 +98,14 @@ impl From<scheduler::Error> for Status {
             E::Store(_) => Status::internal(message),
         }
     }
+}
+
+/// A caller's matrix id, parsed where it enters: a string that is no
+/// matrix id names no matrix, and is answered as an unknown one is, without
+/// being looked up (live or archived).
+fn caller_matrix(id: &str) -> Result<MatrixId, Status> {
+    id.parse()
+        .map_err(|_| scheduler::Error::UnknownMatrix(id.to_owned()).into())
 }
 
 /// The certificate name an agent's request came with (mutual TLS), put
@@ -263,10 +272,10 @@ impl Farm {
 
     /// A matrix that has left live state: from the archive, or NOT_FOUND
     /// (UNAVAILABLE when the archive cannot say).
-    async fn archived(&self, matrix_id: &str) -> Result<archive::Archived, Status> {
-        match self.archive.matrix(matrix_id.to_owned()).await {
+    async fn archived(&self, matrix_id: MatrixId) -> Result<archive::Archived, Status> {
+        match self.archive.matrix(matrix_id).await {
             Ok(Some(a)) => Ok(a),
-            Ok(None) => Err(scheduler::Error::UnknownMatrix(matrix_id.to_owned()).into()),
+            Ok(None) => Err(scheduler::Error::UnknownMatrix(matrix_id.to_string()).into()),
             Err(e) => Err(Status::unavailable(cut(format!(
                 "matrix {matrix_id} is not live, and the archive could not be read: {e}"
             )))),
@@ -325,8 +334,7 @@ impl FarmService for Farm {
         &self,
         req: Request<GetMatrixRequest>,
     ) -> Result<Response<MatrixStatus>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -334,7 +342,7 @@ impl FarmService for Farm {
             .await;
         match r {
             Err(scheduler::Error::UnknownMatrix(_)) => {
-                Ok(Response::new(self.archived(&id).await?.status))
+                Ok(Response::new(self.archived(matrix_id).await?.status))
             }
             r => Ok(Response::new(r?)),
         }
@@ -346,8 +354,7 @@ impl FarmService for Farm {
         &self,
         req: Request<WatchMatrixRequest>,
     ) -> Result<Response<Self::WatchMatrixStream>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -356,7 +363,7 @@ impl FarmService for Farm {
         let mut rx = match r {
             // Ended: its one, final status, and the stream ends.
             Err(scheduler::Error::UnknownMatrix(_)) => {
-                let status = self.archived(&id).await?.status;
+                let status = self.archived(matrix_id).await?.status;
                 let once = tokio_stream::once(Ok(status));
                 return Ok(Response::new(Box::pin(once)));
             }
@@ -394,8 +401,7 @@ impl FarmService for Farm {
         &self,
         req: Request<CancelMatrixRequest>,
     ) -> Result<Response<CancelMatrixResponse>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -403,7 +409,7 @@ impl FarmService for Farm {
             .await;
         let cancelled_runs = match r {
             // Archived: it has ended, nothing is left to cancel.
-            Err(scheduler::Error::UnknownMatrix(_)) => self.archived(&id).await.map(|_| 0)?,
+            Err(scheduler::Error::UnknownMatrix(_)) => self.archived(matrix_id).await.map(|_| 0)?,
             r => r?,
         };
         Ok(Response::new(CancelMatrixResponse { cancelled_runs }))
@@ -495,8 +501,7 @@ impl FarmService for Farm {
         &self,
         req: Request<GetResultsRequest>,
     ) -> Result<Response<GetResultsResponse>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -504,7 +509,7 @@ impl FarmService for Farm {
             .await;
         match r {
             Err(scheduler::Error::UnknownMatrix(_)) => {
-                Ok(Response::new(self.archived(&id).await?.results))
+                Ok(Response::new(self.archived(matrix_id).await?.results))
             }
             // Copied out of the cache here, off the scheduler thread.
             r => Ok(Response::new(r?.into_response())),

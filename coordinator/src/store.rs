@@ -41,6 +41,8 @@ pub enum Error {
     },
     #[error("store: {0}")]
     BadRunId(#[from] crate::ids::BadRunId),
+    #[error("store: {0}")]
+    BadMatrixId(#[from] crate::ids::BadMatrixId),
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
     #[error("store: agent {agent}: {source}")]
@@ -69,7 +71,7 @@ pub enum Error {
         limit: usize,
     },
     #[error("store: matrix {0} exists already")]
-    Exists(String),
+    Exists(crate::ids::MatrixId),
     #[error("store: identity {identity} is bound to agent {agent} already")]
     IdentityTaken { identity: String, agent: String },
     #[error("store: unknown key {0:?} under the prefix")]
@@ -125,7 +127,8 @@ impl RunState {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixRecord {
-    pub id: String,
+    /// Parsed as the store loads it.
+    pub id: crate::ids::MatrixId,
     /// Submission order; older matrices are served first.
     pub seq: u64,
     pub name: String,
@@ -179,7 +182,7 @@ pub struct RunRecord {
     /// Parsed as the store loads it; its matrix, cell and repetition are
     /// the fields beside it.
     pub run_id: crate::ids::RunId,
-    pub matrix_id: String,
+    pub matrix_id: crate::ids::MatrixId,
     pub cell: u32,
     pub repetition: u32,
     /// Dispatch order within the matrix.
@@ -205,7 +208,7 @@ pub struct AgentRecord {
 pub enum Op {
     PutMatrix(Box<MatrixRecord>, Vec<RunRecord>),
     PutRun(Box<RunRecord>),
-    CancelMatrix(String),
+    CancelMatrix(crate::ids::MatrixId),
     PutAgent(Box<AgentRecord>),
     /// An agent absent past its expiry is forgotten.
     ForgetAgent(String),
@@ -215,7 +218,7 @@ pub enum Op {
     /// An ended matrix is in the archive: it leaves live state, with its
     /// `cells` cells and these runs.
     ForgetMatrix {
-        id: String,
+        id: crate::ids::MatrixId,
         cells: u32,
         runs: Vec<crate::ids::RunId>,
     },

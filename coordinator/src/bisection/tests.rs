@@ -2,6 +2,7 @@ use farm_proto::{Cell, Metric, RunResult};
 use prost::Message as _;
 
 use super::*;
+use crate::ids::MatrixId;
 
 /// The regressed cell, as the wire has it and converted as it enters.
 fn cell() -> crate::cell::Cell {
@@ -24,7 +25,7 @@ fn cell() -> crate::cell::Cell {
 fn new<'a>(c: &'a crate::cell::Cell, good: &'a str, between: &'a [String]) -> New<'a> {
     New {
         id: "b-1".into(),
-        matrix_id: "m-1".into(),
+        matrix_id: MatrixId::nth(1),
         matrix_name: "seed 002".into(),
         timeout_s: 600,
         cell: c,
@@ -135,8 +136,8 @@ fn a_stored_record_resumes_the_same_bisector() {
 #[test]
 fn round_values_take_finished_runs_of_the_metric_per_cell() {
     let run = |cell: u32, repetition: u32, state: RunState, v: f64| RunRecord {
-        run_id: crate::ids::RunId::new("m", cell, repetition),
-        matrix_id: "m".into(),
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), cell, repetition),
+        matrix_id: MatrixId::nth(0),
         cell,
         repetition,
         seq: 0,
@@ -169,8 +170,8 @@ fn round_values_take_finished_runs_of_the_metric_per_cell() {
 #[test]
 fn the_metric_is_the_primary_one_that_regressed_most_or_the_one_named() {
     let run = |cell: u32, rep: u32, tps: f64, wall: f64, p99: f64| RunRecord {
-        run_id: crate::ids::RunId::new("m", cell, rep),
-        matrix_id: "m".into(),
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), cell, rep),
+        matrix_id: MatrixId::nth(0),
         cell,
         repetition: rep,
         seq: 0,

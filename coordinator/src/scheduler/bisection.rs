@@ -14,8 +14,9 @@ use prost::Message as _;
 use tracing::{error, info, warn};
 
 use super::ranges;
-use super::{Error, Reply, Scheduler, Starter, now_ms, random_id};
+use super::{Error, MatrixMem, Reply, Scheduler, Starter, now_ms, random_id};
 use crate::bisection::{self, New};
+use crate::ids::MatrixId;
 use crate::store::Op;
 
 /// The most bisections the coordinator keeps running at once: each holds
@@ -58,7 +59,9 @@ impl Bisections {
     }
 
     /// The bisections started from `matrix_id`'s regressions, oldest first.
-    pub(super) fn briefs_of(&self, matrix_id: &str) -> Vec<farm_proto::BisectionBrief> {
+    pub(super) fn briefs_of(&self, matrix_id: &MatrixId) -> Vec<farm_proto::BisectionBrief> {
+        // The records are the wire's, which spells an id one way.
+        let matrix_id = matrix_id.to_string();
         let mut started: Vec<&Bisection> = self
             .0
             .values()
@@ -125,10 +128,15 @@ impl Scheduler {
     /// bisection is many builds), at most [`MAX_BISECTIONS_PER_EXECUTION`].
     /// A pair already bisected from this matrix is not again: after a
     /// restart its summary comes back.
-    pub(super) fn bisect_regressions(&mut self, matrix_id: &str, summary: &GetResultsResponse) {
+    pub(super) fn bisect_regressions(
+        &mut self,
+        matrix_id: &MatrixId,
+        summary: &GetResultsResponse,
+    ) {
         let Some(m) = self.matrices.get(matrix_id) else {
             return;
         };
+        let wire_id = matrix_id.to_string();
         let mut pairs: Vec<(String, String)> = Vec::new();
         let mut cells = Vec::new();
         for c in &summary.cells {
@@ -147,7 +155,7 @@ impl Scheduler {
             };
             let pair = (base.kernel.to_string(), cell.kernel.to_string());
             let done = self.bisections.0.values().any(|b| {
-                b.matrix_id == matrix_id
+                b.matrix_id == wire_id
                     && b.kernels.first() == Some(&pair.0)
                     && b.kernels.last() == Some(&pair.1)
             });
@@ -164,13 +172,13 @@ impl Scheduler {
         }
         for cell in cells {
             let req = StartBisectionRequest {
-                matrix_id: matrix_id.to_owned(),
+                matrix_id: wire_id.clone(),
                 cell,
                 git_range: true,
                 ..Default::default()
             };
             let to = Starter::Schedule {
-                matrix_id: matrix_id.to_owned(),
+                matrix_id: *matrix_id,
                 cell,
             };
             self.start_bisection(req, to);
@@ -205,13 +213,21 @@ impl Scheduler {
         self.create_bisection(req, &between, subjects)
     }
 
+    /// The matrix a request bisects a cell of. Its id is parsed here, where
+    /// the request (kept whole while a git range is listed) is first read:
+    /// a string that is no matrix id names no matrix.
+    fn bisected(&self, req: &StartBisectionRequest) -> Result<&MatrixMem, Error> {
+        req.matrix_id
+            .parse::<MatrixId>()
+            .ok()
+            .and_then(|id| self.matrices.get(&id))
+            .ok_or_else(|| Error::UnknownMatrix(req.matrix_id.clone()))
+    }
+
     /// The good and the bad kernel of a request: its cell's baseline's and
     /// its own.
     fn ends(&self, req: &StartBisectionRequest) -> Result<(Kernel, Kernel), Error> {
-        let m = self
-            .matrices
-            .get(&req.matrix_id)
-            .ok_or_else(|| Error::UnknownMatrix(req.matrix_id.clone()))?;
+        let m = self.bisected(req)?;
         let cell = m.rec.cells.get(req.cell as usize).ok_or_else(|| {
             Error::Bisection(format!(
                 "matrix {} has {} cells; there is no cell {}",
@@ -251,7 +267,7 @@ impl Scheduler {
         let good = self.ends(req)?.0.to_string();
         let bad = |why: String| Error::Bisection(why);
         // `ends` found both.
-        let m = &self.matrices[&req.matrix_id];
+        let m = self.bisected(req)?;
         let cell = &m.rec.cells[req.cell as usize];
         // The metric and its direction, from the cell's and its baseline's
         // finished runs.
@@ -288,7 +304,7 @@ impl Scheduler {
         let id = random_id("b");
         let mut b = bisection::create(New {
             id: id.clone(),
-            matrix_id: m.rec.id.clone(),
+            matrix_id: m.rec.id,
             matrix_name: m.rec.name.clone(),
             timeout_s: m.rec.timeout_s,
             cell,
@@ -365,9 +381,9 @@ impl Scheduler {
                     }
                 };
                 let file_name = format!("bisection {id}");
-                let r = self.submit_matrix(m, file_name, String::new(), "", None);
-                info!(bisection = %id, matrix = %r.matrix_id, ?kernels, runs, "bisection round");
-                b.pending_matrices.push(r.matrix_id);
+                let (matrix, _) = self.submit_matrix(m, file_name, String::new(), "", None);
+                info!(bisection = %id, matrix = %matrix, ?kernels, runs, "bisection round");
+                b.pending_matrices.push(matrix.to_string());
             }
             None => {
                 if let Some(o) = &b.outcome {
@@ -401,7 +417,7 @@ impl Scheduler {
 
     /// A matrix is done: if it is the round a bisection waits for, its
     /// values go to the bisector, and the next round is submitted.
-    pub(super) fn bisection_round_done(&mut self, matrix_id: &str) {
+    pub(super) fn bisection_round_done(&mut self, matrix_id: &MatrixId) {
         let Some(id) = self.waiting_for(matrix_id) else {
             return;
         };
@@ -430,7 +446,7 @@ impl Scheduler {
     /// A matrix was cancelled: if it is the round a bisection waits for,
     /// the bisection ends `cancelled` (`farmctl cancel` of a round is how a
     /// user stops a bisection).
-    pub(super) fn bisection_round_cancelled(&mut self, matrix_id: &str) {
+    pub(super) fn bisection_round_cancelled(&mut self, matrix_id: &MatrixId) {
         let Some(id) = self.waiting_for(matrix_id) else {
             return;
         };
@@ -442,25 +458,25 @@ impl Scheduler {
     }
 
     /// The running bisection whose current round is `matrix_id`.
-    fn waiting_for(&self, matrix_id: &str) -> Option<String> {
+    fn waiting_for(&self, matrix_id: &MatrixId) -> Option<String> {
+        let matrix_id = matrix_id.to_string();
         self.bisections
             .0
             .iter()
-            .find(|(_, b)| {
-                b.outcome.is_none() && b.pending_matrices.last().is_some_and(|m| m == matrix_id)
-            })
+            .find(|(_, b)| b.outcome.is_none() && b.pending_matrices.last() == Some(&matrix_id))
             .map(|(id, _)| id.clone())
     }
 
     /// After recovery: a bisection whose round ended while no coordinator
     /// led takes it now.
     pub(super) fn resume_bisections(&mut self) {
-        let waiting: Vec<String> = self
+        // A stored round that is no matrix id is no live matrix either.
+        let waiting: Vec<MatrixId> = self
             .bisections
             .0
             .values()
             .filter(|b| b.outcome.is_none())
-            .filter_map(|b| b.pending_matrices.last().cloned())
+            .filter_map(|b| b.pending_matrices.last()?.parse().ok())
             .collect();
         for matrix_id in waiting {
             let Some(m) = self.matrices.get(&matrix_id) else {

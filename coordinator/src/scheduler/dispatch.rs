@@ -110,7 +110,7 @@ impl Scheduler {
                     run_id: run_id.to_string(),
                     attempt: run.rec.attempt,
                 }),
-                matrix_id: m.rec.id.clone(),
+                matrix_id: m.rec.id.to_string(),
                 cell_index: run.rec.cell,
                 repetition: run.rec.repetition,
                 kernel: cell.kernel.to_string(),

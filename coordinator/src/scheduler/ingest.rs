@@ -108,7 +108,7 @@ impl Scheduler {
         let store = info_span!(target: TARGET, parent: &span, "store");
         self.after_commit
             .push(Box::new(move || drop((store, span))));
-        let matrix_id = run.rec.matrix_id.clone();
+        let matrix_id = run.rec.matrix_id;
         let finished = run.rec.state == RunState::Finished;
         self.metrics
             .run_ended(finished, run.assigned_at.map(|t| t.elapsed()));

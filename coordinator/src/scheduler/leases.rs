@@ -57,7 +57,7 @@ impl Scheduler {
         run.span = Span::none();
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         let (matrix_id, cell, failed) = (
-            run.rec.matrix_id.clone(),
+            run.rec.matrix_id,
             run.rec.cell,
             run.rec.state == RunState::Failed,
         );

@@ -14,7 +14,7 @@ use tracing::{Span, error, info, warn};
 use super::histories::series_key;
 use super::{Agent, Error, MatrixMem, RunMem, Scheduler, activity};
 use crate::eligibility;
-use crate::ids::Attempt;
+use crate::ids::{Attempt, MatrixId};
 use crate::store::{MatrixRecord, RunState};
 
 impl Scheduler {
@@ -125,7 +125,7 @@ impl Scheduler {
                 c.sort_by_key(|id| runs.get(id).map(|r| r.rec.seq));
             }
         }
-        let ids: Vec<String> = self.matrices.keys().cloned().collect();
+        let ids: Vec<MatrixId> = self.matrices.keys().copied().collect();
         for id in ids {
             let st = self.status(&id);
             if let (Some(st), Some(m)) = (st, self.matrices.get_mut(&id)) {
@@ -146,18 +146,18 @@ impl Scheduler {
 
     /// `UnknownMatrix`, or `Unreadable` for a stored matrix whose cells
     /// could not be read.
-    pub(super) fn unknown_matrix(&self, matrix_id: &str) -> Error {
+    pub(super) fn unknown_matrix(&self, matrix_id: &MatrixId) -> Error {
         match self.unreadable.get(matrix_id) {
             Some(why) => Error::Unreadable {
-                matrix_id: matrix_id.to_owned(),
+                matrix_id: matrix_id.to_string(),
                 why: why.clone(),
             },
-            None => Error::UnknownMatrix(matrix_id.to_owned()),
+            None => Error::UnknownMatrix(matrix_id.to_string()),
         }
     }
 
     /// `e`, unless it says the matrix is unknown and it is an unreadable one.
-    pub(super) fn unreadable_or(&self, matrix_id: &str, e: Error) -> Error {
+    pub(super) fn unreadable_or(&self, matrix_id: &MatrixId, e: Error) -> Error {
         match e {
             Error::UnknownMatrix(_) => self.unknown_matrix(matrix_id),
             e => e,
@@ -180,9 +180,9 @@ impl Scheduler {
             self.series.add(key, rec.seq, c.index);
         }
         self.generation += 1;
-        self.by_seq.insert(rec.seq, rec.id.clone());
+        self.by_seq.insert(rec.seq, rec.id);
         self.matrices.insert(
-            rec.id.clone(),
+            rec.id,
             MatrixMem {
                 rec,
                 reqs,

@@ -11,7 +11,7 @@ use std::time::Instant;
 use tracing::{Span, info};
 
 use super::{RunMem, Scheduler};
-use crate::ids::RunId;
+use crate::ids::{MatrixId, RunId};
 use crate::results;
 use crate::store::{Op, RunRecord, RunState};
 
@@ -20,7 +20,7 @@ impl Scheduler {
     /// them; when the comparison is inconclusive and the matrix allows more
     /// runs, queues more of both, alternating, the way Chromium's Pinpoint
     /// retries. Checks the cell as a candidate and as a baseline.
-    pub(super) fn rerun_if_inconclusive(&mut self, matrix_id: &str, cell: u32) {
+    pub(super) fn rerun_if_inconclusive(&mut self, matrix_id: &MatrixId, cell: u32) {
         let Some(m) = self.matrices.get(matrix_id) else {
             return;
         };
@@ -82,7 +82,7 @@ impl Scheduler {
     }
 
     /// Queues one more run of `cell`, after every run the matrix has.
-    pub(super) fn add_run(&mut self, matrix_id: &str, cell: u32) {
+    pub(super) fn add_run(&mut self, matrix_id: &MatrixId, cell: u32) {
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
@@ -102,8 +102,8 @@ impl Scheduler {
             .max()
             .unwrap_or(0);
         let rec = RunRecord {
-            run_id: RunId::new(matrix_id, cell, repetition),
-            matrix_id: matrix_id.to_string(),
+            run_id: RunId::new(*matrix_id, cell, repetition),
+            matrix_id: *matrix_id,
             cell,
             repetition,
             seq,

@@ -14,6 +14,7 @@ use tracing::{info, warn};
 
 use super::{Error, MatrixMem, Reply, Scheduler, now_ms, random_id};
 use crate::cell::Cell;
+use crate::ids::MatrixId;
 use crate::matrix::{self, Matrix};
 use crate::results;
 use crate::schedule;
@@ -79,9 +80,9 @@ impl Schedules {
 
     /// A stored execution of `schedule_id`, at recovery: matrices load in
     /// submission order, so executions stay in order.
-    pub(super) fn execution_recovered(&mut self, schedule_id: &str, matrix_id: &str) {
+    pub(super) fn execution_recovered(&mut self, schedule_id: &str, matrix_id: &MatrixId) {
         if let Some(s) = self.by_id.get_mut(schedule_id) {
-            s.executions.push(matrix_id.to_owned());
+            s.executions.push(*matrix_id);
         }
     }
 
@@ -95,11 +96,11 @@ impl Schedules {
     }
 
     /// The latest execution of `schedule_id`.
-    pub(super) fn latest_execution(&self, schedule_id: &str) -> Option<&str> {
+    pub(super) fn latest_execution(&self, schedule_id: &str) -> Option<MatrixId> {
         self.by_id
             .get(schedule_id)
             .and_then(|s| s.executions.last())
-            .map(String::as_str)
+            .copied()
     }
 
     /// An execution ended and was summarised: what it found is kept for
@@ -107,19 +108,23 @@ impl Schedules {
     pub(super) fn execution_summarised(
         &mut self,
         schedule_id: &str,
-        matrix_id: &str,
+        matrix_id: &MatrixId,
         verdicts: Verdicts,
     ) -> bool {
         let Some(s) = self.by_id.get_mut(schedule_id) else {
             return false;
         };
-        s.verdicts.insert(matrix_id.to_owned(), verdicts);
+        s.verdicts.insert(*matrix_id, verdicts);
         s.bisect
     }
 
     /// An execution left for the archive: forgotten here and counted in
     /// the schedule's record, which is returned to be stored.
-    pub(super) fn execution_archived(&mut self, schedule_id: &str, matrix_id: &str) -> Option<Op> {
+    pub(super) fn execution_archived(
+        &mut self,
+        schedule_id: &str,
+        matrix_id: &MatrixId,
+    ) -> Option<Op> {
         let s = self.by_id.get_mut(schedule_id)?;
         s.executions.retain(|id| id != matrix_id);
         s.verdicts.remove(matrix_id);
@@ -147,10 +152,10 @@ struct ScheduleMem {
     cron: Option<croner::Cron>,
     glob: Option<glob::Pattern>,
     /// Its executions' matrix ids, oldest first.
-    executions: Vec<String>,
+    executions: Vec<MatrixId>,
     /// What the executions that ended since the coordinator started found
     /// (from the summaries the results worker made when each ended).
-    verdicts: HashMap<String, Verdicts>,
+    verdicts: HashMap<MatrixId, Verdicts>,
     /// `[schedule] bisect`, read from the file when the record is loaded.
     bisect: bool,
 }
@@ -426,10 +431,10 @@ impl Scheduler {
             at_ms,
             kernel: kernel.unwrap_or_default(),
         };
-        let r = self.submit_matrix(m, file_name, source, "", Some(execution));
-        info!(schedule = %id, matrix = %r.matrix_id, at_ms, "schedule executed");
+        let (matrix, _) = self.submit_matrix(m, file_name, source, "", Some(execution));
+        info!(schedule = %id, matrix = %matrix, at_ms, "schedule executed");
         if let Some(s) = self.schedules.by_id.get_mut(id) {
-            s.executions.push(r.matrix_id);
+            s.executions.push(matrix);
         }
         true
     }
@@ -487,7 +492,7 @@ impl Scheduler {
             .status(&m.rec.id)
             .map_or(m.status.borrow().state, |st| st.state);
         let mut summary = ExecutionSummary {
-            matrix_id: m.rec.id.clone(),
+            matrix_id: m.rec.id.to_string(),
             at_unix_ms: m.rec.execution.as_ref().map_or(0, |e| e.at_ms),
             kernel: m
                 .rec

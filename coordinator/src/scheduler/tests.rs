@@ -219,7 +219,7 @@ impl Farm {
     }
 
     async fn counts(&self, matrix_id: &str) -> RunCounts {
-        let matrix_id = matrix_id.to_string();
+        let matrix_id = matrix_id.parse().unwrap();
         let st = self
             .h
             .call(|reply| Event::Status { matrix_id, reply })
@@ -485,7 +485,7 @@ async fn submit_text(farm: &Farm, text: &str) -> String {
 }
 
 async fn results_of(farm: &Farm, matrix_id: &str) -> GetResultsResponse {
-    let matrix_id = matrix_id.to_string();
+    let matrix_id = matrix_id.parse().unwrap();
     farm.h
         .call(|reply| Event::Results(ResultsEvent::Get { matrix_id, reply }))
         .await
@@ -688,7 +688,7 @@ async fn every_answer_is_of_the_moment_it_was_asked() {
             let (reply, rx) = oneshot::channel();
             farm.h
                 .try_send(Event::Results(ResultsEvent::Get {
-                    matrix_id: m.clone(),
+                    matrix_id: m.parse().unwrap(),
                     reply,
                 }))
                 .unwrap();
@@ -732,13 +732,14 @@ fn a_stale_summary_never_replaces_a_newer_one() {
         runs: vec![farm_proto::RunRecord::default()],
         ..Default::default()
     });
-    cache.put("m", 2, newer.clone());
-    cache.put("m", 1, std::sync::Arc::new(GetResultsResponse::default()));
-    assert_eq!(cache.get("m", 2), Some(newer.clone()));
+    let m = &MatrixId::nth(1);
+    cache.put(m, 2, newer.clone());
+    cache.put(m, 1, std::sync::Arc::new(GetResultsResponse::default()));
+    assert_eq!(cache.get(m, 2), Some(newer.clone()));
     // Nor is a summary given for a version it does not reflect.
-    assert_eq!(cache.get("m", 3), None);
-    cache.put("m", 3, std::sync::Arc::new(GetResultsResponse::default()));
-    assert_ne!(cache.get("m", 3), Some(newer));
+    assert_eq!(cache.get(m, 3), None);
+    cache.put(m, 3, std::sync::Arc::new(GetResultsResponse::default()));
+    assert_ne!(cache.get(m, 3), Some(newer));
 }
 
 impl Farm {
@@ -1375,7 +1376,7 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
     assert_eq!(archived(), 4);
     let mut live = Vec::new();
     for id in &ids {
-        let matrix_id = id.clone();
+        let matrix_id = id.parse().unwrap();
         let known = farm
             .h
             .call(|reply| Event::Status { matrix_id, reply })
@@ -1388,7 +1389,10 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
     let mut archive = crate::archive::Location::Sqlite(farm._dir.path().join("db"))
         .open()
         .unwrap();
-    let first = archive.matrix(&ids[0]).unwrap().expect("archived");
+    let first = archive
+        .matrix(ids[0].parse().unwrap())
+        .unwrap()
+        .expect("archived");
     assert_eq!(first.results.cells.len(), 1);
     assert_eq!(first.results.cells[0].history[0].points.len(), 1);
     // Its one point is in the series index, under its cell's series.
@@ -1400,8 +1404,8 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
         .unwrap();
     assert_eq!(points.len(), 1);
     assert_eq!(
-        (points[0].matrix_id.as_str(), points[0].cell),
-        (ids[0].as_str(), 0)
+        (points[0].matrix_id.to_string(), points[0].cell),
+        (ids[0].clone(), 0)
     );
     let wall = points[0]
         .medians

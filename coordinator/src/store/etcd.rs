@@ -53,6 +53,7 @@ use batch::{Write, Writes};
 
 use super::{AgentRecord, Backend, Error, MatrixRecord, Op, Result, Snapshot};
 use crate::identity::Name;
+use crate::ids::MatrixId;
 
 /// How long one request to etcd may take before it is tried again.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -99,7 +100,7 @@ pub struct Etcd {
     fence: Fence,
     limits: Limits,
     /// Live matrix ids, and the agent ↔ certificate bindings (see above).
-    matrices: HashSet<String>,
+    matrices: HashSet<MatrixId>,
     bindings: HashMap<String, Name>,
     bound: HashMap<Name, String>,
     /// The next write-ahead record's number in this term.
@@ -388,10 +389,10 @@ impl Etcd {
         for op in ops {
             match op {
                 Op::PutMatrix(m, runs) => {
-                    if self.matrices.contains(&m.id) || !stage.matrices.insert(m.id.clone()) {
-                        return Err(Error::Exists(m.id.clone()));
+                    if self.matrices.contains(&m.id) || !stage.matrices.insert(m.id) {
+                        return Err(Error::Exists(m.id));
                     }
-                    out.push(put(self.key("m", &m.id), records::matrix(m)));
+                    out.push(put(self.key("m", &m.id.to_string()), records::matrix(m)));
                     for c in &m.cells {
                         let id = format!("{}/{:010}", m.id, c.index);
                         out.push(put(
@@ -400,7 +401,7 @@ impl Etcd {
                         ));
                     }
                     if m.cancelled {
-                        out.push(put(self.key("x", &m.id), Vec::new()));
+                        out.push(put(self.key("x", &m.id.to_string()), Vec::new()));
                     }
                     for r in runs {
                         let id = format!("{}/{}", r.matrix_id, r.run_id);
@@ -411,7 +412,7 @@ impl Etcd {
                     let id = format!("{}/{}", r.matrix_id, r.run_id);
                     out.push(put(self.key("r", &id), records::run(r)));
                 }
-                Op::CancelMatrix(id) => out.push(put(self.key("x", id), Vec::new())),
+                Op::CancelMatrix(id) => out.push(put(self.key("x", &id.to_string()), Vec::new())),
                 Op::PutAgent(a) => {
                     let identity = stage.bind(self, a)?;
                     let rec = AgentRecord {
@@ -432,10 +433,10 @@ impl Etcd {
                     out.push(put(self.key("b", &b.bisection_id), b.encode_to_vec()))
                 }
                 Op::ForgetMatrix { id, cells, runs } => {
-                    stage.forgotten.insert(id.clone());
+                    stage.forgotten.insert(*id);
                     let delete = |key: Vec<u8>| Write { key, value: None };
-                    out.push(delete(self.key("m", id)));
-                    out.push(delete(self.key("x", id)));
+                    out.push(delete(self.key("m", &id.to_string())));
+                    out.push(delete(self.key("x", &id.to_string())));
                     for index in 0..*cells {
                         out.push(delete(self.key("c", &format!("{id}/{index:010}"))));
                     }
@@ -452,9 +453,9 @@ impl Etcd {
 /// The mirror's changes by a batch not yet written.
 #[derive(Default)]
 struct Stage {
-    matrices: HashSet<String>,
+    matrices: HashSet<MatrixId>,
     /// Matrices the batch deletes (archived).
-    forgotten: HashSet<String>,
+    forgotten: HashSet<MatrixId>,
     /// agent → its binding after the batch (`None`: none).
     bindings: HashMap<String, Option<Name>>,
     /// identity → the agent it binds after the batch (`None`: none).
@@ -588,7 +589,7 @@ impl Backend for Etcd {
                 None => return Err(Error::Orphan(format!("the cancel of matrix {id}"))),
             }
         }
-        self.matrices = matrices.keys().cloned().collect();
+        self.matrices = matrices.values().map(|m| m.id).collect();
         for (id, m) in matrices {
             let mut cells = wire.remove(&id).unwrap_or_default();
             cells.sort_by_key(|c| c.index);

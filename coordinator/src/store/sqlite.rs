@@ -118,14 +118,14 @@ impl Backend for Sqlite {
                     tx.execute(
                         "INSERT INTO matrices (id, seq, name, file_name, source, submitted_ms, timeout_s, cancelled)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                        params![m.id, m.seq as i64, m.name, m.file_name, m.source, m.submitted_ms as i64, m.timeout_s, m.cancelled],
+                        params![m.id.to_string(), m.seq as i64, m.name, m.file_name, m.source, m.submitted_ms as i64, m.timeout_s, m.cancelled],
                     )?;
                     let mut cell_stmt = tx.prepare_cached(
                         "INSERT INTO cells (matrix_id, idx, cell) VALUES (?1, ?2, ?3)",
                     )?;
                     for c in &m.cells {
                         cell_stmt.execute(params![
-                            m.id,
+                            m.id.to_string(),
                             c.index,
                             farm_proto::Cell::from(c).encode_to_vec()
                         ])?;
@@ -136,7 +136,7 @@ impl Backend for Sqlite {
                     if let Some(e) = &m.execution {
                         tx.execute(
                             "INSERT INTO executions (matrix_id, schedule_id, at_ms, kernel) VALUES (?1, ?2, ?3, ?4)",
-                            params![m.id, e.schedule_id, e.at_ms as i64, e.kernel],
+                            params![m.id.to_string(), e.schedule_id, e.at_ms as i64, e.kernel],
                         )?;
                     }
                 }
@@ -160,6 +160,7 @@ impl Backend for Sqlite {
                     )?;
                 }
                 Op::ForgetMatrix { id, .. } => {
+                    let id = id.to_string();
                     for table in ["runs", "cells", "executions"] {
                         tx.execute(
                             &format!("DELETE FROM {table} WHERE matrix_id = ?1"),
@@ -172,7 +173,7 @@ impl Backend for Sqlite {
                 Op::CancelMatrix(id) => {
                     tx.execute(
                         "UPDATE matrices SET cancelled = 1 WHERE id = ?1",
-                        params![id],
+                        params![id.to_string()],
                     )?;
                 }
                 Op::PutAgent(a) => {
@@ -211,22 +212,32 @@ impl Backend for Sqlite {
             "SELECT id, seq, name, file_name, source, submitted_ms, timeout_s, cancelled FROM matrices ORDER BY seq",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok(MatrixRecord {
-                id: r.get(0)?,
-                seq: r.get::<_, i64>(1)? as u64,
-                name: r.get(2)?,
-                file_name: r.get(3)?,
-                source: r.get(4)?,
-                submitted_ms: r.get::<_, i64>(5)? as u64,
-                timeout_s: r.get(6)?,
-                cancelled: r.get(7)?,
-                cells: Vec::new(),
-                execution: None,
-            })
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get::<_, i64>(5)? as u64,
+                r.get(6)?,
+                r.get(7)?,
+            ))
         })?;
         let mut records = Vec::new();
         for m in rows {
-            records.push(m?);
+            let (id, seq, name, file_name, source, submitted_ms, timeout_s, cancelled) = m?;
+            records.push(MatrixRecord {
+                id: id.parse()?,
+                seq,
+                name,
+                file_name,
+                source,
+                submitted_ms,
+                timeout_s,
+                cancelled,
+                cells: Vec::new(),
+                execution: None,
+            });
         }
         let mut stmt = self
             .conn
@@ -244,7 +255,7 @@ impl Backend for Sqlite {
             })?
             .collect::<Result<_, _>>()?;
         for m in &mut records {
-            m.execution = executions.remove(&m.id);
+            m.execution = executions.remove(&m.id.to_string());
         }
         let mut stmt = self.conn.prepare(
             "SELECT s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms, s.last_cron_ms,
@@ -295,7 +306,7 @@ impl Backend for Sqlite {
             .conn
             .prepare("SELECT cell FROM cells WHERE matrix_id = ?1 ORDER BY idx")?;
         for m in records {
-            let blobs = cells.query_map(params![m.id], |r| r.get::<_, Vec<u8>>(0))?;
+            let blobs = cells.query_map(params![m.id.to_string()], |r| r.get::<_, Vec<u8>>(0))?;
             let mut wire: Vec<farm_proto::Cell> = Vec::new();
             for b in blobs {
                 wire.push(decode(&b?, || format!("cell of matrix {}", m.id))?);
@@ -326,7 +337,7 @@ impl Backend for Sqlite {
             };
             snap.runs.push(RunRecord {
                 run_id: run_id.parse()?,
-                matrix_id,
+                matrix_id: matrix_id.parse()?,
                 cell,
                 repetition,
                 seq,
@@ -379,7 +390,7 @@ fn put_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<()> {
     )?;
     stmt.execute(params![
         r.run_id.to_string(),
-        r.matrix_id,
+        r.matrix_id.to_string(),
         r.cell,
         r.repetition,
         r.seq as i64,

@@ -390,7 +390,7 @@ async fn a_cancelled_round_ends_its_bisection() {
     let mut hosts = Hosts::connect(&farm, &[]).await;
     let b = bisect_releases(&farm, &mut hosts).await;
     let round = b.pending_matrices[0].clone();
-    let matrix_id = round.clone();
+    let matrix_id = round.parse().unwrap();
     let cancelled = farm
         .h
         .call(|reply| Event::Cancel { matrix_id, reply })

@@ -103,7 +103,7 @@ pub struct StoredSchedule {
 
 pub fn matrix(m: &MatrixRecord) -> Vec<u8> {
     StoredMatrix {
-        id: m.id.clone(),
+        id: m.id.to_string(),
         seq: m.seq,
         name: m.name.clone(),
         file_name: m.file_name.clone(),
@@ -125,7 +125,7 @@ pub fn matrix(m: &MatrixRecord) -> Vec<u8> {
 pub fn matrix_of(bytes: &[u8], cancelled: bool) -> Result<MatrixRecord> {
     let m = decode::<StoredMatrix>(bytes, "a matrix")?;
     Ok(MatrixRecord {
-        id: m.id,
+        id: m.id.parse()?,
         seq: m.seq,
         name: m.name,
         file_name: m.file_name,
@@ -145,7 +145,7 @@ pub fn matrix_of(bytes: &[u8], cancelled: bool) -> Result<MatrixRecord> {
 pub fn run(r: &RunRecord) -> Vec<u8> {
     StoredRun {
         run_id: r.run_id.to_string(),
-        matrix_id: r.matrix_id.clone(),
+        matrix_id: r.matrix_id.to_string(),
         cell: r.cell,
         repetition: r.repetition,
         seq: r.seq,
@@ -162,7 +162,7 @@ pub fn run_of(bytes: &[u8]) -> Result<RunRecord> {
     Ok(RunRecord {
         state: RunState::from_i64(r.state)?,
         run_id: r.run_id.parse()?,
-        matrix_id: r.matrix_id,
+        matrix_id: r.matrix_id.parse()?,
         cell: r.cell,
         repetition: r.repetition,
         seq: r.seq,
