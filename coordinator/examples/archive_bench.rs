@@ -50,7 +50,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
             seq: u64::from(i),
             state: RunState::Finished,
             attempt: 1,
-            agent_id: "a-1".into(),
+            agent_id: Some("a-000000000001".parse().expect("an agent id")),
             result: Some(RunResult {
                 ok: true,
                 metrics: vec![Metric {

@@ -3,7 +3,8 @@
 //! written back as a string only where it leaves (the wire, the store).
 //!
 //! A matrix id is what the scheduler drew for it when it was submitted:
-//! `m-` and 12 lowercase hex digits ([`MatrixId`]). A run's id is made
+//! `m-` and 12 lowercase hex digits ([`MatrixId`]); an agent's, `a-` and
+//! as many, at its first registration ([`AgentId`]). A run's id is made
 //! from its parts, `{matrix}.c{cell}.r{repetition}` ([`RunId`]).
 //!
 //! Run ids are predictable on purpose (a forger guessing them gains
@@ -98,6 +99,15 @@ random_id!(
     BadMatrixId,
     "m",
     "matrix"
+);
+
+random_id!(
+    /// A registered agent: drawn at its first `Register`, and resumed by
+    /// it after.
+    AgentId,
+    BadAgentId,
+    "a",
+    "agent"
 );
 
 /// The longest run id accepted: a matrix id (`m-` and 12 hex digits) and

@@ -19,7 +19,7 @@ use tracing::debug;
 
 use crate::archive;
 use crate::identity::{Name, Principal};
-use crate::ids::MatrixId;
+use crate::ids::{AgentId, MatrixId};
 use crate::matrix;
 use crate::route::Router;
 use crate::scheduler::{self, BisectionEvent, Event, ResultsEvent, ScheduleEvent};
@@ -161,7 +161,9 @@ impl AgentService for Agents {
                 "register: capabilities need an arch and at least one online cpu",
             ));
         }
-        let resume = req.resume_agent_id;
+        // An id that is none of ours is resumed as an unknown one is: the
+        // caller gets a new id.
+        let resume = req.resume_agent_id.parse::<AgentId>().ok();
         let handle = self.router.handle()?;
         let agent_id = handle
             .call(|reply| Event::Register {
@@ -172,7 +174,7 @@ impl AgentService for Agents {
             })
             .await?;
         Ok(Response::new(RegisterResponse {
-            agent_id,
+            agent_id: agent_id.to_string(),
             heartbeat_interval_ms: handle.config.heartbeat_ms,
             lease_ms: handle.config.lease_ms,
         }))
@@ -197,11 +199,17 @@ impl AgentService for Agents {
                 ));
             }
         };
-        let agent_id = hello.agent_id.clone();
+        // Parsed where it enters: an id that is none of ours is refused as
+        // an unknown one is.
+        let agent_id = hello
+            .agent_id
+            .parse::<AgentId>()
+            .map_err(|_| scheduler::Error::UnknownAgent(hello.agent_id.clone()))?;
         let session = self.sessions.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(scheduler::AGENT_OUTBOX_CAPACITY);
         handle
             .call(|reply| Event::SessionOpen {
+                agent_id,
                 hello,
                 identity,
                 session,
@@ -220,7 +228,7 @@ impl AgentService for Agents {
                         };
                         if handle
                             .send(Event::FromAgent {
-                                agent_id: agent_id.clone(),
+                                agent_id,
                                 msg: Box::new(msg),
                                 permit: Some(permit),
                             })

@@ -43,6 +43,8 @@ pub enum Error {
     BadRunId(#[from] crate::ids::BadRunId),
     #[error("store: {0}")]
     BadMatrixId(#[from] crate::ids::BadMatrixId),
+    #[error("store: {0}")]
+    BadAgentId(#[from] crate::ids::BadAgentId),
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
     #[error("store: agent {agent}: {source}")]
@@ -190,17 +192,27 @@ pub struct RunRecord {
     pub state: RunState,
     /// How many times the run has been assigned.
     pub attempt: u32,
-    pub agent_id: String,
+    /// Its agent since it was first assigned (stored as an empty string
+    /// before).
+    pub agent_id: Option<crate::ids::AgentId>,
     pub result: Option<farm_proto::RunResult>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentRecord {
-    pub agent_id: String,
+    pub agent_id: crate::ids::AgentId,
     pub capabilities: farm_proto::Capabilities,
     pub registered_ms: u64,
     /// The certificate name the agent id is bound to (mutual TLS).
     pub identity: Option<crate::identity::Name>,
+}
+
+/// A stored run's agent: none before its first assignment, stored empty.
+pub(crate) fn run_agent(stored: &str) -> Result<Option<crate::ids::AgentId>> {
+    match stored {
+        "" => Ok(None),
+        id => Ok(Some(id.parse()?)),
+    }
 }
 
 /// One change; a slice of them is applied atomically.
@@ -211,7 +223,7 @@ pub enum Op {
     CancelMatrix(crate::ids::MatrixId),
     PutAgent(Box<AgentRecord>),
     /// An agent absent past its expiry is forgotten.
-    ForgetAgent(String),
+    ForgetAgent(crate::ids::AgentId),
     PutSchedule(Box<ScheduleRecord>),
     /// A bisection, created or advanced (`crate::bisection`).
     PutBisection(Box<farm_proto::Bisection>),

@@ -94,6 +94,9 @@ fn a_bad_archive_url_is_refused_where_it_enters() {
     );
 }
 
+/// The agent that ran every run of [`matrix`].
+const AGENT: &str = "a-000000000001";
+
 /// The test matrix `n`'s id, made as one that enters is: parsed from its
 /// one spelling, `m-` and 12 hex digits.
 fn matrix_id(n: u64) -> MatrixId {
@@ -125,7 +128,7 @@ fn matrix(id: MatrixId, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix 
         seq: u64::from(rep * 2 + cell),
         state,
         attempt: 1,
-        agent_id: "a-1".into(),
+        agent_id: Some(AGENT.parse().unwrap()),
         result: (state != RunState::Cancelled).then(|| RunResult {
             ok: state == RunState::Finished,
             metrics: vec![Metric {
@@ -227,10 +230,10 @@ fn a_matrix_is_kept_whole_and_once(open: Open<'_>) {
     assert_eq!(
         runs,
         [
-            (format!("{id}.c0.r0"), 0, 0, "a-1"),
-            (format!("{id}.c1.r0"), 1, 0, "a-1"),
-            (format!("{id}.c0.r1"), 0, 1, "a-1"),
-            (format!("{id}.c0.r2"), 0, 2, "a-1"),
+            (format!("{id}.c0.r0"), 0, 0, AGENT),
+            (format!("{id}.c1.r0"), 1, 0, AGENT),
+            (format!("{id}.c0.r1"), 0, 1, AGENT),
+            (format!("{id}.c0.r2"), 0, 2, AGENT),
         ]
     );
     assert_eq!(

@@ -8,7 +8,7 @@
 // around them.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
-use farm_coordinator::ids::{MatrixId, RunId};
+use farm_coordinator::ids::{AgentId, MatrixId, RunId};
 use farm_coordinator::store::{
     AgentRecord, Backend, Execution, MatrixRecord, Op, RunRecord, RunState, ScheduleRecord, Sqlite,
 };
@@ -85,6 +85,11 @@ pub const UNREADABLE: &str = "cell 0: state: ";
 /// one spelling, `m-` and 12 hex digits.
 pub fn matrix_id(n: u64) -> MatrixId {
     format!("m-{n:012x}").parse().unwrap()
+}
+
+/// The test agent `n`'s id, made as [`matrix_id`] makes a matrix's.
+pub fn agent_id(n: u64) -> AgentId {
+    format!("a-{n:012x}").parse().unwrap()
 }
 
 /// The matrix of [`loads_the_unreadable_apart`] whose cell the damage
@@ -197,7 +202,7 @@ pub fn big_matrix(id: MatrixId, seq: u64, cells: u32, runs: u32, pad: usize) -> 
             seq: u64::from(i),
             state: RunState::Queued,
             attempt: 0,
-            agent_id: String::new(),
+            agent_id: None,
             result: None,
         })
         .collect();
@@ -264,7 +269,7 @@ fn run(repetition: u32, state: RunState) -> RunRecord {
         seq: 0,
         state,
         attempt: 0,
-        agent_id: String::new(),
+        agent_id: None,
         result: None,
     }
 }
@@ -334,15 +339,16 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
 
 /// A binding of an agent id to a certificate lasts as long as the agent.
 fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
-    let agent = |id: &str, identity: Option<&str>| {
+    let (a1, a2, a3) = (agent_id(1), agent_id(2), agent_id(3));
+    let agent = |id: AgentId, identity: Option<&str>| {
         Op::PutAgent(Box::new(AgentRecord {
-            agent_id: id.into(),
+            agent_id: id,
             capabilities: Default::default(),
             registered_ms: 1,
             identity: identity.map(|n| farm_coordinator::identity::Name::parse(n).unwrap()),
         }))
     };
-    let bound = |s: &mut dyn Backend| -> Vec<(String, Option<String>)> {
+    let bound = |s: &mut dyn Backend| -> Vec<(AgentId, Option<String>)> {
         let mut v: Vec<_> = s
             .load()
             .unwrap()
@@ -354,23 +360,16 @@ fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
         v
     };
     let mut s = open();
-    s.apply(&[agent("a1", Some("n1")), agent("a2", None)])
-        .unwrap();
+    s.apply(&[agent(a1, Some("n1")), agent(a2, None)]).unwrap();
     // Put again (a catalogue change): the binding stays as it was.
-    s.apply(&[agent("a1", Some("n1"))]).unwrap();
+    s.apply(&[agent(a1, Some("n1"))]).unwrap();
     drop(s);
     let mut s = open();
-    assert_eq!(
-        bound(s.as_mut()),
-        vec![("a1".into(), Some("n1".into())), ("a2".into(), None)]
-    );
-    s.apply(&[Op::ForgetAgent("a1".into())]).unwrap();
+    assert_eq!(bound(s.as_mut()), vec![(a1, Some("n1".into())), (a2, None)]);
+    s.apply(&[Op::ForgetAgent(a1)]).unwrap();
     // Forgotten with its agent, so the name can bind a new id.
-    s.apply(&[agent("a3", Some("n1"))]).unwrap();
-    assert_eq!(
-        bound(s.as_mut()),
-        vec![("a2".into(), None), ("a3".into(), Some("n1".into()))]
-    );
+    s.apply(&[agent(a3, Some("n1"))]).unwrap();
+    assert_eq!(bound(s.as_mut()), vec![(a2, None), (a3, Some("n1".into()))]);
 }
 
 /// A batch is all or nothing: `PutMatrix` of an existing id fails it, and

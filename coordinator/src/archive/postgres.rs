@@ -309,7 +309,8 @@ fn columns(m: &ArchivedMatrix) -> Result<Columns> {
         c.repetition.push(i64::from(r.repetition));
         c.state.push(r.state as i16);
         c.attempt.push(i64::from(r.attempt));
-        c.agent.push(r.agent_id.clone());
+        c.agent
+            .push(r.agent_id.map(|a| a.to_string()).unwrap_or_default());
         c.result.push(r.result.as_ref().map(|x| x.encode_to_vec()));
     }
     for (key, p) in &m.points {

@@ -112,7 +112,7 @@ impl Archive for Sqlite {
                     x.repetition,
                     x.state as i64,
                     x.attempt,
-                    x.agent_id,
+                    x.agent_id.map(|a| a.to_string()).unwrap_or_default(),
                     x.result.as_ref().map(|res| res.encode_to_vec()),
                 ])?;
             }

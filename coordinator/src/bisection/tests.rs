@@ -143,7 +143,7 @@ fn round_values_take_finished_runs_of_the_metric_per_cell() {
         seq: 0,
         state,
         attempt: 1,
-        agent_id: String::new(),
+        agent_id: None,
         result: Some(RunResult {
             metrics: vec![Metric {
                 name: "time_s".into(),
@@ -177,7 +177,7 @@ fn the_metric_is_the_primary_one_that_regressed_most_or_the_one_named() {
         seq: 0,
         state: RunState::Finished,
         attempt: 1,
-        agent_id: String::new(),
+        agent_id: None,
         result: Some(RunResult {
             metrics: vec![
                 Metric {

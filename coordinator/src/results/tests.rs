@@ -1,5 +1,5 @@
 use super::*;
-use crate::ids::MatrixId;
+use crate::ids::{AgentId, MatrixId};
 use farm_proto::{Metric, RunResult};
 
 /// A cell written as the wire has it (an empty kernel is `running`),
@@ -20,7 +20,7 @@ fn run(cell: u32, state: RunState, wall: f64) -> RunRecord {
         seq: 0,
         state,
         attempt: 1,
-        agent_id: "a".into(),
+        agent_id: Some(AgentId::nth(1)),
         result: Some(RunResult {
             ok: state == RunState::Finished,
             metrics: vec![Metric {

@@ -12,7 +12,7 @@ use tracing::{debug, info_span};
 
 use super::Scheduler;
 use crate::eligibility;
-use crate::ids::{Attempt, RunId};
+use crate::ids::{AgentId, Attempt, RunId};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -20,7 +20,7 @@ impl Scheduler {
         if self.queues.is_empty() || self.idle.is_empty() {
             return;
         }
-        let idle: Vec<String> = self.idle.iter().cloned().collect();
+        let idle: Vec<AgentId> = self.idle.iter().copied().collect();
         for agent_id in idle {
             if self.queues.is_empty() {
                 break;
@@ -36,7 +36,7 @@ impl Scheduler {
     /// matrix it can serve; within that matrix, a run of a build it keeps
     /// first (`built_kernels`), so that each agent goes on with the kernels
     /// it built and no two build the same one.
-    pub(super) fn pick(&mut self, agent_id: &str) -> Option<RunId> {
+    pub(super) fn pick(&mut self, agent_id: &AgentId) -> Option<RunId> {
         let caps = &self.agents.get(agent_id)?.capabilities;
         let mut best: Option<((u64, u32), u64)> = None;
         let mut best_built: Option<((u64, u32), u64)> = None;
@@ -78,7 +78,7 @@ impl Scheduler {
         Some(run_id)
     }
 
-    pub(super) fn assign(&mut self, agent_id: &str, run_id: &RunId) {
+    pub(super) fn assign(&mut self, agent_id: &AgentId, run_id: &RunId) {
         let Some(run) = self.runs.get_mut(run_id) else {
             return;
         };
@@ -90,8 +90,8 @@ impl Scheduler {
         };
         run.rec.state = RunState::Assigned;
         run.rec.attempt += 1;
-        run.holders.push((agent_id.to_string(), run.rec.attempt));
-        run.rec.agent_id = agent_id.to_string();
+        run.holders.push((*agent_id, run.rec.attempt));
+        run.rec.agent_id = Some(*agent_id);
         run.assigned_at = Some(Instant::now());
         let queued = run.queued_at.elapsed();
         self.metrics.run_assigned(queued);
@@ -132,7 +132,7 @@ impl Scheduler {
         m.dirty = true;
         debug!(agent = %agent_id, run = %run_id, attempt = run.rec.attempt, "assigned");
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
-        self.outbox.push((agent_id.to_string(), msg));
+        self.outbox.push((*agent_id, msg));
         if let Some(a) = self.agents.get_mut(agent_id) {
             a.current = Some(Attempt {
                 run: run_id.clone(),

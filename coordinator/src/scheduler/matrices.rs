@@ -110,7 +110,7 @@ impl Scheduler {
                 seq: r.seq,
                 state: RunState::Queued,
                 attempt: 0,
-                agent_id: String::new(),
+                agent_id: None,
                 result: None,
             })
             .collect();
@@ -199,7 +199,9 @@ impl Scheduler {
                         run_id: id.to_string(),
                         attempt: run.rec.attempt,
                     };
-                    self.outbox.push((run.rec.agent_id.clone(), cancel_msg(r)));
+                    if let Some(agent) = run.rec.agent_id {
+                        self.outbox.push((agent, cancel_msg(r)));
+                    }
                 }
                 _ => continue,
             }

@@ -25,7 +25,7 @@ impl Scheduler {
         let now = Instant::now();
         for a in snap.agents {
             self.agents.insert(
-                a.agent_id.clone(),
+                a.agent_id,
                 Agent {
                     capabilities: a.capabilities,
                     identity: a.identity,
@@ -92,7 +92,7 @@ impl Scheduler {
                 RunState::Assigned => {
                     // Its agent gets one lease from now to come back and claim it.
                     assigned += 1;
-                    if let Some(a) = self.agents.get_mut(&r.agent_id) {
+                    if let Some(a) = r.agent_id.and_then(|id| self.agents.get_mut(&id)) {
                         a.current = Some(Attempt {
                             run: r.run_id.clone(),
                             attempt: r.attempt,
@@ -105,10 +105,7 @@ impl Scheduler {
                 r.run_id.clone(),
                 RunMem {
                     // Only the last holder is on disk.
-                    holders: (!r.agent_id.is_empty())
-                        .then(|| (r.agent_id.clone(), r.attempt))
-                        .into_iter()
-                        .collect(),
+                    holders: r.agent_id.map(|a| (a, r.attempt)).into_iter().collect(),
                     rec: r,
                     matrix_seq,
                     assigned_at: None,

@@ -109,7 +109,7 @@ impl Scheduler {
             seq,
             state: RunState::Queued,
             attempt: 0,
-            agent_id: String::new(),
+            agent_id: None,
             result: None,
         };
         ids.push(rec.run_id.clone());

@@ -281,7 +281,7 @@ fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetR
                 run_id: r.run_id.to_string(),
                 cell_index: r.cell,
                 repetition: r.repetition,
-                agent_id: r.agent_id.clone(),
+                agent_id: r.agent_id.map(|a| a.to_string()).unwrap_or_default(),
                 result: r.result.clone(),
             })
             .collect(),

@@ -53,7 +53,7 @@ use batch::{Write, Writes};
 
 use super::{AgentRecord, Backend, Error, MatrixRecord, Op, Result, Snapshot};
 use crate::identity::Name;
-use crate::ids::MatrixId;
+use crate::ids::{AgentId, MatrixId};
 
 /// How long one request to etcd may take before it is tried again.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -101,8 +101,8 @@ pub struct Etcd {
     limits: Limits,
     /// Live matrix ids, and the agent ↔ certificate bindings (see above).
     matrices: HashSet<MatrixId>,
-    bindings: HashMap<String, Name>,
-    bound: HashMap<Name, String>,
+    bindings: HashMap<AgentId, Name>,
+    bound: HashMap<Name, AgentId>,
     /// The next write-ahead record's number in this term.
     wal_next: u64,
     /// Transactions left before a simulated crash ([`Etcd::crash_after`]).
@@ -419,12 +419,15 @@ impl Etcd {
                         identity,
                         ..(**a).clone()
                     };
-                    out.push(put(self.key("a", &a.agent_id), records::agent(&rec)));
+                    out.push(put(
+                        self.key("a", &a.agent_id.to_string()),
+                        records::agent(&rec),
+                    ));
                 }
                 Op::ForgetAgent(id) => {
                     stage.unbind(self, id);
                     out.push(Write {
-                        key: self.key("a", id),
+                        key: self.key("a", &id.to_string()),
                         value: None,
                     });
                 }
@@ -457,22 +460,22 @@ struct Stage {
     /// Matrices the batch deletes (archived).
     forgotten: HashSet<MatrixId>,
     /// agent → its binding after the batch (`None`: none).
-    bindings: HashMap<String, Option<Name>>,
+    bindings: HashMap<AgentId, Option<Name>>,
     /// identity → the agent it binds after the batch (`None`: none).
-    bound: HashMap<Name, Option<String>>,
+    bound: HashMap<Name, Option<AgentId>>,
 }
 
 impl Stage {
-    fn binding(&self, s: &Etcd, agent: &str) -> Option<Name> {
+    fn binding(&self, s: &Etcd, agent: &AgentId) -> Option<Name> {
         match self.bindings.get(agent) {
             Some(b) => b.clone(),
             None => s.bindings.get(agent).cloned(),
         }
     }
 
-    fn holder(&self, s: &Etcd, identity: &Name) -> Option<String> {
+    fn holder(&self, s: &Etcd, identity: &Name) -> Option<AgentId> {
         match self.bound.get(identity) {
-            Some(h) => h.clone(),
+            Some(h) => *h,
             None => s.bound.get(identity).cloned(),
         }
     }
@@ -490,21 +493,19 @@ impl Stage {
         if let Some(other) = self.holder(s, identity) {
             return Err(Error::IdentityTaken {
                 identity: identity.to_string(),
-                agent: other,
+                agent: other.to_string(),
             });
         }
-        self.bindings
-            .insert(a.agent_id.clone(), Some(identity.clone()));
-        self.bound
-            .insert(identity.clone(), Some(a.agent_id.clone()));
+        self.bindings.insert(a.agent_id, Some(identity.clone()));
+        self.bound.insert(identity.clone(), Some(a.agent_id));
         Ok(Some(identity.clone()))
     }
 
-    fn unbind(&mut self, s: &Etcd, agent: &str) {
+    fn unbind(&mut self, s: &Etcd, agent: &AgentId) {
         if let Some(identity) = self.binding(s, agent) {
             self.bound.insert(identity, None);
         }
-        self.bindings.insert(agent.to_owned(), None);
+        self.bindings.insert(*agent, None);
     }
 }
 
@@ -605,8 +606,8 @@ impl Backend for Etcd {
         self.bound.clear();
         for a in &snap.agents {
             if let Some(n) = &a.identity {
-                self.bindings.insert(a.agent_id.clone(), n.clone());
-                self.bound.insert(n.clone(), a.agent_id.clone());
+                self.bindings.insert(a.agent_id, n.clone());
+                self.bound.insert(n.clone(), a.agent_id);
             }
         }
         Ok(snap)

@@ -179,7 +179,7 @@ impl Backend for Sqlite {
                 Op::PutAgent(a) => {
                     tx.execute(
                         "INSERT OR REPLACE INTO agents (agent_id, capabilities, registered_ms) VALUES (?1, ?2, ?3)",
-                        params![a.agent_id, a.capabilities.encode_to_vec(), a.registered_ms as i64],
+                        params![a.agent_id.to_string(), a.capabilities.encode_to_vec(), a.registered_ms as i64],
                     )?;
                     if let Some(identity) = &a.identity {
                         // Insert, never replace: a binding lasts as long as
@@ -189,11 +189,12 @@ impl Backend for Sqlite {
                         tx.execute(
                             "INSERT INTO agent_identities (agent_id, identity) VALUES (?1, ?2)
                              ON CONFLICT(agent_id) DO NOTHING",
-                            params![a.agent_id, identity.as_str()],
+                            params![a.agent_id.to_string(), identity.as_str()],
                         )?;
                     }
                 }
                 Op::ForgetAgent(id) => {
+                    let id = id.to_string();
                     tx.execute("DELETE FROM agents WHERE agent_id = ?1", params![id])?;
                     tx.execute(
                         "DELETE FROM agent_identities WHERE agent_id = ?1",
@@ -343,7 +344,7 @@ impl Backend for Sqlite {
                 seq,
                 state: RunState::from_i64(state)?,
                 attempt,
-                agent_id,
+                agent_id: super::run_agent(&agent_id)?,
                 result,
             });
         }
@@ -373,7 +374,7 @@ impl Backend for Sqlite {
                     None => None,
                 };
             snap.agents.push(AgentRecord {
-                agent_id,
+                agent_id: agent_id.parse()?,
                 capabilities,
                 registered_ms,
                 identity,
@@ -396,7 +397,7 @@ fn put_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<()> {
         r.seq as i64,
         r.state as i64,
         r.attempt,
-        r.agent_id,
+        r.agent_id.map(|a| a.to_string()).unwrap_or_default(),
         r.result.as_ref().map(|x| x.encode_to_vec()),
     ])?;
     Ok(())

@@ -13,7 +13,8 @@ use prost::Message;
 
 use super::cluster::Cluster;
 use super::{
-    CASES, big_matrix, loads_the_unreadable_apart, matrix_id, unreadable_cell, unreadable_matrix,
+    CASES, agent_id, big_matrix, loads_the_unreadable_apart, matrix_id, unreadable_cell,
+    unreadable_matrix,
 };
 
 struct Etcds {
@@ -113,7 +114,7 @@ fn a_batch_cut_short_at_any_transaction_is_all_or_nothing() {
                 seq: 0,
                 state: RunState::Finished,
                 attempt: 1,
-                agent_id: "a".into(),
+                agent_id: Some(agent_id(1)),
                 result: None,
             })),
         ]

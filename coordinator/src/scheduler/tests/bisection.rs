@@ -236,7 +236,7 @@ impl Hosts {
         let mut agents = Vec::new();
         let mut rxs = Vec::new();
         for (i, release) in RELEASES.into_iter().enumerate() {
-            let resume_agent_id = resume.get(i).cloned().unwrap_or_default();
+            let resume_agent_id = resume.get(i).and_then(|id| id.parse().ok());
             let id = farm
                 .h
                 .call(|reply| Event::Register {
@@ -249,7 +249,8 @@ impl Hosts {
                     reply,
                 })
                 .await
-                .unwrap();
+                .unwrap()
+                .to_string();
             rxs.push(farm.open(&id, 10 + i as u64, None, Vec::new()).await);
             agents.push((id, release));
         }

@@ -151,7 +151,7 @@ pub fn run(r: &RunRecord) -> Vec<u8> {
         seq: r.seq,
         state: r.state as i64,
         attempt: r.attempt,
-        agent_id: r.agent_id.clone(),
+        agent_id: r.agent_id.map(|a| a.to_string()).unwrap_or_default(),
         result: r.result.clone(),
     }
     .encode_to_vec()
@@ -167,14 +167,14 @@ pub fn run_of(bytes: &[u8]) -> Result<RunRecord> {
         repetition: r.repetition,
         seq: r.seq,
         attempt: r.attempt,
-        agent_id: r.agent_id,
+        agent_id: super::super::run_agent(&r.agent_id)?,
         result: r.result,
     })
 }
 
 pub fn agent(a: &AgentRecord) -> Vec<u8> {
     StoredAgent {
-        agent_id: a.agent_id.clone(),
+        agent_id: a.agent_id.to_string(),
         capabilities: Some(a.capabilities.clone()),
         registered_ms: a.registered_ms,
         identity: a
@@ -198,7 +198,7 @@ pub fn agent_of(bytes: &[u8]) -> Result<AgentRecord> {
         ),
     };
     Ok(AgentRecord {
-        agent_id: a.agent_id,
+        agent_id: a.agent_id.parse()?,
         capabilities: a.capabilities.unwrap_or_default(),
         registered_ms: a.registered_ms,
         identity,
