@@ -50,7 +50,7 @@ pub enum Error {
 /// A new bisection's record: `good` and `bad` are the baseline's and the
 /// cell's kernels, `between` the kernels between them in order.
 pub struct New<'a> {
-    pub id: String,
+    pub id: crate::ids::BisectionId,
     pub matrix_id: crate::ids::MatrixId,
     pub matrix_name: String,
     pub timeout_s: u32,
@@ -100,7 +100,7 @@ pub fn create(n: New<'_>) -> Result<Bisection, Error> {
         Direction::HigherIsBetter => WireDirection::HigherIsBetter,
     };
     let b = Bisection {
-        bisection_id: n.id,
+        bisection_id: n.id.to_string(),
         matrix_id: n.matrix_id.to_string(),
         cell: n.cell.index,
         kernels,

@@ -4,7 +4,8 @@
 //!
 //! A matrix id is what the scheduler drew for it when it was submitted:
 //! `m-` and 12 lowercase hex digits ([`MatrixId`]); an agent's, `a-` and
-//! as many, at its first registration ([`AgentId`]). A run's id is made
+//! as many, at its first registration ([`AgentId`]); a bisection's, `b-`
+//! ([`BisectionId`]). A run's id is made
 //! from its parts, `{matrix}.c{cell}.r{repetition}` ([`RunId`]).
 //!
 //! Run ids are predictable on purpose (a forger guessing them gains
@@ -99,6 +100,15 @@ random_id!(
     BadMatrixId,
     "m",
     "matrix"
+);
+
+random_id!(
+    /// A bisection, drawn when it starts. Its record is the wire's
+    /// (`farm_proto::Bisection`), which keeps the id's string.
+    BisectionId,
+    BadBisectionId,
+    "b",
+    "bisection"
 );
 
 random_id!(

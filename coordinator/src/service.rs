@@ -19,7 +19,7 @@ use tracing::debug;
 
 use crate::archive;
 use crate::identity::{Name, Principal};
-use crate::ids::{AgentId, MatrixId};
+use crate::ids::{AgentId, BisectionId, MatrixId};
 use crate::matrix;
 use crate::route::Router;
 use crate::scheduler::{self, BisectionEvent, Event, ResultsEvent, ScheduleEvent};
@@ -479,7 +479,12 @@ impl FarmService for Farm {
         &self,
         req: Request<farm_proto::GetBisectionRequest>,
     ) -> Result<Response<farm_proto::Bisection>, Status> {
-        let bisection_id = req.into_inner().bisection_id;
+        let id = req.into_inner().bisection_id;
+        // Parsed where it enters: an id that is none of ours names no
+        // bisection.
+        let bisection_id = id
+            .parse::<BisectionId>()
+            .map_err(|_| scheduler::Error::UnknownBisection(id.clone()))?;
         let b = self
             .router
             .handle()?

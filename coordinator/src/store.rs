@@ -45,6 +45,8 @@ pub enum Error {
     BadMatrixId(#[from] crate::ids::BadMatrixId),
     #[error("store: {0}")]
     BadAgentId(#[from] crate::ids::BadAgentId),
+    #[error("store: {0}")]
+    BadBisectionId(#[from] crate::ids::BadBisectionId),
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
     #[error("store: agent {agent}: {source}")]

@@ -2,7 +2,7 @@ use farm_proto::{Cell, Metric, RunResult};
 use prost::Message as _;
 
 use super::*;
-use crate::ids::MatrixId;
+use crate::ids::{BisectionId, MatrixId};
 
 /// The regressed cell, as the wire has it and converted as it enters.
 fn cell() -> crate::cell::Cell {
@@ -24,7 +24,7 @@ fn cell() -> crate::cell::Cell {
 
 fn new<'a>(c: &'a crate::cell::Cell, good: &'a str, between: &'a [String]) -> New<'a> {
     New {
-        id: "b-1".into(),
+        id: BisectionId::nth(1),
         matrix_id: MatrixId::nth(1),
         matrix_name: "seed 002".into(),
         timeout_s: 600,
@@ -86,7 +86,7 @@ fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
     let between: Vec<String> = (0..3).map(|i| format!("git:linux@c{i}")).collect();
     let b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
     let m = round_matrix(&b, &[0, 2, 4], 10, 1, Some((0, 1))).unwrap();
-    assert_eq!(m.name, "seed 002 bisect b-1 round 1");
+    assert_eq!(m.name, "seed 002 bisect b-000000000001 round 1");
     assert_eq!(m.repetitions, 10);
     let kernels: Vec<String> = m.cells.iter().map(|c| c.kernel.to_string()).collect();
     assert_eq!(

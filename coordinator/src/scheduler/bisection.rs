@@ -14,9 +14,9 @@ use prost::Message as _;
 use tracing::{error, info, warn};
 
 use super::ranges;
-use super::{Error, MatrixMem, Reply, Scheduler, Starter, now_ms, random_id};
+use super::{Error, MatrixMem, Reply, Scheduler, Starter, now_ms};
 use crate::bisection::{self, New};
-use crate::ids::MatrixId;
+use crate::ids::{BisectionId, MatrixId};
 use crate::store::Op;
 
 /// The most bisections the coordinator keeps running at once: each holds
@@ -36,7 +36,8 @@ pub enum BisectionEvent {
         reply: Reply<Bisection>,
     },
     Get {
-        bisection_id: String,
+        /// Parsed where it entered (`service`).
+        bisection_id: BisectionId,
         reply: Reply<Bisection>,
     },
     /// The ends as `service` parsed them from the request.
@@ -50,12 +51,15 @@ pub enum BisectionEvent {
 /// The bisection feature's state: every bisection's record, by id. The
 /// rest of the scheduler reads it through the methods below.
 #[derive(Default)]
-pub(super) struct Bisections(BTreeMap<String, Bisection>);
+pub(super) struct Bisections(BTreeMap<BisectionId, Bisection>);
 
 impl Bisections {
-    /// A stored bisection, at recovery.
-    pub(super) fn recovered(&mut self, b: Bisection) {
-        self.0.insert(b.bisection_id.clone(), b);
+    /// A stored bisection, at recovery: its id is parsed as the store's
+    /// records are, a stored record that names none failing the start.
+    pub(super) fn recovered(&mut self, b: Bisection) -> Result<(), Error> {
+        let id = b.bisection_id.parse().map_err(crate::store::Error::from)?;
+        self.0.insert(id, b);
+        Ok(())
     }
 
     /// The bisections started from `matrix_id`'s regressions, oldest first.
@@ -301,9 +305,9 @@ impl Scheduler {
             min_effect,
         )
         .map_err(|e| bad(e.to_string()))?;
-        let id = random_id("b");
+        let id = BisectionId::random();
         let mut b = bisection::create(New {
-            id: id.clone(),
+            id,
             matrix_id: m.rec.id,
             matrix_name: m.rec.name.clone(),
             timeout_s: m.rec.timeout_s,
@@ -330,22 +334,22 @@ impl Scheduler {
         }
         info!(bisection = %id, matrix = %b.matrix_id, cell = b.cell, kernels = b.kernels.len(),
               metric = %b.metric, "bisection started");
-        self.bisections.0.insert(id.clone(), b);
+        self.bisections.0.insert(id, b);
         self.advance_bisection(&id);
         Ok(self.bisections.0[&id].clone())
     }
 
-    pub(super) fn get_bisection(&self, id: &str) -> Result<Bisection, Error> {
+    pub(super) fn get_bisection(&self, id: &BisectionId) -> Result<Bisection, Error> {
         self.bisections
             .0
             .get(id)
             .cloned()
-            .ok_or_else(|| Error::UnknownBisection(id.to_owned()))
+            .ok_or_else(|| Error::UnknownBisection(id.to_string()))
     }
 
     /// Submits the round the bisector asks for, or records its end; writes
     /// the record either way.
-    fn advance_bisection(&mut self, id: &str) {
+    fn advance_bisection(&mut self, id: &BisectionId) {
         let Some(b) = self.bisections.0.get(id) else {
             return;
         };
@@ -394,7 +398,7 @@ impl Scheduler {
         }
         let ended = b.outcome.is_some();
         self.ops.push(Op::PutBisection(Box::new(b.clone())));
-        self.bisections.0.insert(id.to_owned(), b);
+        self.bisections.0.insert(*id, b);
         if ended {
             self.export_culprits();
         }
@@ -439,7 +443,7 @@ impl Scheduler {
         }
         let mut b = b.clone();
         bisection::record(&mut b, &x);
-        self.bisections.0.insert(id.clone(), b);
+        self.bisections.0.insert(id, b);
         self.advance_bisection(&id);
     }
 
@@ -458,13 +462,13 @@ impl Scheduler {
     }
 
     /// The running bisection whose current round is `matrix_id`.
-    fn waiting_for(&self, matrix_id: &MatrixId) -> Option<String> {
+    fn waiting_for(&self, matrix_id: &MatrixId) -> Option<BisectionId> {
         let matrix_id = matrix_id.to_string();
         self.bisections
             .0
             .iter()
             .find(|(_, b)| b.outcome.is_none() && b.pending_matrices.last() == Some(&matrix_id))
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| *id)
     }
 
     /// After recovery: a bisection whose round ended while no coordinator

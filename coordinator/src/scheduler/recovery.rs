@@ -43,7 +43,7 @@ impl Scheduler {
             self.schedules.recovered(s);
         }
         for b in snap.bisections {
-            self.bisections.recovered(b);
+            self.bisections.recovered(b)?;
         }
         for u in snap.unreadable {
             self.next_seq = self.next_seq.max(u.record.seq + 1);

@@ -324,7 +324,7 @@ async fn bisect_releases(farm: &Farm, hosts: &mut Hosts) -> farm_proto::Bisectio
 }
 
 async fn bisection(farm: &Farm, id: &str) -> farm_proto::Bisection {
-    let bisection_id = id.to_owned();
+    let bisection_id = id.parse().unwrap();
     farm.h
         .call(|reply| {
             Event::Bisection(BisectionEvent::Get {
