@@ -4,8 +4,8 @@
 //!
 //! A matrix id is what the scheduler drew for it when it was submitted:
 //! `m-` and 12 lowercase hex digits ([`MatrixId`]); an agent's, `a-` and
-//! as many, at its first registration ([`AgentId`]); a bisection's, `b-`
-//! ([`BisectionId`]). A run's id is made
+//! as many, at its first registration ([`AgentId`]); a schedule's, `s-`
+//! ([`ScheduleId`]); a bisection's, `b-` ([`BisectionId`]). A run's id is made
 //! from its parts, `{matrix}.c{cell}.r{repetition}` ([`RunId`]).
 //!
 //! Run ids are predictable on purpose (a forger guessing them gains
@@ -83,6 +83,7 @@ macro_rules! random_id {
         }
 
         #[cfg(test)]
+        #[allow(dead_code)] // Not every kind's tests make one.
         impl $id {
             /// A test's `n`th id, made as one that enters is: parsed from
             /// its one spelling.
@@ -100,6 +101,14 @@ random_id!(
     BadMatrixId,
     "m",
     "matrix"
+);
+
+random_id!(
+    /// A schedule (a continuous matrix), drawn when it is made.
+    ScheduleId,
+    BadScheduleId,
+    "s",
+    "schedule"
 );
 
 random_id!(

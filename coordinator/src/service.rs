@@ -19,7 +19,7 @@ use tracing::debug;
 
 use crate::archive;
 use crate::identity::{Name, Principal};
-use crate::ids::{AgentId, BisectionId, MatrixId};
+use crate::ids::{AgentId, BisectionId, MatrixId, ScheduleId};
 use crate::matrix;
 use crate::route::Router;
 use crate::scheduler::{self, BisectionEvent, Event, ResultsEvent, ScheduleEvent};
@@ -502,7 +502,12 @@ impl FarmService for Farm {
         &self,
         req: Request<CancelScheduleRequest>,
     ) -> Result<Response<CancelScheduleResponse>, Status> {
-        let schedule_id = req.into_inner().schedule_id;
+        let id = req.into_inner().schedule_id;
+        // Parsed where it enters: an id that is none of ours names no
+        // schedule.
+        let schedule_id = id
+            .parse::<ScheduleId>()
+            .map_err(|_| scheduler::Error::UnknownSchedule(id.clone()))?;
         self.router
             .handle()?
             .call(|reply| Event::Schedule(ScheduleEvent::Cancel { schedule_id, reply }))

@@ -47,6 +47,8 @@ pub enum Error {
     BadAgentId(#[from] crate::ids::BadAgentId),
     #[error("store: {0}")]
     BadBisectionId(#[from] crate::ids::BadBisectionId),
+    #[error("store: {0}")]
+    BadScheduleId(#[from] crate::ids::BadScheduleId),
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
     #[error("store: agent {agent}: {source}")]
@@ -151,7 +153,7 @@ pub struct MatrixRecord {
 /// What made a schedule run a matrix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Execution {
-    pub schedule_id: String,
+    pub schedule_id: crate::ids::ScheduleId,
     /// The cron instant, or when the trigger saw the kernel (unix ms).
     pub at_ms: u64,
     /// The kernel a trigger ran it for; empty for a cron instant.
@@ -161,7 +163,7 @@ pub struct Execution {
 /// A continuous matrix: its file, when it runs, what it has run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleRecord {
-    pub id: String,
+    pub id: crate::ids::ScheduleId,
     pub name: String,
     pub file_name: String,
     pub source: String,

@@ -159,7 +159,7 @@ fn matrix(id: MatrixId, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix 
             cancelled: false,
             cells: farm_coordinator::cell::all(&cells).unwrap(),
             execution: Some(Execution {
-                schedule_id: "s-1".into(),
+                schedule_id: "s-000000000001".parse().unwrap(),
                 at_ms: 5,
                 kernel: String::new(),
             }),

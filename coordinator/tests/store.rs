@@ -8,7 +8,7 @@
 // around them.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
-use farm_coordinator::ids::{AgentId, MatrixId, RunId};
+use farm_coordinator::ids::{AgentId, MatrixId, RunId, ScheduleId};
 use farm_coordinator::store::{
     AgentRecord, Backend, Execution, MatrixRecord, Op, RunRecord, RunState, ScheduleRecord, Sqlite,
 };
@@ -276,6 +276,7 @@ fn run(repetition: u32, state: RunState) -> RunRecord {
 
 /// What a batch wrote is there, whole, after a restart.
 fn apply_then_reopen_sees_everything(open: Open<'_>) {
+    let schedule_id: ScheduleId = "s-000000000001".parse().unwrap();
     let matrix = MatrixRecord {
         id: matrix_id(1),
         seq: 7,
@@ -291,13 +292,13 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
             ..Default::default()
         })],
         execution: Some(Execution {
-            schedule_id: "s".into(),
+            schedule_id,
             at_ms: 3_600_000,
             kernel: "file:/k/v6.13".into(),
         }),
     };
     let schedule = ScheduleRecord {
-        id: "s".into(),
+        id: schedule_id,
         name: "nightly".into(),
         file_name: "n.toml".into(),
         source: "name = \"nightly\"".into(),

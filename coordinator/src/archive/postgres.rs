@@ -333,7 +333,7 @@ impl Archive for Postgres {
             int("a submission time", r.submitted_ms)?,
         );
         let id = r.id.to_string();
-        let schedule = r.execution.as_ref().map(|e| e.schedule_id.clone());
+        let schedule = r.execution.as_ref().map(|e| e.schedule_id.to_string());
         let (cells, status, summary) = (
             records::cells(&r.cells),
             m.status.encode_to_vec(),

@@ -86,7 +86,7 @@ impl Archive for Sqlite {
                 r.source,
                 int("a submission time", r.submitted_ms)?,
                 r.cancelled,
-                r.execution.as_ref().map(|e| e.schedule_id.as_str()),
+                r.execution.as_ref().map(|e| e.schedule_id.to_string()),
                 records::cells(&r.cells),
                 m.status.encode_to_vec(),
                 m.summary.encode_to_vec(),

@@ -292,7 +292,7 @@ impl Scheduler {
                 .rec
                 .execution
                 .as_ref()
-                .map(|e| e.schedule_id.clone())
+                .map(|e| e.schedule_id.to_string())
                 .unwrap_or_default(),
         })
     }

@@ -431,7 +431,9 @@ impl Etcd {
                         value: None,
                     });
                 }
-                Op::PutSchedule(s) => out.push(put(self.key("s", &s.id), records::schedule(s))),
+                Op::PutSchedule(s) => {
+                    out.push(put(self.key("s", &s.id.to_string()), records::schedule(s)))
+                }
                 Op::PutBisection(b) => {
                     out.push(put(self.key("b", &b.bisection_id), b.encode_to_vec()))
                 }

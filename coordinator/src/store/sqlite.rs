@@ -136,7 +136,7 @@ impl Backend for Sqlite {
                     if let Some(e) = &m.execution {
                         tx.execute(
                             "INSERT INTO executions (matrix_id, schedule_id, at_ms, kernel) VALUES (?1, ?2, ?3, ?4)",
-                            params![m.id.to_string(), e.schedule_id, e.at_ms as i64, e.kernel],
+                            params![m.id.to_string(), e.schedule_id.to_string(), e.at_ms as i64, e.kernel],
                         )?;
                     }
                 }
@@ -145,12 +145,12 @@ impl Backend for Sqlite {
                     tx.execute(
                         "INSERT OR REPLACE INTO schedules (id, name, file_name, source, cron, on_new_kernel, created_ms, last_cron_ms, seen_kernels, cancelled)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                        params![s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms as i64,
+                        params![s.id.to_string(), s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms as i64,
                                 s.last_cron_ms as i64, s.seen_kernels.join("\n"), s.cancelled],
                     )?;
                     tx.execute(
                         "INSERT OR REPLACE INTO schedule_archived (schedule_id, executions) VALUES (?1, ?2)",
-                        params![s.id, s.archived_executions as i64],
+                        params![s.id.to_string(), s.archived_executions as i64],
                     )?;
                 }
                 Op::PutBisection(b) => {
@@ -243,18 +243,18 @@ impl Backend for Sqlite {
         let mut stmt = self
             .conn
             .prepare("SELECT matrix_id, schedule_id, at_ms, kernel FROM executions")?;
-        let mut executions: std::collections::HashMap<String, Execution> = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    Execution {
-                        schedule_id: r.get(1)?,
-                        at_ms: r.get::<_, i64>(2)? as u64,
-                        kernel: r.get(3)?,
-                    },
-                ))
-            })?
+        let rows: Vec<(String, String, i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<Result<_, _>>()?;
+        let mut executions = std::collections::HashMap::new();
+        for (matrix, schedule, at_ms, kernel) in rows {
+            let e = Execution {
+                schedule_id: schedule.parse()?,
+                at_ms: at_ms as u64,
+                kernel,
+            };
+            executions.insert(matrix, e);
+        }
         for m in &mut records {
             m.execution = executions.remove(&m.id.to_string());
         }
@@ -264,28 +264,33 @@ impl Backend for Sqlite {
              FROM schedules s LEFT JOIN schedule_archived a ON a.schedule_id = s.id
              ORDER BY s.created_ms, s.id",
         )?;
+        // The row, then its id parsed, then the rest of the row.
         let rows = stmt.query_map([], |r| {
-            Ok(ScheduleRecord {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                file_name: r.get(2)?,
-                source: r.get(3)?,
-                cron: r.get(4)?,
-                on_new_kernel: r.get(5)?,
-                created_ms: r.get::<_, i64>(6)? as u64,
-                last_cron_ms: r.get::<_, i64>(7)? as u64,
-                seen_kernels: r
-                    .get::<_, String>(8)?
-                    .split('\n')
-                    .filter(|k| !k.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                cancelled: r.get(9)?,
-                archived_executions: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
-            })
+            let id = r.get::<_, String>(0)?;
+            let record = |id| -> rusqlite::Result<ScheduleRecord> {
+                Ok(ScheduleRecord {
+                    id,
+                    name: r.get(1)?,
+                    file_name: r.get(2)?,
+                    source: r.get(3)?,
+                    cron: r.get(4)?,
+                    on_new_kernel: r.get(5)?,
+                    created_ms: r.get::<_, i64>(6)? as u64,
+                    last_cron_ms: r.get::<_, i64>(7)? as u64,
+                    seen_kernels: r
+                        .get::<_, String>(8)?
+                        .split('\n')
+                        .filter(|k| !k.is_empty())
+                        .map(str::to_owned)
+                        .collect(),
+                    cancelled: r.get(9)?,
+                    archived_executions: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
+                })
+            };
+            Ok(id.parse().map(record))
         })?;
         for s in rows {
-            snap.schedules.push(s?);
+            snap.schedules.push(s???);
         }
         let mut stmt = self
             .conn

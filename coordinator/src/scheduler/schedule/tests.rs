@@ -124,7 +124,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let id = made.schedule_id.clone();
     call(&h, |reply| {
         Event::Schedule(ScheduleEvent::Cancel {
-            schedule_id: id,
+            schedule_id: id.parse().unwrap(),
             reply,
         })
     });

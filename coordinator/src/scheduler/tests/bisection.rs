@@ -454,7 +454,7 @@ async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
         .schedule_id;
     farm.h
         .send(Event::Schedule(ScheduleEvent::CronDue {
-            schedule_id: schedule_id.clone(),
+            schedule_id: schedule_id.parse().unwrap(),
             at_ms: super::super::now_ms() + 1,
         }))
         .await

@@ -111,7 +111,7 @@ pub fn matrix(m: &MatrixRecord) -> Vec<u8> {
         submitted_ms: m.submitted_ms,
         timeout_s: m.timeout_s,
         execution: m.execution.as_ref().map(|e| StoredExecution {
-            schedule_id: e.schedule_id.clone(),
+            schedule_id: e.schedule_id.to_string(),
             at_ms: e.at_ms,
             kernel: e.kernel.clone(),
         }),
@@ -134,11 +134,16 @@ pub fn matrix_of(bytes: &[u8], cancelled: bool) -> Result<MatrixRecord> {
         timeout_s: m.timeout_s,
         cancelled,
         cells: Vec::new(),
-        execution: m.execution.map(|e| Execution {
-            schedule_id: e.schedule_id,
-            at_ms: e.at_ms,
-            kernel: e.kernel,
-        }),
+        execution: m
+            .execution
+            .map(|e| -> Result<Execution> {
+                Ok(Execution {
+                    schedule_id: e.schedule_id.parse()?,
+                    at_ms: e.at_ms,
+                    kernel: e.kernel,
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -207,7 +212,7 @@ pub fn agent_of(bytes: &[u8]) -> Result<AgentRecord> {
 
 pub fn schedule(s: &ScheduleRecord) -> Vec<u8> {
     StoredSchedule {
-        id: s.id.clone(),
+        id: s.id.to_string(),
         name: s.name.clone(),
         file_name: s.file_name.clone(),
         source: s.source.clone(),
@@ -225,7 +230,7 @@ pub fn schedule(s: &ScheduleRecord) -> Vec<u8> {
 pub fn schedule_of(bytes: &[u8]) -> Result<ScheduleRecord> {
     let s = decode::<StoredSchedule>(bytes, "a schedule")?;
     Ok(ScheduleRecord {
-        id: s.id,
+        id: s.id.parse()?,
         name: s.name,
         file_name: s.file_name,
         source: s.source,
