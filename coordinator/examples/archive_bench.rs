@@ -13,6 +13,7 @@ use std::time::Instant;
 use anyhow::{Result, ensure};
 use clap::Parser;
 use farm_coordinator::archive::{ArchivedMatrix, Location};
+use farm_coordinator::ids::CellIndex;
 use farm_coordinator::policy::HISTORY_POINTS;
 use farm_coordinator::results::{Median, Point};
 use farm_coordinator::store::{MatrixRecord, RunRecord, RunState};
@@ -43,9 +44,9 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
     let cell = |i: u32| farm_coordinator::cell::Cell::try_from(&cell(i)).expect("a valid cell");
     let runs: Vec<RunRecord> = (0..cells * 3)
         .map(|i| RunRecord {
-            run_id: farm_coordinator::ids::RunId::new(id, i % cells, i / cells),
+            run_id: farm_coordinator::ids::RunId::new(id, CellIndex::new(i % cells), i / cells),
             matrix_id: id,
-            cell: i % cells,
+            cell: CellIndex::new(i % cells),
             repetition: i / cells,
             seq: u64::from(i),
             state: RunState::Finished,

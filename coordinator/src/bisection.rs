@@ -102,7 +102,7 @@ pub fn create(n: New<'_>) -> Result<Bisection, Error> {
     let b = Bisection {
         bisection_id: n.id.to_string(),
         matrix_id: n.matrix_id.to_string(),
-        cell: n.cell.index,
+        cell: n.cell.index.get(),
         kernels,
         metric: n.metric,
         direction: wire_direction as i32,
@@ -401,7 +401,7 @@ pub fn round_values(runs: &[&RunRecord], cells: usize, metric: &str) -> Vec<Vec<
         else {
             continue;
         };
-        if let Some(cell) = out.get_mut(r.cell as usize) {
+        if let Some(cell) = out.get_mut(r.cell.at()) {
             cell.push(v.value);
         }
     }

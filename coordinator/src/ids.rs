@@ -133,18 +133,69 @@ random_id!(
 /// two `u32`s leave room to spare; a longer one is no id of ours.
 pub const MAX_RUN_ID_BYTES: usize = 128;
 
+/// A cell's index in its matrix, `0..cells`: given where the matrix is
+/// expanded (or a stored cell is read back), and a run id's middle part.
+/// Written as its decimal number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct CellIndex(u32);
+
+impl CellIndex {
+    pub const fn new(index: u32) -> CellIndex {
+        CellIndex(index)
+    }
+
+    /// As the wire and the stores carry it.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
+    /// The cell's place in its matrix's per-cell vectors.
+    pub const fn at(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for CellIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A string that is no cell index, quoted by its first characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a cell index: {0:?}")]
+pub struct BadCellIndex(String);
+
+impl FromStr for CellIndex {
+    type Err = BadCellIndex;
+
+    fn from_str(s: &str) -> Result<CellIndex, BadCellIndex> {
+        decimal(s)
+            .map(CellIndex)
+            .ok_or_else(|| BadCellIndex(farm_spec::excerpt(s)))
+    }
+}
+
+/// A `u32` in the one form `Display` writes it: decimal digits, no
+/// leading zero (a `c01` would name the cell `c1` names).
+fn decimal(s: &str) -> Option<u32> {
+    let canonical =
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    canonical.then(|| s.parse().ok()).flatten()
+}
+
 /// One run of one cell of a matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RunId {
     matrix: MatrixId,
-    cell: u32,
+    cell: CellIndex,
     repetition: u32,
 }
 
 impl RunId {
     /// The id of `matrix`'s run of `cell`, repetition `repetition`: the
     /// one place a run id is made.
-    pub fn new(matrix: MatrixId, cell: u32, repetition: u32) -> RunId {
+    pub fn new(matrix: MatrixId, cell: CellIndex, repetition: u32) -> RunId {
         RunId {
             matrix,
             cell,
@@ -156,7 +207,7 @@ impl RunId {
         self.matrix
     }
 
-    pub fn cell(&self) -> u32 {
+    pub fn cell(&self) -> CellIndex {
         self.cell
     }
 
@@ -189,17 +240,10 @@ impl FromStr for RunId {
         }
         let (rest, repetition) = s.rsplit_once(".r").ok_or_else(bad)?;
         let (matrix, cell) = rest.rsplit_once(".c").ok_or_else(bad)?;
-        let number = |n: &str| -> Result<u32, BadRunId> {
-            let canonical = n.bytes().all(|b| b.is_ascii_digit())
-                && !n.is_empty()
-                && (n == "0" || !n.starts_with('0'));
-            if !canonical {
-                return Err(bad());
-            }
-            n.parse().map_err(|_| bad())
-        };
         let matrix = matrix.parse::<MatrixId>().map_err(|_| bad())?;
-        Ok(RunId::new(matrix, number(cell)?, number(repetition)?))
+        let cell = decimal(cell).map(CellIndex).ok_or_else(bad)?;
+        let repetition = decimal(repetition).ok_or_else(bad)?;
+        Ok(RunId::new(matrix, cell, repetition))
     }
 }
 
@@ -263,14 +307,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_index_is_written_and_read_one_way() {
+        let i = CellIndex::new(12);
+        assert_eq!((i.to_string(), i.get(), i.at()), ("12".to_owned(), 12, 12));
+        assert_eq!("12".parse::<CellIndex>(), Ok(i));
+        assert_eq!("0".parse::<CellIndex>(), Ok(CellIndex::new(0)));
+        for bad in ["", "012", "-1", "+1", "1 ", "4294967296", "c1"] {
+            assert!(bad.parse::<CellIndex>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn a_run_id_is_written_and_read_one_way() {
         let m: MatrixId = "m-4766cf90c98c".parse().unwrap();
-        let id = RunId::new(m, 12, 3);
+        let id = RunId::new(m, CellIndex::new(12), 3);
         assert_eq!(id.to_string(), "m-4766cf90c98c.c12.r3");
         assert_eq!("m-4766cf90c98c.c12.r3".parse::<RunId>(), Ok(id));
         let parts = "m-000000000001.c0.r0".parse::<RunId>().unwrap();
         assert_eq!(
-            (parts.matrix().to_string(), parts.cell(), parts.repetition()),
+            (
+                parts.matrix().to_string(),
+                parts.cell().get(),
+                parts.repetition()
+            ),
             ("m-000000000001".to_owned(), 0, 0)
         );
     }

@@ -69,7 +69,7 @@ use tracing::{Span, debug};
 
 use crate::eligibility::Requirement;
 use crate::identity::Name;
-use crate::ids::{AgentId, Attempt, MatrixId, RunId};
+use crate::ids::{AgentId, Attempt, CellIndex, MatrixId, RunId};
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
 use crate::store::{self, Backend, MatrixRecord, Op, RunRecord};
@@ -359,7 +359,7 @@ struct MatrixMem {
     /// The cells compared with each cell, computed once: every result looks
     /// them up, and scanning a 10,000-cell matrix per result would be on
     /// the dispatch path.
-    candidates: Vec<Vec<u32>>,
+    candidates: Vec<Vec<CellIndex>>,
     status: watch::Sender<MatrixStatus>,
     dirty: bool,
     /// When watchers last got a status; `None` until the first one.
@@ -421,7 +421,7 @@ struct Scheduler {
     runs: HashMap<RunId, RunMem>,
     /// Queued runs per (matrix seq, cell), by run seq: older matrices first,
     /// and within a matrix the repetition-major order of the expansion.
-    queues: BTreeMap<(u64, u32), BTreeMap<u64, RunId>>,
+    queues: BTreeMap<(u64, CellIndex), BTreeMap<u64, RunId>>,
     /// A tick arrived in this batch: publish every changed matrix after it.
     ticked: bool,
     // Effects of the current batch, released only after it is committed.

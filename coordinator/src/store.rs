@@ -189,7 +189,7 @@ pub struct RunRecord {
     /// the fields beside it.
     pub run_id: crate::ids::RunId,
     pub matrix_id: crate::ids::MatrixId,
-    pub cell: u32,
+    pub cell: crate::ids::CellIndex,
     pub repetition: u32,
     /// Dispatch order within the matrix.
     pub seq: u64,

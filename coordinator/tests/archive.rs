@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 use farm_coordinator::archive::{Archive, ArchivedMatrix, Location};
-use farm_coordinator::ids::MatrixId;
+use farm_coordinator::ids::{CellIndex, MatrixId};
 use farm_coordinator::results::{Median, Point};
 use farm_coordinator::store::{Execution, MatrixRecord, RunRecord, RunState};
 use farm_proto::{GetResultsResponse, MatrixState, MatrixStatus, Metric, RunResult};
@@ -121,9 +121,9 @@ fn matrix(id: MatrixId, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix 
         },
     ];
     let run = |rep: u32, cell: u32, state: RunState, value: f64| RunRecord {
-        run_id: farm_coordinator::ids::RunId::new(id, cell, rep),
+        run_id: farm_coordinator::ids::RunId::new(id, CellIndex::new(cell), rep),
         matrix_id: id,
-        cell,
+        cell: CellIndex::new(cell),
         repetition: rep,
         seq: u64::from(rep * 2 + cell),
         state,

@@ -8,7 +8,7 @@
 // around them.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
-use farm_coordinator::ids::{AgentId, MatrixId, RunId, ScheduleId};
+use farm_coordinator::ids::{AgentId, CellIndex, MatrixId, RunId, ScheduleId};
 use farm_coordinator::store::{
     AgentRecord, Backend, Execution, MatrixRecord, Op, RunRecord, RunState, ScheduleRecord, Sqlite,
 };
@@ -195,9 +195,9 @@ pub fn big_matrix(id: MatrixId, seq: u64, cells: u32, runs: u32, pad: usize) -> 
     };
     let runs = (0..runs)
         .map(|i| RunRecord {
-            run_id: RunId::new(id, i % cells.max(1), i / cells.max(1)),
+            run_id: RunId::new(id, CellIndex::new(i % cells.max(1)), i / cells.max(1)),
             matrix_id: id,
-            cell: i % cells.max(1),
+            cell: CellIndex::new(i % cells.max(1)),
             repetition: i / cells.max(1),
             seq: u64::from(i),
             state: RunState::Queued,
@@ -226,7 +226,7 @@ fn a_large_matrix_is_kept_whole(open: Open<'_>) {
         m.cells
             .iter()
             .enumerate()
-            .all(|(i, c)| c.index as usize == i && c.name == cell_name(i as u32, 5000))
+            .all(|(i, c)| c.index.at() == i && c.name == cell_name(i as u32, 5000))
     );
     assert_eq!(snap.runs.len(), 1000);
 }
@@ -243,7 +243,7 @@ fn an_archived_matrix_leaves_whole_and_alone(open: Open<'_>) {
     .unwrap();
     s.apply(&[Op::CancelMatrix(gone)]).unwrap();
     let runs: Vec<RunId> = (0..1000)
-        .map(|i| RunId::new(gone, i % 400, i / 400))
+        .map(|i| RunId::new(gone, CellIndex::new(i % 400), i / 400))
         .collect();
     s.apply(&[Op::ForgetMatrix {
         id: gone,
@@ -262,9 +262,9 @@ fn an_archived_matrix_leaves_whole_and_alone(open: Open<'_>) {
 
 fn run(repetition: u32, state: RunState) -> RunRecord {
     RunRecord {
-        run_id: RunId::new(matrix_id(1), 0, repetition),
+        run_id: RunId::new(matrix_id(1), CellIndex::new(0), repetition),
         matrix_id: matrix_id(1),
-        cell: 0,
+        cell: CellIndex::new(0),
         repetition,
         seq: 0,
         state,

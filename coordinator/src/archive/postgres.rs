@@ -305,7 +305,7 @@ fn columns(m: &ArchivedMatrix) -> Result<Columns> {
     for r in &m.runs {
         c.seq.push(int("a run's seq", r.seq)?);
         c.run_id.push(r.run_id.to_string());
-        c.cell.push(i64::from(r.cell));
+        c.cell.push(i64::from(r.cell.get()));
         c.repetition.push(i64::from(r.repetition));
         c.state.push(r.state as i16);
         c.attempt.push(i64::from(r.attempt));

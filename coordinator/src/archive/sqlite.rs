@@ -108,7 +108,7 @@ impl Archive for Sqlite {
                     x.matrix_id.to_string(),
                     int("a run's seq", x.seq)?,
                     x.run_id.to_string(),
-                    x.cell,
+                    x.cell.get(),
                     x.repetition,
                     x.state as i64,
                     x.attempt,

@@ -2,7 +2,7 @@ use farm_proto::{Cell, Metric, RunResult};
 use prost::Message as _;
 
 use super::*;
-use crate::ids::{BisectionId, MatrixId};
+use crate::ids::{BisectionId, CellIndex, MatrixId};
 
 /// The regressed cell, as the wire has it and converted as it enters.
 fn cell() -> crate::cell::Cell {
@@ -94,7 +94,7 @@ fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
         ["git:linux@v6.1", "git:linux@c1", "git:linux@bisect-bad"]
     );
     assert_eq!(m.cells[1].name, "hackbench(groups=2) | kernel=git:linux@c1");
-    assert_eq!(m.cells[1].index, 1);
+    assert_eq!(m.cells[1].index.get(), 1);
     // The step's kernel is compared with good; the ends with nothing.
     let baselines: Vec<Option<u32>> = m.cells.iter().map(|c| c.baseline).collect();
     assert_eq!(baselines, [None, Some(0), None]);
@@ -136,9 +136,9 @@ fn a_stored_record_resumes_the_same_bisector() {
 #[test]
 fn round_values_take_finished_runs_of_the_metric_per_cell() {
     let run = |cell: u32, repetition: u32, state: RunState, v: f64| RunRecord {
-        run_id: crate::ids::RunId::new(MatrixId::nth(0), cell, repetition),
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), CellIndex::new(cell), repetition),
         matrix_id: MatrixId::nth(0),
-        cell,
+        cell: CellIndex::new(cell),
         repetition,
         seq: 0,
         state,
@@ -170,9 +170,9 @@ fn round_values_take_finished_runs_of_the_metric_per_cell() {
 #[test]
 fn the_metric_is_the_primary_one_that_regressed_most_or_the_one_named() {
     let run = |cell: u32, rep: u32, tps: f64, wall: f64, p99: f64| RunRecord {
-        run_id: crate::ids::RunId::new(MatrixId::nth(0), cell, rep),
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), CellIndex::new(cell), rep),
         matrix_id: MatrixId::nth(0),
-        cell,
+        cell: CellIndex::new(cell),
         repetition: rep,
         seq: 0,
         state: RunState::Finished,

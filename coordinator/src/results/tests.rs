@@ -1,5 +1,5 @@
 use super::*;
-use crate::ids::{AgentId, MatrixId};
+use crate::ids::{AgentId, CellIndex, MatrixId};
 use farm_proto::{Metric, RunResult};
 
 /// A cell written as the wire has it (an empty kernel is `running`),
@@ -13,9 +13,9 @@ fn typed(mut c: farm_proto::Cell) -> Cell {
 
 fn run(cell: u32, state: RunState, wall: f64) -> RunRecord {
     RunRecord {
-        run_id: crate::ids::RunId::new(MatrixId::nth(0), cell, 0),
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), CellIndex::new(cell), 0),
         matrix_id: MatrixId::nth(0),
-        cell,
+        cell: CellIndex::new(cell),
         repetition: 0,
         seq: 0,
         state,
@@ -101,7 +101,7 @@ fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
         .into_iter()
         .map(|mut r| {
             if let Some(res) = &mut r.result {
-                res.arch = if r.cell == 1 { "s390x" } else { "x86_64" }.into();
+                res.arch = if r.cell.get() == 1 { "s390x" } else { "x86_64" }.into();
             }
             r
         })

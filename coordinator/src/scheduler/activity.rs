@@ -76,7 +76,7 @@ impl Scheduler {
             .get(&run.rec.matrix_id)?
             .rec
             .cells
-            .get(run.rec.cell as usize)?;
+            .get(run.rec.cell.at())?;
         Some(RunActivity {
             run_id: run_id.to_string(),
             agent_id: a.agent_id.to_string(),

@@ -40,7 +40,7 @@ use super::results::{Archivist, Job, Snapshot, summary_of};
 use super::{Event, MatrixMem, Scheduler, now_ms};
 use crate::archive::ARCHIVE_RETRY;
 use crate::archive::ArchivedMatrix;
-use crate::ids::MatrixId;
+use crate::ids::{CellIndex, MatrixId};
 use crate::results;
 use crate::store::{MatrixRecord, RunRecord};
 
@@ -91,7 +91,7 @@ fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Eve
 fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> ArchivedMatrix {
     let r = &job.record;
     // By cell once: a 10,000-cell matrix's runs are not scanned per cell.
-    let mut by_cell: std::collections::HashMap<u32, Vec<&RunRecord>> = Default::default();
+    let mut by_cell: std::collections::HashMap<CellIndex, Vec<&RunRecord>> = Default::default();
     for run in &job.runs {
         by_cell.entry(run.cell).or_default().push(run);
     }
@@ -106,7 +106,7 @@ fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> Archive
                 let point = results::Point {
                     matrix_id: r.id,
                     matrix_seq: r.seq,
-                    cell: cell.index,
+                    cell: cell.index.get(),
                     submitted_ms: r.submitted_ms,
                     kernel: cell.kernel.to_string(),
                     medians,

@@ -12,7 +12,7 @@ use tracing::{debug, info_span};
 
 use super::Scheduler;
 use crate::eligibility;
-use crate::ids::{AgentId, Attempt, RunId};
+use crate::ids::{AgentId, Attempt, CellIndex, RunId};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -38,8 +38,8 @@ impl Scheduler {
     /// it built and no two build the same one.
     pub(super) fn pick(&mut self, agent_id: &AgentId) -> Option<RunId> {
         let caps = &self.agents.get(agent_id)?.capabilities;
-        let mut best: Option<((u64, u32), u64)> = None;
-        let mut best_built: Option<((u64, u32), u64)> = None;
+        let mut best: Option<((u64, CellIndex), u64)> = None;
+        let mut best_built: Option<((u64, CellIndex), u64)> = None;
         for (&(mseq, cell), q) in &self.queues {
             if let Some(((bseq, _), _)) = best
                 && bseq != mseq
@@ -53,7 +53,7 @@ impl Scheduler {
                 .by_seq
                 .get(&mseq)
                 .and_then(|id| self.matrices.get(id))?;
-            let reqs = m.reqs.get(cell as usize)?;
+            let reqs = m.reqs.get(cell.at())?;
             if !eligibility::satisfies(reqs, caps) {
                 continue;
             }
@@ -62,7 +62,7 @@ impl Scheduler {
             }
             let kept = m
                 .built
-                .get(cell as usize)
+                .get(cell.at())
                 .and_then(Option::as_ref)
                 .is_some_and(|n| caps.built_kernels.contains(n));
             if kept && best_built.is_none_or(|(_, s)| rseq < s) {
@@ -85,7 +85,7 @@ impl Scheduler {
         let Some(m) = self.matrices.get_mut(&run.rec.matrix_id) else {
             return;
         };
-        let Some(cell) = m.rec.cells.get(run.rec.cell as usize) else {
+        let Some(cell) = m.rec.cells.get(run.rec.cell.at()) else {
             return;
         };
         run.rec.state = RunState::Assigned;
@@ -96,7 +96,7 @@ impl Scheduler {
         let queued = run.queued_at.elapsed();
         self.metrics.run_assigned(queued);
         run.span = info_span!(target: TARGET, parent: &m.span, "run", run = %run_id,
-            attempt = run.rec.attempt, cell = run.rec.cell, agent = %agent_id,
+            attempt = run.rec.attempt, cell = run.rec.cell.get(), agent = %agent_id,
             outcome = tracing::field::Empty);
         // Placement is decided by the time the span exists: the phase
         // records who got it and how long the run waited in the queue.
@@ -111,7 +111,7 @@ impl Scheduler {
                     attempt: run.rec.attempt,
                 }),
                 matrix_id: m.rec.id.to_string(),
-                cell_index: run.rec.cell,
+                cell_index: run.rec.cell.get(),
                 repetition: run.rec.repetition,
                 kernel: cell.kernel.to_string(),
                 workload: cell.workload.clone(),

@@ -149,7 +149,7 @@ impl Scheduler {
                 .insert(r.seq, r.run_id.clone());
             if let Some(m) = self.matrices.get_mut(&id) {
                 m.runs.push(r.run_id.clone());
-                if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+                if let Some(c) = m.by_cell.get_mut(r.cell.at()) {
                     c.push(r.run_id.clone());
                 }
             }
@@ -236,7 +236,7 @@ impl Scheduler {
                 continue;
             };
             let Some(c) = cells
-                .get_mut(run.rec.cell as usize)
+                .get_mut(run.rec.cell.at())
                 .and_then(|c| c.counts.as_mut())
             else {
                 continue;

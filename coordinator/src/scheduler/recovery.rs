@@ -71,7 +71,7 @@ impl Scheduler {
                 continue;
             };
             m.runs.push(r.run_id.clone());
-            if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+            if let Some(c) = m.by_cell.get_mut(r.cell.at()) {
                 c.push(r.run_id.clone());
             }
             let matrix_seq = m.rec.seq;
@@ -174,7 +174,7 @@ impl Scheduler {
         let (status, _) = watch::channel(MatrixStatus::default());
         let series_keys: Vec<Vec<u8>> = rec.cells.iter().map(series_key).collect();
         for (c, key) in rec.cells.iter().zip(&series_keys) {
-            self.series.add(key, rec.seq, c.index);
+            self.series.add(key, rec.seq, c.index.get());
         }
         self.generation += 1;
         self.by_seq.insert(rec.seq, rec.id);

@@ -49,7 +49,7 @@ use tracing::{error, warn};
 use super::{Error, Event, MatrixMem, Reply, Scheduler};
 use crate::archive;
 use crate::cell::Cell;
-use crate::ids::MatrixId;
+use crate::ids::{CellIndex, MatrixId};
 use crate::metrics::{Ended, ResultsGauges, series};
 use crate::results::{self, Point};
 use crate::store::RunRecord;
@@ -279,7 +279,7 @@ fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetR
             .iter()
             .map(|r| farm_proto::RunRecord {
                 run_id: r.run_id.to_string(),
-                cell_index: r.cell,
+                cell_index: r.cell.get(),
                 repetition: r.repetition,
                 agent_id: r.agent_id.map(|a| a.to_string()).unwrap_or_default(),
                 result: r.result.clone(),
@@ -533,14 +533,14 @@ impl Scheduler {
     /// An input of the summaries of the matrix's `cell` changed (a run of
     /// it ended): that matrix and every matrix with a cell on the same
     /// series (their histories show this cell) get a new version.
-    pub(super) fn results_changed(&mut self, matrix_id: &MatrixId, cell: u32) {
+    pub(super) fn results_changed(&mut self, matrix_id: &MatrixId, cell: CellIndex) {
         self.generation += 1;
         let g = self.generation;
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
         m.version = g;
-        let Some(key) = m.series_keys.get(cell as usize) else {
+        let Some(key) = m.series_keys.get(cell.at()) else {
             return;
         };
         let seqs: Vec<u64> = self.series.cells(key).map(|(seq, _)| seq).collect();

@@ -126,7 +126,7 @@ impl Backend for Sqlite {
                     for c in &m.cells {
                         cell_stmt.execute(params![
                             m.id.to_string(),
-                            c.index,
+                            c.index.get(),
                             farm_proto::Cell::from(c).encode_to_vec()
                         ])?;
                     }
@@ -344,7 +344,7 @@ impl Backend for Sqlite {
             snap.runs.push(RunRecord {
                 run_id: run_id.parse()?,
                 matrix_id: matrix_id.parse()?,
-                cell,
+                cell: crate::ids::CellIndex::new(cell),
                 repetition,
                 seq,
                 state: RunState::from_i64(state)?,
@@ -397,7 +397,7 @@ fn put_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<()> {
     stmt.execute(params![
         r.run_id.to_string(),
         r.matrix_id.to_string(),
-        r.cell,
+        r.cell.get(),
         r.repetition,
         r.seq as i64,
         r.state as i64,

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use farm_coordinator::etcd_client::{Client, GetOptions};
+use farm_coordinator::ids::CellIndex;
 use farm_coordinator::leader::{Elector, Standing, Term};
 use farm_coordinator::store::etcd::{Fence, Limits};
 use farm_coordinator::store::{Backend, Error, Etcd, Op, RunRecord, RunState};
@@ -107,9 +108,9 @@ fn a_batch_cut_short_at_any_transaction_is_all_or_nothing() {
             // About 100 KiB: three write-ahead pieces, a dozen chunks.
             big_matrix(matrix_id(1), 1, 20, 40, 5000),
             Op::PutRun(Box::new(RunRecord {
-                run_id: farm_coordinator::ids::RunId::new(matrix_id(0), 0, 0),
+                run_id: farm_coordinator::ids::RunId::new(matrix_id(0), CellIndex::new(0), 0),
                 matrix_id: matrix_id(0),
-                cell: 0,
+                cell: CellIndex::new(0),
                 repetition: 0,
                 seq: 0,
                 state: RunState::Finished,

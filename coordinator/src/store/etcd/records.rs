@@ -151,7 +151,7 @@ pub fn run(r: &RunRecord) -> Vec<u8> {
     StoredRun {
         run_id: r.run_id.to_string(),
         matrix_id: r.matrix_id.to_string(),
-        cell: r.cell,
+        cell: r.cell.get(),
         repetition: r.repetition,
         seq: r.seq,
         state: r.state as i64,
@@ -168,7 +168,7 @@ pub fn run_of(bytes: &[u8]) -> Result<RunRecord> {
         state: RunState::from_i64(r.state)?,
         run_id: r.run_id.parse()?,
         matrix_id: r.matrix_id.parse()?,
-        cell: r.cell,
+        cell: crate::ids::CellIndex::new(r.cell),
         repetition: r.repetition,
         seq: r.seq,
         attempt: r.attempt,
