@@ -146,7 +146,7 @@ fn amplifying_matrices_are_refused_or_kept_small() {
         .collect();
     let archived = farm_coordinator::archive::Sqlite::open(&db)
         .unwrap()
-        .matrix(&id)
+        .matrix(id.parse().unwrap())
         .unwrap()
         .is_some();
     match (live.as_slice(), archived) {

@@ -13,6 +13,7 @@ use std::time::Instant;
 use anyhow::{Result, ensure};
 use clap::Parser;
 use farm_coordinator::archive::{ArchivedMatrix, Location};
+use farm_coordinator::ids::CellIndex;
 use farm_coordinator::policy::HISTORY_POINTS;
 use farm_coordinator::results::{Median, Point};
 use farm_coordinator::store::{MatrixRecord, RunRecord, RunState};
@@ -33,7 +34,7 @@ struct Args {
 }
 
 fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
-    let id = format!("m-{seq:06}");
+    let id: farm_coordinator::ids::MatrixId = format!("m-{seq:012x}").parse().expect("a matrix id");
     let cell = |i: u32| farm_proto::Cell {
         index: i,
         name: format!("c{i}"),
@@ -43,14 +44,14 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
     let cell = |i: u32| farm_coordinator::cell::Cell::try_from(&cell(i)).expect("a valid cell");
     let runs: Vec<RunRecord> = (0..cells * 3)
         .map(|i| RunRecord {
-            run_id: farm_coordinator::ids::RunId::new(&id, i % cells, i / cells),
-            matrix_id: id.clone(),
-            cell: i % cells,
+            run_id: farm_coordinator::ids::RunId::new(id, CellIndex::new(i % cells), i / cells),
+            matrix_id: id,
+            cell: CellIndex::new(i % cells),
             repetition: i / cells,
             seq: u64::from(i),
             state: RunState::Finished,
             attempt: 1,
-            agent_id: "a-1".into(),
+            agent_id: Some("a-000000000001".parse().expect("an agent id")),
             result: Some(RunResult {
                 ok: true,
                 metrics: vec![Metric {
@@ -68,7 +69,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
             (
                 format!("series-{i}").into_bytes(),
                 Point {
-                    matrix_id: id.clone(),
+                    matrix_id: id,
                     matrix_seq: seq,
                     cell: i,
                     submitted_ms: seq,
@@ -84,7 +85,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
         .collect();
     ArchivedMatrix {
         record: MatrixRecord {
-            id: id.clone(),
+            id,
             seq,
             name: "bench".into(),
             file_name: "bench.toml".into(),
@@ -97,7 +98,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
         },
         runs,
         status: MatrixStatus {
-            matrix_id: id,
+            matrix_id: id.to_string(),
             state: MatrixState::Done as i32,
             ..Default::default()
         },

@@ -83,6 +83,7 @@ use std::sync::Arc;
 
 use farm_proto::{Cell, GetResultsResponse, MatrixStatus};
 
+use crate::ids::MatrixId;
 use crate::results::Point;
 use crate::store::{MatrixRecord, RunRecord};
 
@@ -114,6 +115,8 @@ pub enum Error {
     /// The blocking task of a lookup ended without an answer (a panic).
     #[error("archive ({at}): the lookup did not finish: {message}")]
     Lookup { at: String, message: String },
+    #[error("archive: {0}")]
+    BadMatrixId(#[from] crate::ids::BadMatrixId),
     #[error("archive: {what} is {value}, beyond what the archive stores")]
     OutOfRange { what: &'static str, value: u64 },
 }
@@ -157,7 +160,7 @@ pub trait Archive: Send {
     /// The latest `limit` points of the series `key` (its identity, not its
     /// digest), oldest first: by matrix submission order, then cell.
     fn series(&mut self, key: &[u8], limit: usize) -> Result<Vec<Point>>;
-    fn matrix(&mut self, matrix_id: &str) -> Result<Option<Archived>>;
+    fn matrix(&mut self, matrix_id: MatrixId) -> Result<Option<Archived>>;
 }
 
 /// The index a series is found by: its identity's SHA-256, fixed-size
@@ -245,7 +248,7 @@ impl Shared {
     }
 
     /// The archived matrix, looked up on a blocking thread.
-    pub async fn matrix(&self, matrix_id: String) -> Result<Option<Archived>> {
+    pub async fn matrix(&self, matrix_id: MatrixId) -> Result<Option<Archived>> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let mut guard = this.conn.lock().unwrap_or_else(|e| e.into_inner());
@@ -253,7 +256,7 @@ impl Shared {
                 *guard = Some(this.location.open()?);
             }
             let conn = guard.as_mut().expect("opened above");
-            conn.matrix(&matrix_id)
+            conn.matrix(matrix_id)
         })
         .await
         .unwrap_or_else(|e| {

@@ -50,8 +50,8 @@ pub enum Error {
 /// A new bisection's record: `good` and `bad` are the baseline's and the
 /// cell's kernels, `between` the kernels between them in order.
 pub struct New<'a> {
-    pub id: String,
-    pub matrix_id: String,
+    pub id: crate::ids::BisectionId,
+    pub matrix_id: crate::ids::MatrixId,
     pub matrix_name: String,
     pub timeout_s: u32,
     pub cell: &'a crate::cell::Cell,
@@ -100,9 +100,9 @@ pub fn create(n: New<'_>) -> Result<Bisection, Error> {
         Direction::HigherIsBetter => WireDirection::HigherIsBetter,
     };
     let b = Bisection {
-        bisection_id: n.id,
-        matrix_id: n.matrix_id,
-        cell: n.cell.index,
+        bisection_id: n.id.to_string(),
+        matrix_id: n.matrix_id.to_string(),
+        cell: n.cell.index.get(),
         kernels,
         metric: n.metric,
         direction: wire_direction as i32,
@@ -219,10 +219,10 @@ pub const CULPRIT: &str = "culprit";
 
 /// The outcome of a bisection whose round matrix `matrix_id` was
 /// cancelled: it ends so, rather than wait for a round never done.
-pub fn cancelled(b: &mut Bisection, matrix_id: &str) {
+pub fn cancelled(b: &mut Bisection, matrix_id: &crate::ids::MatrixId) {
     b.outcome = Some(BisectionOutcome {
         kind: CANCELLED.to_owned(),
-        matrix_ids: vec![matrix_id.to_owned()],
+        matrix_ids: vec![matrix_id.to_string()],
         ..BisectionOutcome::default()
     });
 }
@@ -401,7 +401,7 @@ pub fn round_values(runs: &[&RunRecord], cells: usize, metric: &str) -> Vec<Vec<
         else {
             continue;
         };
-        if let Some(cell) = out.get_mut(r.cell as usize) {
+        if let Some(cell) = out.get_mut(r.cell.at()) {
             cell.push(v.value);
         }
     }

@@ -21,7 +21,7 @@ use farm_spec::{Executor, GuestShape, Kernel, KernelBuild, MachineState};
 /// A cell of a matrix, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
-    pub index: u32,
+    pub index: crate::ids::CellIndex,
     /// Human-readable coordinates, e.g. `lu(size=48,threads=2) kernel=running
     /// state=default host=any`.
     pub name: String,
@@ -107,7 +107,7 @@ impl TryFrom<&farm_proto::Cell> for Cell {
             .transpose()
             .map_err(|e| error("build", e.to_string()))?;
         Ok(Cell {
-            index: c.index,
+            index: crate::ids::CellIndex::new(c.index),
             name: c.name.clone(),
             kernel,
             workload: c.workload.clone(),
@@ -126,7 +126,7 @@ impl TryFrom<&farm_proto::Cell> for Cell {
 impl From<&Cell> for farm_proto::Cell {
     fn from(c: &Cell) -> farm_proto::Cell {
         farm_proto::Cell {
-            index: c.index,
+            index: c.index.get(),
             name: c.name.clone(),
             kernel: c.kernel.to_string(),
             workload: c.workload.clone(),

@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::debug;
 
+use crate::ids::ScheduleId;
 use crate::schedule;
 use crate::scheduler::{Event, Handle, ScheduleEvent, now_ms};
 
@@ -63,7 +64,7 @@ impl Clock {
 /// Runs until the scheduler is gone.
 pub async fn drive(handle: Handle, clock: Clock) {
     let mut crons = handle.crons.clone();
-    let mut sent: HashMap<String, u64> = HashMap::new();
+    let mut sent: HashMap<ScheduleId, u64> = HashMap::new();
     loop {
         let entries = crons.borrow_and_update().clone();
         sent.retain(|id, _| entries.iter().any(|e| e.schedule_id == *id));
@@ -74,12 +75,12 @@ pub async fn drive(handle: Handle, clock: Clock) {
             let Ok(cron) = schedule::cron(&e.cron) else {
                 continue;
             };
-            let last = sent.entry(e.schedule_id.clone()).or_insert(e.last_ms);
+            let last = sent.entry(e.schedule_id).or_insert(e.last_ms);
             *last = (*last).max(e.last_ms);
             if let Some(at_ms) = schedule::latest_due(&cron, *last, now) {
                 debug!(schedule = %e.schedule_id, at_ms, "cron instant due");
                 let due = Event::Schedule(ScheduleEvent::CronDue {
-                    schedule_id: e.schedule_id.clone(),
+                    schedule_id: e.schedule_id,
                     at_ms,
                 });
                 if handle.send(due).await.is_err() {

@@ -117,7 +117,7 @@ pub struct Schedule {
 /// One run of one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
-    pub cell_index: u32,
+    pub cell_index: crate::ids::CellIndex,
     pub repetition: u32,
     /// Dispatch order, from 0.
     pub seq: u64,

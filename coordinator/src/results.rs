@@ -297,7 +297,7 @@ pub struct Median {
 /// One matrix's cell on a series: a point of its cells' histories.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
-    pub matrix_id: String,
+    pub matrix_id: crate::ids::MatrixId,
     /// The matrix's submission order: points are ordered by (seq, cell).
     pub matrix_seq: u64,
     pub cell: u32,
@@ -353,7 +353,7 @@ pub fn histories(points: &[Point], drift_window: usize) -> Vec<History> {
                 }
             };
             out[i].points.push(SeriesPoint {
-                matrix_id: point.matrix_id.clone(),
+                matrix_id: point.matrix_id.to_string(),
                 t_ms: point.submitted_ms,
                 kernel: point.kernel.clone(),
                 value: v.value,
@@ -426,7 +426,7 @@ pub fn summarise(
 ) -> Vec<CellSummary> {
     let mut by_cell: Vec<Vec<&RunRecord>> = cells.iter().map(|_| Vec::new()).collect();
     for r in runs {
-        if let Some(v) = by_cell.get_mut(r.cell as usize) {
+        if let Some(v) = by_cell.get_mut(r.cell.at()) {
             v.push(r);
         }
     }
@@ -440,14 +440,14 @@ pub fn summarise(
     cells
         .iter()
         .map(|cell| {
-            let i = cell.index as usize;
+            let i = cell.index.at();
             let policy = crate::policy::of(cell);
             let base_i = cell
                 .baseline
                 .map(|b| b as usize)
                 .filter(|&b| b < cells.len());
             let mut summary = CellSummary {
-                cell_index: cell.index,
+                cell_index: cell.index.get(),
                 cell_name: cell.name.clone(),
                 baseline: cell.baseline,
                 representative_run: reps[i].0.clone(),
@@ -598,7 +598,7 @@ fn wall(r: &RunRecord) -> Option<f64> {
 /// The finished run of `cell` whose wall time is nearest the median, its
 /// telemetry in the words the seeds' authors used, and the telemetry itself.
 fn representative<'a>(
-    cell: u32,
+    cell: crate::ids::CellIndex,
     runs: &[&'a RunRecord],
 ) -> (String, Vec<String>, Option<&'a Telemetry>) {
     let mut finished: Vec<(&'a RunRecord, f64)> = runs

@@ -69,7 +69,7 @@ use tracing::{Span, debug};
 
 use crate::eligibility::Requirement;
 use crate::identity::Name;
-use crate::ids::{Attempt, RunId};
+use crate::ids::{AgentId, Attempt, CellIndex, MatrixId, RunId};
 use crate::matrix::Matrix;
 use crate::metrics::Metrics;
 use crate::store::{self, Backend, MatrixRecord, Op, RunRecord};
@@ -89,7 +89,7 @@ type Reply<T> = oneshot::Sender<Result<T, Error>>;
 /// bisections build on ranges, not the other way round.
 pub(super) enum Starter {
     Rpc(Reply<farm_proto::Bisection>),
-    Schedule { matrix_id: String, cell: u32 },
+    Schedule { matrix_id: MatrixId, cell: u32 },
 }
 
 /// The most events applied before a commit; bounds the latency of a batch.
@@ -141,12 +141,15 @@ pub enum Event {
     StepDown,
     Register {
         capabilities: Box<Capabilities>,
-        resume_agent_id: String,
+        /// The id the caller asks to resume, if it is one.
+        resume_agent_id: Option<AgentId>,
         /// The caller's certificate name (mutual TLS), `None` with a token.
         identity: Option<Name>,
-        reply: Reply<String>,
+        reply: Reply<AgentId>,
     },
     SessionOpen {
+        /// `hello`'s, parsed where it entered (`service`).
+        agent_id: AgentId,
         hello: Hello,
         identity: Option<Name>,
         session: u64,
@@ -154,7 +157,7 @@ pub enum Event {
         reply: Reply<()>,
     },
     FromAgent {
-        agent_id: String,
+        agent_id: AgentId,
         msg: Box<agent_message::Msg>,
         /// The message's share of the bytes agents may have waiting for the
         /// scheduler (`service::MAX_AGENT_BYTES_IN_FLIGHT`), given back once
@@ -162,7 +165,7 @@ pub enum Event {
         permit: Option<tokio::sync::OwnedSemaphorePermit>,
     },
     SessionClosed {
-        agent_id: String,
+        agent_id: AgentId,
         session: u64,
     },
     Submit {
@@ -174,18 +177,18 @@ pub enum Event {
         reply: Reply<SubmitMatrixResponse>,
     },
     Status {
-        matrix_id: String,
+        matrix_id: MatrixId,
         reply: Reply<MatrixStatus>,
     },
     Watch {
-        matrix_id: String,
+        matrix_id: MatrixId,
         reply: Reply<watch::Receiver<MatrixStatus>>,
     },
     ListAgents {
         reply: Reply<Vec<AgentInfo>>,
     },
     Cancel {
-        matrix_id: String,
+        matrix_id: MatrixId,
         reply: Reply<u32>,
     },
     /// Summaries: asked by callers, made by the results worker.
@@ -356,7 +359,7 @@ struct MatrixMem {
     /// The cells compared with each cell, computed once: every result looks
     /// them up, and scanning a 10,000-cell matrix per result would be on
     /// the dispatch path.
-    candidates: Vec<Vec<u32>>,
+    candidates: Vec<Vec<CellIndex>>,
     status: watch::Sender<MatrixStatus>,
     dirty: bool,
     /// When watchers last got a status; `None` until the first one.
@@ -389,7 +392,7 @@ struct RunMem {
     /// about it count (`provenance`), a late result of a lost attempt
     /// included. As long as its attempts (`max_attempts`, plus the rare
     /// adoption of a run back from an agent that lost it).
-    holders: Vec<(String, u32)>,
+    holders: Vec<(AgentId, u32)>,
     /// What its holder last said it does (its kernel's build), in memory
     /// only (`activity`).
     activity: Option<activity::Activity>,
@@ -398,25 +401,25 @@ struct RunMem {
 struct Scheduler {
     store: Box<dyn Backend>,
     config: Config,
-    agents: HashMap<String, Agent>,
+    agents: HashMap<AgentId, Agent>,
     /// Agents with an open stream and no run: the only ones dispatch looks at.
-    idle: BTreeSet<String>,
-    matrices: HashMap<String, MatrixMem>,
+    idle: BTreeSet<AgentId>,
+    matrices: HashMap<MatrixId, MatrixMem>,
     /// Stored matrices whose cells no longer convert (`store::Unreadable`),
     /// by id, with why: failed for every caller, left in the store as they
     /// are, and out of every other path (dispatch, histories, archiving).
-    unreadable: BTreeMap<String, String>,
-    by_seq: BTreeMap<u64, String>,
+    unreadable: BTreeMap<MatrixId, String>,
+    by_seq: BTreeMap<u64, MatrixId>,
     next_seq: u64,
     runs: HashMap<RunId, RunMem>,
     /// Queued runs per (matrix seq, cell), by run seq: older matrices first,
     /// and within a matrix the repetition-major order of the expansion.
-    queues: BTreeMap<(u64, u32), BTreeMap<u64, RunId>>,
+    queues: BTreeMap<(u64, CellIndex), BTreeMap<u64, RunId>>,
     /// A tick arrived in this batch: publish every changed matrix after it.
     ticked: bool,
     // Effects of the current batch, released only after it is committed.
     ops: Vec<Op>,
-    outbox: Vec<(String, CoordinatorMessage)>,
+    outbox: Vec<(AgentId, CoordinatorMessage)>,
     after_commit: Vec<Box<dyn FnOnce() + Send>>,
     metrics: Metrics,
     /// An agent connected, left or re-registered: the fleet gauge is redone
@@ -617,13 +620,14 @@ impl Scheduler {
                 self.reply(reply, id);
             }
             Event::SessionOpen {
+                agent_id,
                 hello,
                 identity,
                 session,
                 tx,
                 reply,
             } => {
-                let r = self.session_open(hello, identity.as_ref(), session, tx);
+                let r = self.session_open(agent_id, hello, identity.as_ref(), session, tx);
                 self.reply(reply, r);
             }
             Event::FromAgent {

@@ -19,6 +19,7 @@ use tracing::debug;
 
 use crate::archive;
 use crate::identity::{Name, Principal};
+use crate::ids::{AgentId, BisectionId, MatrixId, ScheduleId};
 use crate::matrix;
 use crate::route::Router;
 use crate::scheduler::{self, BisectionEvent, Event, ResultsEvent, ScheduleEvent};
@@ -99,6 +100,14 @@ impl From<scheduler::Error> for Status {
     }
 }
 
+/// A caller's matrix id, parsed where it enters: a string that is no
+/// matrix id names no matrix, and is answered as an unknown one is, without
+/// being looked up (live or archived).
+fn caller_matrix(id: &str) -> Result<MatrixId, Status> {
+    id.parse()
+        .map_err(|_| scheduler::Error::UnknownMatrix(id.to_owned()).into())
+}
+
 /// The certificate name an agent's request came with (mutual TLS), put
 /// there by the access check; `None` over plaintext with a token.
 fn agent_identity<T>(req: &Request<T>) -> Option<Name> {
@@ -152,7 +161,9 @@ impl AgentService for Agents {
                 "register: capabilities need an arch and at least one online cpu",
             ));
         }
-        let resume = req.resume_agent_id;
+        // An id that is none of ours is resumed as an unknown one is: the
+        // caller gets a new id.
+        let resume = req.resume_agent_id.parse::<AgentId>().ok();
         let handle = self.router.handle()?;
         let agent_id = handle
             .call(|reply| Event::Register {
@@ -163,7 +174,7 @@ impl AgentService for Agents {
             })
             .await?;
         Ok(Response::new(RegisterResponse {
-            agent_id,
+            agent_id: agent_id.to_string(),
             heartbeat_interval_ms: handle.config.heartbeat_ms,
             lease_ms: handle.config.lease_ms,
         }))
@@ -188,11 +199,17 @@ impl AgentService for Agents {
                 ));
             }
         };
-        let agent_id = hello.agent_id.clone();
+        // Parsed where it enters: an id that is none of ours is refused as
+        // an unknown one is.
+        let agent_id = hello
+            .agent_id
+            .parse::<AgentId>()
+            .map_err(|_| scheduler::Error::UnknownAgent(hello.agent_id.clone()))?;
         let session = self.sessions.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(scheduler::AGENT_OUTBOX_CAPACITY);
         handle
             .call(|reply| Event::SessionOpen {
+                agent_id,
                 hello,
                 identity,
                 session,
@@ -211,7 +228,7 @@ impl AgentService for Agents {
                         };
                         if handle
                             .send(Event::FromAgent {
-                                agent_id: agent_id.clone(),
+                                agent_id,
                                 msg: Box::new(msg),
                                 permit: Some(permit),
                             })
@@ -263,10 +280,10 @@ impl Farm {
 
     /// A matrix that has left live state: from the archive, or NOT_FOUND
     /// (UNAVAILABLE when the archive cannot say).
-    async fn archived(&self, matrix_id: &str) -> Result<archive::Archived, Status> {
-        match self.archive.matrix(matrix_id.to_owned()).await {
+    async fn archived(&self, matrix_id: MatrixId) -> Result<archive::Archived, Status> {
+        match self.archive.matrix(matrix_id).await {
             Ok(Some(a)) => Ok(a),
-            Ok(None) => Err(scheduler::Error::UnknownMatrix(matrix_id.to_owned()).into()),
+            Ok(None) => Err(scheduler::Error::UnknownMatrix(matrix_id.to_string()).into()),
             Err(e) => Err(Status::unavailable(cut(format!(
                 "matrix {matrix_id} is not live, and the archive could not be read: {e}"
             )))),
@@ -325,8 +342,7 @@ impl FarmService for Farm {
         &self,
         req: Request<GetMatrixRequest>,
     ) -> Result<Response<MatrixStatus>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -334,7 +350,7 @@ impl FarmService for Farm {
             .await;
         match r {
             Err(scheduler::Error::UnknownMatrix(_)) => {
-                Ok(Response::new(self.archived(&id).await?.status))
+                Ok(Response::new(self.archived(matrix_id).await?.status))
             }
             r => Ok(Response::new(r?)),
         }
@@ -346,8 +362,7 @@ impl FarmService for Farm {
         &self,
         req: Request<WatchMatrixRequest>,
     ) -> Result<Response<Self::WatchMatrixStream>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -356,7 +371,7 @@ impl FarmService for Farm {
         let mut rx = match r {
             // Ended: its one, final status, and the stream ends.
             Err(scheduler::Error::UnknownMatrix(_)) => {
-                let status = self.archived(&id).await?.status;
+                let status = self.archived(matrix_id).await?.status;
                 let once = tokio_stream::once(Ok(status));
                 return Ok(Response::new(Box::pin(once)));
             }
@@ -394,8 +409,7 @@ impl FarmService for Farm {
         &self,
         req: Request<CancelMatrixRequest>,
     ) -> Result<Response<CancelMatrixResponse>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -403,7 +417,7 @@ impl FarmService for Farm {
             .await;
         let cancelled_runs = match r {
             // Archived: it has ended, nothing is left to cancel.
-            Err(scheduler::Error::UnknownMatrix(_)) => self.archived(&id).await.map(|_| 0)?,
+            Err(scheduler::Error::UnknownMatrix(_)) => self.archived(matrix_id).await.map(|_| 0)?,
             r => r?,
         };
         Ok(Response::new(CancelMatrixResponse { cancelled_runs }))
@@ -465,7 +479,12 @@ impl FarmService for Farm {
         &self,
         req: Request<farm_proto::GetBisectionRequest>,
     ) -> Result<Response<farm_proto::Bisection>, Status> {
-        let bisection_id = req.into_inner().bisection_id;
+        let id = req.into_inner().bisection_id;
+        // Parsed where it enters: an id that is none of ours names no
+        // bisection.
+        let bisection_id = id
+            .parse::<BisectionId>()
+            .map_err(|_| scheduler::Error::UnknownBisection(id.clone()))?;
         let b = self
             .router
             .handle()?
@@ -483,7 +502,12 @@ impl FarmService for Farm {
         &self,
         req: Request<CancelScheduleRequest>,
     ) -> Result<Response<CancelScheduleResponse>, Status> {
-        let schedule_id = req.into_inner().schedule_id;
+        let id = req.into_inner().schedule_id;
+        // Parsed where it enters: an id that is none of ours names no
+        // schedule.
+        let schedule_id = id
+            .parse::<ScheduleId>()
+            .map_err(|_| scheduler::Error::UnknownSchedule(id.clone()))?;
         self.router
             .handle()?
             .call(|reply| Event::Schedule(ScheduleEvent::Cancel { schedule_id, reply }))
@@ -495,8 +519,7 @@ impl FarmService for Farm {
         &self,
         req: Request<GetResultsRequest>,
     ) -> Result<Response<GetResultsResponse>, Status> {
-        let matrix_id = req.into_inner().matrix_id;
-        let id = matrix_id.clone();
+        let matrix_id = caller_matrix(&req.into_inner().matrix_id)?;
         let r = self
             .router
             .handle()?
@@ -504,7 +527,7 @@ impl FarmService for Farm {
             .await;
         match r {
             Err(scheduler::Error::UnknownMatrix(_)) => {
-                Ok(Response::new(self.archived(&id).await?.results))
+                Ok(Response::new(self.archived(matrix_id).await?.results))
             }
             // Copied out of the cache here, off the scheduler thread.
             r => Ok(Response::new(r?.into_response())),

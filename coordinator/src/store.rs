@@ -41,6 +41,14 @@ pub enum Error {
     },
     #[error("store: {0}")]
     BadRunId(#[from] crate::ids::BadRunId),
+    #[error("store: {0}")]
+    BadMatrixId(#[from] crate::ids::BadMatrixId),
+    #[error("store: {0}")]
+    BadAgentId(#[from] crate::ids::BadAgentId),
+    #[error("store: {0}")]
+    BadBisectionId(#[from] crate::ids::BadBisectionId),
+    #[error("store: {0}")]
+    BadScheduleId(#[from] crate::ids::BadScheduleId),
     #[error("store: unknown run state {0} in the database")]
     BadState(i64),
     #[error("store: agent {agent}: {source}")]
@@ -69,7 +77,7 @@ pub enum Error {
         limit: usize,
     },
     #[error("store: matrix {0} exists already")]
-    Exists(String),
+    Exists(crate::ids::MatrixId),
     #[error("store: identity {identity} is bound to agent {agent} already")]
     IdentityTaken { identity: String, agent: String },
     #[error("store: unknown key {0:?} under the prefix")]
@@ -125,7 +133,8 @@ impl RunState {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixRecord {
-    pub id: String,
+    /// Parsed as the store loads it.
+    pub id: crate::ids::MatrixId,
     /// Submission order; older matrices are served first.
     pub seq: u64,
     pub name: String,
@@ -144,7 +153,7 @@ pub struct MatrixRecord {
 /// What made a schedule run a matrix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Execution {
-    pub schedule_id: String,
+    pub schedule_id: crate::ids::ScheduleId,
     /// The cron instant, or when the trigger saw the kernel (unix ms).
     pub at_ms: u64,
     /// The kernel a trigger ran it for; empty for a cron instant.
@@ -154,7 +163,7 @@ pub struct Execution {
 /// A continuous matrix: its file, when it runs, what it has run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleRecord {
-    pub id: String,
+    pub id: crate::ids::ScheduleId,
     pub name: String,
     pub file_name: String,
     pub source: String,
@@ -179,25 +188,35 @@ pub struct RunRecord {
     /// Parsed as the store loads it; its matrix, cell and repetition are
     /// the fields beside it.
     pub run_id: crate::ids::RunId,
-    pub matrix_id: String,
-    pub cell: u32,
+    pub matrix_id: crate::ids::MatrixId,
+    pub cell: crate::ids::CellIndex,
     pub repetition: u32,
     /// Dispatch order within the matrix.
     pub seq: u64,
     pub state: RunState,
     /// How many times the run has been assigned.
     pub attempt: u32,
-    pub agent_id: String,
+    /// Its agent since it was first assigned (stored as an empty string
+    /// before).
+    pub agent_id: Option<crate::ids::AgentId>,
     pub result: Option<farm_proto::RunResult>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentRecord {
-    pub agent_id: String,
+    pub agent_id: crate::ids::AgentId,
     pub capabilities: farm_proto::Capabilities,
     pub registered_ms: u64,
     /// The certificate name the agent id is bound to (mutual TLS).
     pub identity: Option<crate::identity::Name>,
+}
+
+/// A stored run's agent: none before its first assignment, stored empty.
+pub(crate) fn run_agent(stored: &str) -> Result<Option<crate::ids::AgentId>> {
+    match stored {
+        "" => Ok(None),
+        id => Ok(Some(id.parse()?)),
+    }
 }
 
 /// One change; a slice of them is applied atomically.
@@ -205,17 +224,17 @@ pub struct AgentRecord {
 pub enum Op {
     PutMatrix(Box<MatrixRecord>, Vec<RunRecord>),
     PutRun(Box<RunRecord>),
-    CancelMatrix(String),
+    CancelMatrix(crate::ids::MatrixId),
     PutAgent(Box<AgentRecord>),
     /// An agent absent past its expiry is forgotten.
-    ForgetAgent(String),
+    ForgetAgent(crate::ids::AgentId),
     PutSchedule(Box<ScheduleRecord>),
     /// A bisection, created or advanced (`crate::bisection`).
     PutBisection(Box<farm_proto::Bisection>),
     /// An ended matrix is in the archive: it leaves live state, with its
     /// `cells` cells and these runs.
     ForgetMatrix {
-        id: String,
+        id: crate::ids::MatrixId,
         cells: u32,
         runs: Vec<crate::ids::RunId>,
     },

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 use farm_coordinator::archive::{Archive, ArchivedMatrix, Location};
+use farm_coordinator::ids::{CellIndex, MatrixId};
 use farm_coordinator::results::{Median, Point};
 use farm_coordinator::store::{Execution, MatrixRecord, RunRecord, RunState};
 use farm_proto::{GetResultsResponse, MatrixState, MatrixStatus, Metric, RunResult};
@@ -61,16 +62,19 @@ fn postgres_down_fails_a_put_and_the_connection_comes_back() {
     let mut pg = postgres::Postgres::start();
     let at = Location::parse_url(&pg.url()).unwrap();
     let mut a = at.open().unwrap();
-    assert!(a.put(&matrix("m-1", 1, b"s", 2.0)).unwrap());
+    assert!(a.put(&matrix(matrix_id(1), 1, b"s", 2.0)).unwrap());
     pg.stop();
-    let e = a.put(&matrix("m-2", 2, b"s", 3.0)).unwrap_err().to_string();
+    let e = a
+        .put(&matrix(matrix_id(2), 2, b"s", 3.0))
+        .unwrap_err()
+        .to_string();
     let want = format!(
         "archive (PostgreSQL at 127.0.0.1:{}/postgres (user postgres)):",
         pg.port
     );
     assert!(e.starts_with(&want), "{e}");
     pg.resume();
-    assert!(a.put(&matrix("m-2", 2, b"s", 3.0)).unwrap());
+    assert!(a.put(&matrix(matrix_id(2), 2, b"s", 3.0)).unwrap());
     let values: Vec<f64> = a
         .series(b"s", 10)
         .unwrap()
@@ -90,9 +94,18 @@ fn a_bad_archive_url_is_refused_where_it_enters() {
     );
 }
 
+/// The agent that ran every run of [`matrix`].
+const AGENT: &str = "a-000000000001";
+
+/// The test matrix `n`'s id, made as one that enters is: parsed from its
+/// one spelling, `m-` and 12 hex digits.
+fn matrix_id(n: u64) -> MatrixId {
+    format!("m-{n:012x}").parse().unwrap()
+}
+
 /// An ended matrix of two cells on series `series`, whose first cell's
 /// wall_s median is `wall_s`; the second cell has only a failed run.
-fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
+fn matrix(id: MatrixId, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
     let cells = vec![
         farm_proto::Cell {
             index: 0,
@@ -108,14 +121,14 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
         },
     ];
     let run = |rep: u32, cell: u32, state: RunState, value: f64| RunRecord {
-        run_id: farm_coordinator::ids::RunId::new(id, cell, rep),
-        matrix_id: id.into(),
-        cell,
+        run_id: farm_coordinator::ids::RunId::new(id, CellIndex::new(cell), rep),
+        matrix_id: id,
+        cell: CellIndex::new(cell),
         repetition: rep,
         seq: u64::from(rep * 2 + cell),
         state,
         attempt: 1,
-        agent_id: "a-1".into(),
+        agent_id: Some(AGENT.parse().unwrap()),
         result: (state != RunState::Cancelled).then(|| RunResult {
             ok: state == RunState::Finished,
             metrics: vec![Metric {
@@ -136,7 +149,7 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
     ];
     ArchivedMatrix {
         record: MatrixRecord {
-            id: id.into(),
+            id,
             seq,
             name: "nightly".into(),
             file_name: "n.toml".into(),
@@ -146,14 +159,14 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
             cancelled: false,
             cells: farm_coordinator::cell::all(&cells).unwrap(),
             execution: Some(Execution {
-                schedule_id: "s-1".into(),
+                schedule_id: "s-000000000001".parse().unwrap(),
                 at_ms: 5,
                 kernel: String::new(),
             }),
         },
         runs,
         status: MatrixStatus {
-            matrix_id: id.into(),
+            matrix_id: id.to_string(),
             name: "nightly".into(),
             state: MatrixState::Done as i32,
             submitted_unix_ms: 1_000 + seq,
@@ -170,7 +183,7 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
         points: vec![(
             series.to_vec(),
             Point {
-                matrix_id: id.into(),
+                matrix_id: id,
                 matrix_seq: seq,
                 cell: 0,
                 submitted_ms: 1_000 + seq,
@@ -186,7 +199,8 @@ fn matrix(id: &str, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix {
 }
 
 fn a_matrix_is_kept_whole_and_once(open: Open<'_>) {
-    let m = matrix("m-1", 7, b"series", 2.0);
+    let id = matrix_id(1);
+    let m = matrix(id, 7, b"series", 2.0);
     assert!(open().put(&m).unwrap(), "archived now");
     // Again (a crash before the live delete): nothing changes.
     let mut again = m.clone();
@@ -194,19 +208,19 @@ fn a_matrix_is_kept_whole_and_once(open: Open<'_>) {
     again.runs.truncate(1);
     assert!(!open().put(&again).unwrap(), "already archived");
 
-    let got = open().matrix("m-1").unwrap().unwrap();
+    let got = open().matrix(id).unwrap().unwrap();
     assert_eq!(got.status, m.status);
     assert_eq!(got.cells, farm_coordinator::cell::wire(&m.record.cells));
     assert_eq!(got.results.status.as_ref(), Some(&m.status));
     assert_eq!(got.results.cells, m.summary.cells);
     // The ended runs (finished and failed), in dispatch order, with results.
-    let runs: Vec<(&str, u32, u32, &str)> = got
+    let runs: Vec<(String, u32, u32, &str)> = got
         .results
         .runs
         .iter()
         .map(|r| {
             (
-                r.run_id.as_str(),
+                r.run_id.clone(),
                 r.cell_index,
                 r.repetition,
                 r.agent_id.as_str(),
@@ -216,10 +230,10 @@ fn a_matrix_is_kept_whole_and_once(open: Open<'_>) {
     assert_eq!(
         runs,
         [
-            ("m-1.c0.r0", 0, 0, "a-1"),
-            ("m-1.c1.r0", 1, 0, "a-1"),
-            ("m-1.c0.r1", 0, 1, "a-1"),
-            ("m-1.c0.r2", 0, 2, "a-1"),
+            (format!("{id}.c0.r0"), 0, 0, AGENT),
+            (format!("{id}.c1.r0"), 1, 0, AGENT),
+            (format!("{id}.c0.r1"), 0, 1, AGENT),
+            (format!("{id}.c0.r2"), 0, 2, AGENT),
         ]
     );
     assert_eq!(
@@ -235,7 +249,7 @@ fn a_series_is_read_in_order_and_cut_to_its_latest(open: Open<'_>) {
     // Archived out of order, on two series.
     for seq in (1..=30u64).rev() {
         let key: &[u8] = if seq % 3 == 0 { b"other" } else { b"mine" };
-        a.put(&matrix(&format!("m-{seq}"), seq, key, seq as f64))
+        a.put(&matrix(matrix_id(seq), seq, key, seq as f64))
             .unwrap();
     }
     let mine = open().series(b"mine", 1_000).unwrap();
@@ -259,5 +273,5 @@ fn a_series_is_read_in_order_and_cut_to_its_latest(open: Open<'_>) {
 }
 
 fn an_unknown_matrix_is_none(open: Open<'_>) {
-    assert_eq!(open().matrix("m-404").unwrap(), None);
+    assert_eq!(open().matrix(matrix_id(0x404)).unwrap(), None);
 }

@@ -39,7 +39,7 @@ fn check(text: &str) -> Result<(), TestCaseError> {
             let bytes: usize = wire.iter().map(Message::encoded_len).sum();
             prop_assert!(bytes <= MAX_EXPANDED_MATRIX_BYTES, "{bytes} bytes");
             for (i, c) in m.cells.iter().enumerate() {
-                prop_assert_eq!(c.index as usize, i);
+                prop_assert_eq!(c.index.at(), i);
                 let state = c.state.as_ref().map_or(0, |s| s.name.len());
                 let host = c.host.as_ref().map_or(0, |h| h.name.len());
                 prop_assert!(state <= MAX_NAME_BYTES && host <= MAX_NAME_BYTES);

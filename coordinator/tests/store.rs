@@ -8,7 +8,7 @@
 // around them.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
-use farm_coordinator::ids::RunId;
+use farm_coordinator::ids::{AgentId, CellIndex, MatrixId, RunId, ScheduleId};
 use farm_coordinator::store::{
     AgentRecord, Backend, Execution, MatrixRecord, Op, RunRecord, RunState, ScheduleRecord, Sqlite,
 };
@@ -81,34 +81,46 @@ pub fn unreadable_cell() -> Vec<u8> {
 /// What the store says of [`unreadable_cell`]: the cell and the field.
 pub const UNREADABLE: &str = "cell 0: state: ";
 
+/// The test matrix `n`'s id, made as one that enters is: parsed from its
+/// one spelling, `m-` and 12 hex digits.
+pub fn matrix_id(n: u64) -> MatrixId {
+    format!("m-{n:012x}").parse().unwrap()
+}
+
+/// The test agent `n`'s id, made as [`matrix_id`] makes a matrix's.
+pub fn agent_id(n: u64) -> AgentId {
+    format!("a-{n:012x}").parse().unwrap()
+}
+
+/// The matrix of [`loads_the_unreadable_apart`] whose cell the damage
+/// makes unreadable; the other is `matrix_id(1)`.
+pub fn unreadable_matrix() -> MatrixId {
+    matrix_id(2)
+}
+
 /// A store whose one matrix of two has a cell that does not convert:
 /// `load` gives the other matrix, and this one apart with the cell named,
 /// still stored as it was (a second load says the same).
 pub fn loads_the_unreadable_apart(open: Open<'_>, damage: &dyn Fn()) {
+    let (ok, bad) = (matrix_id(1), unreadable_matrix());
     open()
-        .apply(&[
-            big_matrix("m-ok", 1, 1, 1, 0),
-            big_matrix("m-bad", 2, 1, 1, 0),
-        ])
+        .apply(&[big_matrix(ok, 1, 1, 1, 0), big_matrix(bad, 2, 1, 1, 0)])
         .unwrap();
     damage();
     for _ in 0..2 {
         let snap = open().load().unwrap();
-        let ids: Vec<&str> = snap.matrices.iter().map(|m| m.id.as_str()).collect();
-        assert_eq!(ids, ["m-ok"]);
+        let ids: Vec<MatrixId> = snap.matrices.iter().map(|m| m.id).collect();
+        assert_eq!(ids, [ok]);
         assert_eq!(snap.unreadable.len(), 1);
         let u = &snap.unreadable[0];
-        assert_eq!((u.record.id.as_str(), u.record.seq), ("m-bad", 2));
+        assert_eq!((u.record.id, u.record.seq), (bad, 2));
         let why = u.error.to_string();
         assert!(
             why.starts_with(UNREADABLE) && why.contains("sideways"),
             "{why}"
         );
         // Its runs are still stored; the scheduler leaves them alone.
-        assert_eq!(
-            snap.runs.iter().filter(|r| r.matrix_id == "m-bad").count(),
-            1
-        );
+        assert_eq!(snap.runs.iter().filter(|r| r.matrix_id == bad).count(), 1);
     }
 }
 
@@ -120,8 +132,8 @@ fn sqlite_loads_a_matrix_whose_cell_does_not_convert_apart() {
         let db = rusqlite::Connection::open(&path).unwrap();
         let n = db
             .execute(
-                "UPDATE cells SET cell = ?1 WHERE matrix_id = 'm-bad'",
-                [unreadable_cell()],
+                "UPDATE cells SET cell = ?1 WHERE matrix_id = ?2",
+                rusqlite::params![unreadable_cell(), unreadable_matrix().to_string()],
             )
             .unwrap();
         assert_eq!(n, 1);
@@ -160,9 +172,9 @@ pub fn cell_name(i: u32, pad: usize) -> String {
 
 /// A matrix of `cells` cells and `runs` runs, each cell with a name of
 /// `pad` bytes.
-pub fn big_matrix(id: &str, seq: u64, cells: u32, runs: u32, pad: usize) -> Op {
+pub fn big_matrix(id: MatrixId, seq: u64, cells: u32, runs: u32, pad: usize) -> Op {
     let m = MatrixRecord {
-        id: id.into(),
+        id,
         seq,
         name: "big".into(),
         file_name: "big.toml".into(),
@@ -183,14 +195,14 @@ pub fn big_matrix(id: &str, seq: u64, cells: u32, runs: u32, pad: usize) -> Op {
     };
     let runs = (0..runs)
         .map(|i| RunRecord {
-            run_id: RunId::new(id, i % cells.max(1), i / cells.max(1)),
-            matrix_id: id.into(),
-            cell: i % cells.max(1),
+            run_id: RunId::new(id, CellIndex::new(i % cells.max(1)), i / cells.max(1)),
+            matrix_id: id,
+            cell: CellIndex::new(i % cells.max(1)),
             repetition: i / cells.max(1),
             seq: u64::from(i),
             state: RunState::Queued,
             attempt: 0,
-            agent_id: String::new(),
+            agent_id: None,
             result: None,
         })
         .collect();
@@ -201,8 +213,9 @@ pub fn big_matrix(id: &str, seq: u64, cells: u32, runs: u32, pad: usize) -> Op {
 /// cells) comes back whole, beside a batch after it.
 fn a_large_matrix_is_kept_whole(open: Open<'_>) {
     let mut s = open();
-    s.apply(&[big_matrix("m", 1, 400, 1000, 5000)]).unwrap();
-    s.apply(&[Op::CancelMatrix("m".into())]).unwrap();
+    let m = matrix_id(1);
+    s.apply(&[big_matrix(m, 1, 400, 1000, 5000)]).unwrap();
+    s.apply(&[Op::CancelMatrix(m)]).unwrap();
     drop(s);
     let snap = open().load().unwrap();
     assert_eq!(snap.matrices.len(), 1);
@@ -213,7 +226,7 @@ fn a_large_matrix_is_kept_whole(open: Open<'_>) {
         m.cells
             .iter()
             .enumerate()
-            .all(|(i, c)| c.index as usize == i && c.name == cell_name(i as u32, 5000))
+            .all(|(i, c)| c.index.at() == i && c.name == cell_name(i as u32, 5000))
     );
     assert_eq!(snap.runs.len(), 1000);
 }
@@ -221,49 +234,51 @@ fn a_large_matrix_is_kept_whole(open: Open<'_>) {
 /// A matrix forgotten after it was archived leaves with every cell and
 /// run (a large one too), and nothing of the matrix beside it.
 fn an_archived_matrix_leaves_whole_and_alone(open: Open<'_>) {
+    let (gone, kept) = (matrix_id(1), matrix_id(2));
     let mut s = open();
     s.apply(&[
-        big_matrix("gone", 1, 400, 1000, 5000),
-        big_matrix("kept", 2, 3, 6, 10),
+        big_matrix(gone, 1, 400, 1000, 5000),
+        big_matrix(kept, 2, 3, 6, 10),
     ])
     .unwrap();
-    s.apply(&[Op::CancelMatrix("gone".into())]).unwrap();
+    s.apply(&[Op::CancelMatrix(gone)]).unwrap();
     let runs: Vec<RunId> = (0..1000)
-        .map(|i| RunId::new("gone", i % 400, i / 400))
+        .map(|i| RunId::new(gone, CellIndex::new(i % 400), i / 400))
         .collect();
     s.apply(&[Op::ForgetMatrix {
-        id: "gone".into(),
+        id: gone,
         cells: 400,
         runs,
     }])
     .unwrap();
     drop(s);
     let snap = open().load().unwrap();
-    let ids: Vec<&str> = snap.matrices.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(ids, ["kept"]);
+    let ids: Vec<MatrixId> = snap.matrices.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [kept]);
     assert_eq!(snap.matrices[0].cells.len(), 3);
     assert_eq!(snap.runs.len(), 6);
-    assert!(snap.runs.iter().all(|r| r.matrix_id == "kept"));
+    assert!(snap.runs.iter().all(|r| r.matrix_id == kept));
 }
 
 fn run(repetition: u32, state: RunState) -> RunRecord {
     RunRecord {
-        run_id: RunId::new("m", 0, repetition),
-        matrix_id: "m".into(),
-        cell: 0,
+        run_id: RunId::new(matrix_id(1), CellIndex::new(0), repetition),
+        matrix_id: matrix_id(1),
+        cell: CellIndex::new(0),
         repetition,
         seq: 0,
         state,
         attempt: 0,
-        agent_id: String::new(),
+        agent_id: None,
         result: None,
     }
 }
 
 /// What a batch wrote is there, whole, after a restart.
 fn apply_then_reopen_sees_everything(open: Open<'_>) {
+    let schedule_id: ScheduleId = "s-000000000001".parse().unwrap();
     let matrix = MatrixRecord {
-        id: "m".into(),
+        id: matrix_id(1),
         seq: 7,
         name: "n".into(),
         file_name: "f.toml".into(),
@@ -277,13 +292,13 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
             ..Default::default()
         })],
         execution: Some(Execution {
-            schedule_id: "s".into(),
+            schedule_id,
             at_ms: 3_600_000,
             kernel: "file:/k/v6.13".into(),
         }),
     };
     let schedule = ScheduleRecord {
-        id: "s".into(),
+        id: schedule_id,
         name: "nightly".into(),
         file_name: "n.toml".into(),
         source: "name = \"nightly\"".into(),
@@ -308,7 +323,7 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
             ok: true,
             ..Default::default()
         });
-        s.apply(&[Op::PutRun(Box::new(done)), Op::CancelMatrix("m".into())])
+        s.apply(&[Op::PutRun(Box::new(done)), Op::CancelMatrix(matrix_id(1))])
             .unwrap();
     }
     let snap = open().load().unwrap();
@@ -325,15 +340,16 @@ fn apply_then_reopen_sees_everything(open: Open<'_>) {
 
 /// A binding of an agent id to a certificate lasts as long as the agent.
 fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
-    let agent = |id: &str, identity: Option<&str>| {
+    let (a1, a2, a3) = (agent_id(1), agent_id(2), agent_id(3));
+    let agent = |id: AgentId, identity: Option<&str>| {
         Op::PutAgent(Box::new(AgentRecord {
-            agent_id: id.into(),
+            agent_id: id,
             capabilities: Default::default(),
             registered_ms: 1,
             identity: identity.map(|n| farm_coordinator::identity::Name::parse(n).unwrap()),
         }))
     };
-    let bound = |s: &mut dyn Backend| -> Vec<(String, Option<String>)> {
+    let bound = |s: &mut dyn Backend| -> Vec<(AgentId, Option<String>)> {
         let mut v: Vec<_> = s
             .load()
             .unwrap()
@@ -345,23 +361,16 @@ fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
         v
     };
     let mut s = open();
-    s.apply(&[agent("a1", Some("n1")), agent("a2", None)])
-        .unwrap();
+    s.apply(&[agent(a1, Some("n1")), agent(a2, None)]).unwrap();
     // Put again (a catalogue change): the binding stays as it was.
-    s.apply(&[agent("a1", Some("n1"))]).unwrap();
+    s.apply(&[agent(a1, Some("n1"))]).unwrap();
     drop(s);
     let mut s = open();
-    assert_eq!(
-        bound(s.as_mut()),
-        vec![("a1".into(), Some("n1".into())), ("a2".into(), None)]
-    );
-    s.apply(&[Op::ForgetAgent("a1".into())]).unwrap();
+    assert_eq!(bound(s.as_mut()), vec![(a1, Some("n1".into())), (a2, None)]);
+    s.apply(&[Op::ForgetAgent(a1)]).unwrap();
     // Forgotten with its agent, so the name can bind a new id.
-    s.apply(&[agent("a3", Some("n1"))]).unwrap();
-    assert_eq!(
-        bound(s.as_mut()),
-        vec![("a2".into(), None), ("a3".into(), Some("n1".into()))]
-    );
+    s.apply(&[agent(a3, Some("n1"))]).unwrap();
+    assert_eq!(bound(s.as_mut()), vec![(a2, None), (a3, Some("n1".into()))]);
 }
 
 /// A batch is all or nothing: `PutMatrix` of an existing id fails it, and
@@ -369,7 +378,7 @@ fn identities_are_kept_bound_and_forgotten_with_their_agent(open: Open<'_>) {
 fn a_failing_batch_changes_nothing(open: Open<'_>) {
     let mut s = open();
     let m = MatrixRecord {
-        id: "m".into(),
+        id: matrix_id(1),
         seq: 1,
         name: "n".into(),
         file_name: "f".into(),

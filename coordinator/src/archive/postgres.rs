@@ -21,6 +21,7 @@ use tokio_postgres::{Client, Config, NoTls};
 
 use super::records::{self, int};
 use super::{Archive, Archived, ArchivedMatrix, Error, Result, series_digest};
+use crate::ids::MatrixId;
 use crate::results::Point;
 use crate::store::RunState;
 
@@ -304,11 +305,12 @@ fn columns(m: &ArchivedMatrix) -> Result<Columns> {
     for r in &m.runs {
         c.seq.push(int("a run's seq", r.seq)?);
         c.run_id.push(r.run_id.to_string());
-        c.cell.push(i64::from(r.cell));
+        c.cell.push(i64::from(r.cell.get()));
         c.repetition.push(i64::from(r.repetition));
         c.state.push(r.state as i16);
         c.attempt.push(i64::from(r.attempt));
-        c.agent.push(r.agent_id.clone());
+        c.agent
+            .push(r.agent_id.map(|a| a.to_string()).unwrap_or_default());
         c.result.push(r.result.as_ref().map(|x| x.encode_to_vec()));
     }
     for (key, p) in &m.points {
@@ -330,7 +332,8 @@ impl Archive for Postgres {
             int("a matrix's seq", r.seq)?,
             int("a submission time", r.submitted_ms)?,
         );
-        let schedule = r.execution.as_ref().map(|e| e.schedule_id.clone());
+        let id = r.id.to_string();
+        let schedule = r.execution.as_ref().map(|e| e.schedule_id.to_string());
         let (cells, status, summary) = (
             records::cells(&r.cells),
             m.status.encode_to_vec(),
@@ -347,7 +350,7 @@ impl Archive for Postgres {
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                      ON CONFLICT (id) DO NOTHING",
                     &[
-                        &r.id,
+                        &id,
                         &seq,
                         &r.name,
                         &r.file_name,
@@ -374,7 +377,7 @@ impl Archive for Postgres {
                  SELECT $1, * FROM UNNEST($2::bigint[], $3::text[], $4::bigint[], $5::bigint[],
                                           $6::smallint[], $7::bigint[], $8::text[], $9::bytea[])",
                 &[
-                    &r.id,
+                    &id,
                     &c.seq,
                     &c.run_id,
                     &c.cell,
@@ -393,7 +396,7 @@ impl Archive for Postgres {
                                           $6::text[], $7::bytea[])
                  ON CONFLICT DO NOTHING",
                 &[
-                    &r.id,
+                    &id,
                     &c.p_series,
                     &c.p_seq,
                     &c.p_cell,
@@ -426,7 +429,7 @@ impl Archive for Postgres {
             out.push(Point {
                 matrix_seq: row.get::<_, i64>(0) as u64,
                 cell: row.get::<_, i64>(1) as u32,
-                matrix_id: row.get(2),
+                matrix_id: row.get::<_, &str>(2).parse()?,
                 submitted_ms: row.get::<_, i64>(3) as u64,
                 kernel: row.get(4),
                 medians: records::medians_of(row.get(5))?,
@@ -435,8 +438,8 @@ impl Archive for Postgres {
         Ok(out)
     }
 
-    fn matrix(&mut self, matrix_id: &str) -> Result<Option<Archived>> {
-        let id = matrix_id.to_owned();
+    fn matrix(&mut self, matrix_id: MatrixId) -> Result<Option<Archived>> {
+        let id = matrix_id.to_string();
         let (finished, failed) = (RunState::Finished as i16, RunState::Failed as i16);
         let found = self.call(async |client| {
             let Some(m) = client

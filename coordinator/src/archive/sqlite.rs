@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::records::{self, int};
 use super::{Archive, Archived, ArchivedMatrix, Result, series_digest};
+use crate::ids::MatrixId;
 use crate::results::Point;
 use crate::store::RunState;
 
@@ -78,14 +79,14 @@ impl Archive for Sqlite {
                  (id, seq, name, file_name, source, submitted_ms, cancelled, schedule_id, cells, status, summary)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
-                r.id,
+                r.id.to_string(),
                 int("a matrix's seq", r.seq)?,
                 r.name,
                 r.file_name,
                 r.source,
                 int("a submission time", r.submitted_ms)?,
                 r.cancelled,
-                r.execution.as_ref().map(|e| e.schedule_id.as_str()),
+                r.execution.as_ref().map(|e| e.schedule_id.to_string()),
                 records::cells(&r.cells),
                 m.status.encode_to_vec(),
                 m.summary.encode_to_vec(),
@@ -104,14 +105,14 @@ impl Archive for Sqlite {
             )?;
             for x in &m.runs {
                 run.execute(params![
-                    x.matrix_id,
+                    x.matrix_id.to_string(),
                     int("a run's seq", x.seq)?,
                     x.run_id.to_string(),
-                    x.cell,
+                    x.cell.get(),
                     x.repetition,
                     x.state as i64,
                     x.attempt,
-                    x.agent_id,
+                    x.agent_id.map(|a| a.to_string()).unwrap_or_default(),
                     x.result.as_ref().map(|res| res.encode_to_vec()),
                 ])?;
             }
@@ -125,7 +126,7 @@ impl Archive for Sqlite {
                     series_digest(key).to_vec(),
                     int("a matrix's seq", p.matrix_seq)?,
                     p.cell,
-                    p.matrix_id,
+                    p.matrix_id.to_string(),
                     int("a submission time", p.submitted_ms)?,
                     p.kernel,
                     records::medians(&p.medians),
@@ -156,7 +157,7 @@ impl Archive for Sqlite {
         for row in rows {
             let (seq, cell, matrix_id, submitted_ms, kernel, medians) = row?;
             out.push(Point {
-                matrix_id,
+                matrix_id: matrix_id.parse()?,
                 matrix_seq: seq as u64,
                 cell,
                 submitted_ms: submitted_ms as u64,
@@ -168,7 +169,8 @@ impl Archive for Sqlite {
         Ok(out)
     }
 
-    fn matrix(&mut self, matrix_id: &str) -> Result<Option<Archived>> {
+    fn matrix(&mut self, matrix_id: MatrixId) -> Result<Option<Archived>> {
+        let matrix_id = matrix_id.to_string();
         let row = self
             .conn
             .query_row(

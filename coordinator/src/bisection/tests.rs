@@ -2,6 +2,7 @@ use farm_proto::{Cell, Metric, RunResult};
 use prost::Message as _;
 
 use super::*;
+use crate::ids::{BisectionId, CellIndex, MatrixId};
 
 /// The regressed cell, as the wire has it and converted as it enters.
 fn cell() -> crate::cell::Cell {
@@ -23,8 +24,8 @@ fn cell() -> crate::cell::Cell {
 
 fn new<'a>(c: &'a crate::cell::Cell, good: &'a str, between: &'a [String]) -> New<'a> {
     New {
-        id: "b-1".into(),
-        matrix_id: "m-1".into(),
+        id: BisectionId::nth(1),
+        matrix_id: MatrixId::nth(1),
         matrix_name: "seed 002".into(),
         timeout_s: 600,
         cell: c,
@@ -85,7 +86,7 @@ fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
     let between: Vec<String> = (0..3).map(|i| format!("git:linux@c{i}")).collect();
     let b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
     let m = round_matrix(&b, &[0, 2, 4], 10, 1, Some((0, 1))).unwrap();
-    assert_eq!(m.name, "seed 002 bisect b-1 round 1");
+    assert_eq!(m.name, "seed 002 bisect b-000000000001 round 1");
     assert_eq!(m.repetitions, 10);
     let kernels: Vec<String> = m.cells.iter().map(|c| c.kernel.to_string()).collect();
     assert_eq!(
@@ -93,7 +94,7 @@ fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
         ["git:linux@v6.1", "git:linux@c1", "git:linux@bisect-bad"]
     );
     assert_eq!(m.cells[1].name, "hackbench(groups=2) | kernel=git:linux@c1");
-    assert_eq!(m.cells[1].index, 1);
+    assert_eq!(m.cells[1].index.get(), 1);
     // The step's kernel is compared with good; the ends with nothing.
     let baselines: Vec<Option<u32>> = m.cells.iter().map(|c| c.baseline).collect();
     assert_eq!(baselines, [None, Some(0), None]);
@@ -135,14 +136,14 @@ fn a_stored_record_resumes_the_same_bisector() {
 #[test]
 fn round_values_take_finished_runs_of_the_metric_per_cell() {
     let run = |cell: u32, repetition: u32, state: RunState, v: f64| RunRecord {
-        run_id: crate::ids::RunId::new("m", cell, repetition),
-        matrix_id: "m".into(),
-        cell,
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), CellIndex::new(cell), repetition),
+        matrix_id: MatrixId::nth(0),
+        cell: CellIndex::new(cell),
         repetition,
         seq: 0,
         state,
         attempt: 1,
-        agent_id: String::new(),
+        agent_id: None,
         result: Some(RunResult {
             metrics: vec![Metric {
                 name: "time_s".into(),
@@ -169,14 +170,14 @@ fn round_values_take_finished_runs_of_the_metric_per_cell() {
 #[test]
 fn the_metric_is_the_primary_one_that_regressed_most_or_the_one_named() {
     let run = |cell: u32, rep: u32, tps: f64, wall: f64, p99: f64| RunRecord {
-        run_id: crate::ids::RunId::new("m", cell, rep),
-        matrix_id: "m".into(),
-        cell,
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), CellIndex::new(cell), rep),
+        matrix_id: MatrixId::nth(0),
+        cell: CellIndex::new(cell),
         repetition: rep,
         seq: 0,
         state: RunState::Finished,
         attempt: 1,
-        agent_id: String::new(),
+        agent_id: None,
         result: Some(RunResult {
             metrics: vec![
                 Metric {

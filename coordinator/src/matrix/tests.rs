@@ -1199,7 +1199,7 @@ fn defaults() {
     assert_eq!(
         runs(&m),
         vec![Run {
-            cell_index: 0,
+            cell_index: crate::ids::CellIndex::new(0),
             repetition: 0,
             seq: 0
         }]
@@ -1429,7 +1429,7 @@ fn runs_are_repetition_major() {
     ));
     let got: Vec<(u32, u32, u64)> = runs(&m)
         .iter()
-        .map(|r| (r.cell_index, r.repetition, r.seq))
+        .map(|r| (r.cell_index.get(), r.repetition, r.seq))
         .collect();
     assert_eq!(
         got,
@@ -2014,9 +2014,9 @@ proptest! {
 
         let runs = runs(&m);
         prop_assert_eq!(runs.len(), m.cells.len() * m.repetitions as usize);
-        let pairs: HashSet<(u32, u32)> = runs.iter().map(|r| (r.cell_index, r.repetition)).collect();
+        let pairs: HashSet<(u32, u32)> = runs.iter().map(|r| (r.cell_index.get(), r.repetition)).collect();
         prop_assert_eq!(pairs.len(), runs.len());
-        prop_assert!(runs.iter().all(|r| (r.cell_index as usize) < m.cells.len() && r.repetition < m.repetitions));
+        prop_assert!(runs.iter().all(|r| r.cell_index.at() < m.cells.len() && r.repetition < m.repetitions));
         prop_assert!(runs.iter().enumerate().all(|(i, r)| r.seq == i as u64));
         prop_assert!(runs.windows(2).all(|w| w[0].repetition <= w[1].repetition), "repetition-major");
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::ids::{AgentId, CellIndex, MatrixId};
 use farm_proto::{Metric, RunResult};
 
 /// A cell written as the wire has it (an empty kernel is `running`),
@@ -12,14 +13,14 @@ fn typed(mut c: farm_proto::Cell) -> Cell {
 
 fn run(cell: u32, state: RunState, wall: f64) -> RunRecord {
     RunRecord {
-        run_id: crate::ids::RunId::new("m", cell, 0),
-        matrix_id: "m".into(),
-        cell,
+        run_id: crate::ids::RunId::new(MatrixId::nth(0), CellIndex::new(cell), 0),
+        matrix_id: MatrixId::nth(0),
+        cell: CellIndex::new(cell),
         repetition: 0,
         seq: 0,
         state,
         attempt: 1,
-        agent_id: "a".into(),
+        agent_id: Some(AgentId::nth(1)),
         result: Some(RunResult {
             ok: state == RunState::Finished,
             metrics: vec![Metric {
@@ -100,7 +101,7 @@ fn emulated_runs_are_not_compared_with_real_ones_unless_asked() {
         .into_iter()
         .map(|mut r| {
             if let Some(res) = &mut r.result {
-                res.arch = if r.cell == 1 { "s390x" } else { "x86_64" }.into();
+                res.arch = if r.cell.get() == 1 { "s390x" } else { "x86_64" }.into();
             }
             r
         })
@@ -217,10 +218,10 @@ fn many_metrics_in_a_result_are_summarised_in_linear_time() {
     assert!(took < std::time::Duration::from_secs(2), "took {took:?}");
 }
 
-/// A cell's series point: matrix `m{i}` on kernel `k{i}`, one wall_s.
+/// A cell's series point: matrix `i` on kernel `k{i}`, one wall_s.
 fn point(i: u64, wall: f64) -> Point {
     Point {
-        matrix_id: format!("m{i}"),
+        matrix_id: MatrixId::nth(i),
         matrix_seq: i,
         cell: 0,
         submitted_ms: i,
@@ -267,7 +268,7 @@ fn a_steady_drift_is_a_drift_not_a_staircase() {
     assert_eq!(r.len(), 1);
     assert_eq!(
         (r[0].kernel.as_str(), r[0].matrix_id.as_str()),
-        ("k0", "m0")
+        ("k0", MatrixId::nth(0).to_string().as_str())
     );
     assert!((r[0].ratio - d.level_end / d.level_start).abs() < 1e-12);
     // A window of 10 sees 9 × 0.05 = 4%; a minimum effect of 5% does not

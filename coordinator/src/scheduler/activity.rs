@@ -19,12 +19,12 @@ use tracing::debug;
 
 use super::provenance::{self, Rejection};
 use super::{MatrixMem, RunMem, Scheduler};
-use crate::ids::RunId;
+use crate::ids::{AgentId, RunId};
 
 /// The latest report of an attempt's build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Activity {
-    agent_id: String,
+    agent_id: AgentId,
     attempt: u32,
     build: BuildProgress,
 }
@@ -32,7 +32,7 @@ pub(super) struct Activity {
 impl Scheduler {
     /// A `RunProgress` from `agent_id`: kept when it holds the attempt and
     /// the figures are a build's; watchers hear of a change.
-    pub(super) fn progress(&mut self, agent_id: &str, p: RunProgress) {
+    pub(super) fn progress(&mut self, agent_id: &AgentId, p: RunProgress) {
         let r = p.run.unwrap_or_default();
         let id = r.run_id.parse::<RunId>().ok();
         let held = id
@@ -55,7 +55,7 @@ impl Scheduler {
             return;
         };
         let activity = build.map(|build| Activity {
-            agent_id: agent_id.to_owned(),
+            agent_id: *agent_id,
             attempt: r.attempt,
             build,
         });
@@ -76,10 +76,10 @@ impl Scheduler {
             .get(&run.rec.matrix_id)?
             .rec
             .cells
-            .get(run.rec.cell as usize)?;
+            .get(run.rec.cell.at())?;
         Some(RunActivity {
             run_id: run_id.to_string(),
-            agent_id: a.agent_id.clone(),
+            agent_id: a.agent_id.to_string(),
             kernel: cell.kernel.to_string(),
             build: Some((&a.build).into()),
         })

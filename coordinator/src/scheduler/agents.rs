@@ -13,15 +13,15 @@ use farm_proto::{
 use tracing::{info, warn};
 
 use super::provenance::{self, Rejection};
-use super::{Agent, AgentTx, Error, Scheduler, now_ms, random_id};
+use super::{Agent, AgentTx, Error, Scheduler, now_ms};
 use crate::identity::Name;
-use crate::ids::{Attempt, RunId};
+use crate::ids::{AgentId, Attempt, RunId};
 use crate::store::{AgentRecord, Op, RunState};
 
 impl Scheduler {
     /// A stream closed: the agent is no longer connected, unless the
     /// stream is an old one that a newer session already replaced.
-    pub(super) fn session_closed(&mut self, agent_id: &str, session: u64) {
+    pub(super) fn session_closed(&mut self, agent_id: &AgentId, session: u64) {
         if let Some(a) = self.agents.get_mut(agent_id)
             && a.session.as_ref().is_some_and(|(s, _)| *s == session)
         {
@@ -35,9 +35,9 @@ impl Scheduler {
     pub(super) fn register(
         &mut self,
         capabilities: Capabilities,
-        resume: String,
+        resume: Option<AgentId>,
         identity: Option<Name>,
-    ) -> Result<String, Error> {
+    ) -> Result<AgentId, Error> {
         let now = now_ms();
         // With a certificate, the id is the one bound to it, or a new one
         // bound to it now, whatever the caller asks to resume (an agent
@@ -47,13 +47,16 @@ impl Scheduler {
             self.agents
                 .iter()
                 .find(|(_, a)| a.identity.as_ref() == Some(name))
-                .map(|(id, _)| id.clone())
+                .map(|(id, _)| *id)
         });
         let wanted = match identity {
-            Some(_) => bound.unwrap_or_default(),
+            Some(_) => bound,
             None => resume,
         };
-        if let Some(a) = self.agents.get(&wanted) {
+        let known = wanted.filter(|w| self.agents.contains_key(w));
+        if let Some(wanted) = known
+            && let Some(a) = self.agents.get(&wanted)
+        {
             if a.identity != identity {
                 let refusal = not_yours(&wanted, a.identity.as_ref(), identity.as_ref());
                 self.reject(&wanted, Rejection::IdentityMismatch, "");
@@ -64,18 +67,14 @@ impl Scheduler {
             // the id over would hand it the victim's run.
             if a.session.is_some() {
                 self.reject(&wanted, Rejection::Takeover, "");
-                return Err(Error::AgentInUse(wanted));
+                return Err(Error::AgentInUse(wanted.to_string()));
             }
         }
-        let id = if self.agents.contains_key(&wanted) {
-            wanted
-        } else {
-            random_id("a")
-        };
+        let id = known.unwrap_or_else(AgentId::random);
         info!(agent = %id, host = %capabilities.hostname, arch = %capabilities.arch,
               kernel = %capabilities.kernel_release, cpus = capabilities.cpus_online, "agent registered");
         let lease = self.lease();
-        let a = self.agents.entry(id.clone()).or_insert_with(|| Agent {
+        let a = self.agents.entry(id).or_insert_with(|| Agent {
             capabilities: Capabilities::default(),
             identity: identity.clone(),
             registered_ms: now,
@@ -88,7 +87,7 @@ impl Scheduler {
         a.last_seen_ms = now;
         self.fleet_changed = true;
         self.ops.push(Op::PutAgent(Box::new(AgentRecord {
-            agent_id: id.clone(),
+            agent_id: id,
             capabilities: a.capabilities.clone(),
             registered_ms: a.registered_ms,
             identity: a.identity.clone(),
@@ -102,7 +101,7 @@ impl Scheduler {
     /// appeared, KVM found to work): placement and triggers see it at once.
     /// Only the catalogue is taken; what the agent registered as (arch,
     /// CPUs, ...) was checked at `Register` and stays.
-    pub(super) fn capabilities_changed(&mut self, agent_id: &str, fresh: Capabilities) {
+    pub(super) fn capabilities_changed(&mut self, agent_id: &AgentId, fresh: Capabilities) {
         let Some(a) = self.agents.get_mut(agent_id) else {
             return;
         };
@@ -115,7 +114,7 @@ impl Scheduler {
         a.capabilities = caps.clone();
         self.fleet_changed = true;
         self.ops.push(Op::PutAgent(Box::new(AgentRecord {
-            agent_id: agent_id.to_owned(),
+            agent_id: *agent_id,
             capabilities: caps.clone(),
             registered_ms: a.registered_ms,
             identity: a.identity.clone(),
@@ -125,29 +124,29 @@ impl Scheduler {
 
     pub(super) fn session_open(
         &mut self,
+        id: AgentId,
         hello: Hello,
         identity: Option<&Name>,
         session: u64,
         tx: AgentTx,
     ) -> Result<(), Error> {
         let lease = self.lease();
-        let Some(a) = self.agents.get_mut(&hello.agent_id) else {
-            return Err(Error::UnknownAgent(hello.agent_id));
+        let Some(a) = self.agents.get_mut(&id) else {
+            return Err(Error::UnknownAgent(id.to_string()));
         };
         if a.identity.as_ref() != identity {
-            let refusal = not_yours(&hello.agent_id, a.identity.as_ref(), identity);
-            self.reject(&hello.agent_id, Rejection::IdentityMismatch, "");
+            let refusal = not_yours(&id, a.identity.as_ref(), identity);
+            self.reject(&id, Rejection::IdentityMismatch, "");
             return Err(refusal);
         }
         if a.session.is_some() {
-            self.reject(&hello.agent_id, Rejection::Takeover, "");
-            return Err(Error::AgentInUse(hello.agent_id));
+            self.reject(&id, Rejection::Takeover, "");
+            return Err(Error::AgentInUse(id.to_string()));
         }
         a.session = Some((session, tx));
         a.lease_until = Instant::now() + lease;
         self.fleet_changed = true;
         a.last_seen_ms = now_ms();
-        let id = hello.agent_id.clone();
         let previous = a.current.take();
         let running = hello.running.filter(|r| !r.run_id.is_empty());
         if let Some(prev) = previous {
@@ -179,7 +178,7 @@ impl Scheduler {
     /// An agent says it is executing `r`: if that attempt was leased to it,
     /// it is busy with it whatever we think; if not, it is told to stop and
     /// the run is left to whoever holds it.
-    pub(super) fn adopt(&mut self, agent_id: &str, r: RunRef) {
+    pub(super) fn adopt(&mut self, agent_id: &AgentId, r: RunRef) {
         let id = r.run_id.parse::<RunId>().ok();
         let leased = id
             .as_ref()
@@ -187,12 +186,12 @@ impl Scheduler {
             .map(|run| provenance::was_leased(run, agent_id, r.attempt));
         match leased {
             None => {
-                self.outbox.push((agent_id.to_string(), cancel_msg(r)));
+                self.outbox.push((*agent_id, cancel_msg(r)));
                 return;
             }
             Some(false) => {
                 self.reject(agent_id, Rejection::ClaimNotLeased, &r.run_id);
-                self.outbox.push((agent_id.to_string(), cancel_msg(r)));
+                self.outbox.push((*agent_id, cancel_msg(r)));
                 return;
             }
             Some(true) => {}
@@ -217,22 +216,22 @@ impl Scheduler {
                     q.remove(&run.rec.seq);
                 }
                 run.rec.state = RunState::Assigned;
-                run.rec.agent_id = agent_id.to_string();
+                run.rec.agent_id = Some(*agent_id);
                 // The attempt the agent runs, so cancels and results match it.
                 run.rec.attempt = r.attempt;
                 self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
             }
             RunState::Assigned => {}
             RunState::Finished | RunState::Failed | RunState::Cancelled => {
-                self.outbox.push((agent_id.to_string(), cancel_msg(r)));
+                self.outbox.push((*agent_id, cancel_msg(r)));
             }
         }
     }
 
-    pub(super) fn refresh_idle(&mut self, agent_id: &str) {
+    pub(super) fn refresh_idle(&mut self, agent_id: &AgentId) {
         match self.agents.get(agent_id) {
             Some(a) if a.session.is_some() && a.current.is_none() => {
-                self.idle.insert(agent_id.to_string());
+                self.idle.insert(*agent_id);
             }
             _ => {
                 self.idle.remove(agent_id);
@@ -240,7 +239,7 @@ impl Scheduler {
         }
     }
 
-    pub(super) fn on_agent_message(&mut self, agent_id: &str, msg: agent_message::Msg) {
+    pub(super) fn on_agent_message(&mut self, agent_id: &AgentId, msg: agent_message::Msg) {
         let lease = self.lease();
         let Some(a) = self.agents.get_mut(agent_id) else {
             return;
@@ -264,7 +263,7 @@ impl Scheduler {
             .agents
             .iter()
             .map(|(id, a)| AgentInfo {
-                agent_id: id.clone(),
+                agent_id: id.to_string(),
                 capabilities: Some(a.capabilities.clone()),
                 connected: a.session.is_some(),
                 current_run: a
@@ -282,7 +281,7 @@ impl Scheduler {
                     .current
                     .as_ref()
                     .and_then(|a| self.activity(&a.run))
-                    .filter(|x| x.agent_id == *id),
+                    .filter(|x| x.agent_id == id.to_string()),
             })
             .collect();
         out.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
@@ -291,13 +290,13 @@ impl Scheduler {
 }
 
 /// The refusal of `caller` for an agent id bound to `bound`.
-fn not_yours(agent: &str, bound: Option<&Name>, caller: Option<&Name>) -> Error {
+fn not_yours(agent: &AgentId, bound: Option<&Name>, caller: Option<&Name>) -> Error {
     let who = |n: Option<&Name>, none: &str| match n {
         Some(n) => format!("certificate {n}"),
         None => none.to_owned(),
     };
     Error::NotYourAgent {
-        agent: agent.to_owned(),
+        agent: agent.to_string(),
         bound: who(bound, "no certificate (it registered with a token)"),
         caller: who(caller, "a caller without a certificate"),
     }

@@ -40,6 +40,7 @@ use super::results::{Archivist, Job, Snapshot, summary_of};
 use super::{Event, MatrixMem, Scheduler, now_ms};
 use crate::archive::ARCHIVE_RETRY;
 use crate::archive::ArchivedMatrix;
+use crate::ids::{CellIndex, MatrixId};
 use crate::results;
 use crate::store::{MatrixRecord, RunRecord};
 
@@ -53,7 +54,7 @@ const KEEP_EXECUTIONS_MS: u64 = 3_600_000;
 /// What the scheduler knows of archiving.
 #[derive(Default)]
 pub(super) struct State {
-    in_flight: std::collections::BTreeSet<String>,
+    in_flight: std::collections::BTreeSet<MatrixId>,
     /// Archiving pauses until then after a failure.
     retry_at: Option<Instant>,
     /// The archive failed the last job: said once, until one succeeds.
@@ -71,7 +72,7 @@ struct ArchiveJob {
 
 /// The worker's part: summarise with the archive's past, then archive.
 fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Event>) {
-    let matrix_id = job.record.id.clone();
+    let matrix_id = job.record.id;
     let outcome = summary_of(&job.snapshot, archivist).and_then(|summary| {
         let m = archived(job, summary);
         archivist.with(|a| a.put(&m))
@@ -90,7 +91,7 @@ fn run(job: ArchiveJob, archivist: &mut Archivist, events: &mpsc::WeakSender<Eve
 fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> ArchivedMatrix {
     let r = &job.record;
     // By cell once: a 10,000-cell matrix's runs are not scanned per cell.
-    let mut by_cell: std::collections::HashMap<u32, Vec<&RunRecord>> = Default::default();
+    let mut by_cell: std::collections::HashMap<CellIndex, Vec<&RunRecord>> = Default::default();
     for run in &job.runs {
         by_cell.entry(run.cell).or_default().push(run);
     }
@@ -103,9 +104,9 @@ fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> Archive
             let medians = results::medians(runs);
             (!medians.is_empty()).then(|| {
                 let point = results::Point {
-                    matrix_id: r.id.clone(),
+                    matrix_id: r.id,
                     matrix_seq: r.seq,
-                    cell: cell.index,
+                    cell: cell.index.get(),
                     submitted_ms: r.submitted_ms,
                     kernel: cell.kernel.to_string(),
                     medians,
@@ -128,7 +129,7 @@ pub enum ArchiveEvent {
     /// `matrix_id` is in the archive (`Ok(false)`: it was already), or the
     /// archive failed it.
     Archived {
-        matrix_id: String,
+        matrix_id: MatrixId,
         outcome: crate::archive::Result<bool>,
     },
 }
@@ -190,7 +191,7 @@ impl Scheduler {
                 status,
                 series_keys: m.series_keys.clone(),
             };
-            jobs.push((slot, m.rec.id.clone(), job));
+            jobs.push((slot, m.rec.id, job));
         }
         for (slot, id, job) in jobs {
             self.archiving.in_flight.insert(id);
@@ -208,12 +209,12 @@ impl Scheduler {
         let Some(e) = &m.rec.execution else {
             return false;
         };
-        let latest = self.schedules.latest_execution(&e.schedule_id) == Some(m.rec.id.as_str());
+        let latest = self.schedules.latest_execution(&e.schedule_id) == Some(m.rec.id);
         latest || m.rec.submitted_ms.saturating_add(KEEP_EXECUTIONS_MS) > now
     }
 
     /// The worker archived a matrix (or failed to): it leaves, or waits.
-    pub(super) fn archived(&mut self, matrix_id: &str, outcome: crate::archive::Result<bool>) {
+    pub(super) fn archived(&mut self, matrix_id: &MatrixId, outcome: crate::archive::Result<bool>) {
         self.archiving.in_flight.remove(matrix_id);
         match outcome {
             Err(e) => {
@@ -232,7 +233,7 @@ impl Scheduler {
 
     /// The archive failed a matrix's put or its summaries' past: said once
     /// until a put succeeds, and counted.
-    pub(super) fn archive_failed(&mut self, matrix_id: &str, error: &str) {
+    pub(super) fn archive_failed(&mut self, matrix_id: &MatrixId, error: &str) {
         if !std::mem::replace(&mut self.archiving.failing, true) {
             warn!(matrix = %matrix_id, retry_s = ARCHIVE_RETRY.as_secs(),
                   "ended matrices wait in live state: {error}");

@@ -14,8 +14,9 @@ use prost::Message as _;
 use tracing::{error, info, warn};
 
 use super::ranges;
-use super::{Error, Reply, Scheduler, Starter, now_ms, random_id};
+use super::{Error, MatrixMem, Reply, Scheduler, Starter, now_ms};
 use crate::bisection::{self, New};
+use crate::ids::{BisectionId, MatrixId};
 use crate::store::Op;
 
 /// The most bisections the coordinator keeps running at once: each holds
@@ -35,7 +36,8 @@ pub enum BisectionEvent {
         reply: Reply<Bisection>,
     },
     Get {
-        bisection_id: String,
+        /// Parsed where it entered (`service`).
+        bisection_id: BisectionId,
         reply: Reply<Bisection>,
     },
     /// The ends as `service` parsed them from the request.
@@ -49,16 +51,21 @@ pub enum BisectionEvent {
 /// The bisection feature's state: every bisection's record, by id. The
 /// rest of the scheduler reads it through the methods below.
 #[derive(Default)]
-pub(super) struct Bisections(BTreeMap<String, Bisection>);
+pub(super) struct Bisections(BTreeMap<BisectionId, Bisection>);
 
 impl Bisections {
-    /// A stored bisection, at recovery.
-    pub(super) fn recovered(&mut self, b: Bisection) {
-        self.0.insert(b.bisection_id.clone(), b);
+    /// A stored bisection, at recovery: its id is parsed as the store's
+    /// records are, a stored record that names none failing the start.
+    pub(super) fn recovered(&mut self, b: Bisection) -> Result<(), Error> {
+        let id = b.bisection_id.parse().map_err(crate::store::Error::from)?;
+        self.0.insert(id, b);
+        Ok(())
     }
 
     /// The bisections started from `matrix_id`'s regressions, oldest first.
-    pub(super) fn briefs_of(&self, matrix_id: &str) -> Vec<farm_proto::BisectionBrief> {
+    pub(super) fn briefs_of(&self, matrix_id: &MatrixId) -> Vec<farm_proto::BisectionBrief> {
+        // The records are the wire's, which spells an id one way.
+        let matrix_id = matrix_id.to_string();
         let mut started: Vec<&Bisection> = self
             .0
             .values()
@@ -125,10 +132,15 @@ impl Scheduler {
     /// bisection is many builds), at most [`MAX_BISECTIONS_PER_EXECUTION`].
     /// A pair already bisected from this matrix is not again: after a
     /// restart its summary comes back.
-    pub(super) fn bisect_regressions(&mut self, matrix_id: &str, summary: &GetResultsResponse) {
+    pub(super) fn bisect_regressions(
+        &mut self,
+        matrix_id: &MatrixId,
+        summary: &GetResultsResponse,
+    ) {
         let Some(m) = self.matrices.get(matrix_id) else {
             return;
         };
+        let wire_id = matrix_id.to_string();
         let mut pairs: Vec<(String, String)> = Vec::new();
         let mut cells = Vec::new();
         for c in &summary.cells {
@@ -147,7 +159,7 @@ impl Scheduler {
             };
             let pair = (base.kernel.to_string(), cell.kernel.to_string());
             let done = self.bisections.0.values().any(|b| {
-                b.matrix_id == matrix_id
+                b.matrix_id == wire_id
                     && b.kernels.first() == Some(&pair.0)
                     && b.kernels.last() == Some(&pair.1)
             });
@@ -164,13 +176,13 @@ impl Scheduler {
         }
         for cell in cells {
             let req = StartBisectionRequest {
-                matrix_id: matrix_id.to_owned(),
+                matrix_id: wire_id.clone(),
                 cell,
                 git_range: true,
                 ..Default::default()
             };
             let to = Starter::Schedule {
-                matrix_id: matrix_id.to_owned(),
+                matrix_id: *matrix_id,
                 cell,
             };
             self.start_bisection(req, to);
@@ -205,13 +217,21 @@ impl Scheduler {
         self.create_bisection(req, &between, subjects)
     }
 
+    /// The matrix a request bisects a cell of. Its id is parsed here, where
+    /// the request (kept whole while a git range is listed) is first read:
+    /// a string that is no matrix id names no matrix.
+    fn bisected(&self, req: &StartBisectionRequest) -> Result<&MatrixMem, Error> {
+        req.matrix_id
+            .parse::<MatrixId>()
+            .ok()
+            .and_then(|id| self.matrices.get(&id))
+            .ok_or_else(|| Error::UnknownMatrix(req.matrix_id.clone()))
+    }
+
     /// The good and the bad kernel of a request: its cell's baseline's and
     /// its own.
     fn ends(&self, req: &StartBisectionRequest) -> Result<(Kernel, Kernel), Error> {
-        let m = self
-            .matrices
-            .get(&req.matrix_id)
-            .ok_or_else(|| Error::UnknownMatrix(req.matrix_id.clone()))?;
+        let m = self.bisected(req)?;
         let cell = m.rec.cells.get(req.cell as usize).ok_or_else(|| {
             Error::Bisection(format!(
                 "matrix {} has {} cells; there is no cell {}",
@@ -251,7 +271,7 @@ impl Scheduler {
         let good = self.ends(req)?.0.to_string();
         let bad = |why: String| Error::Bisection(why);
         // `ends` found both.
-        let m = &self.matrices[&req.matrix_id];
+        let m = self.bisected(req)?;
         let cell = &m.rec.cells[req.cell as usize];
         // The metric and its direction, from the cell's and its baseline's
         // finished runs.
@@ -285,10 +305,10 @@ impl Scheduler {
             min_effect,
         )
         .map_err(|e| bad(e.to_string()))?;
-        let id = random_id("b");
+        let id = BisectionId::random();
         let mut b = bisection::create(New {
-            id: id.clone(),
-            matrix_id: m.rec.id.clone(),
+            id,
+            matrix_id: m.rec.id,
             matrix_name: m.rec.name.clone(),
             timeout_s: m.rec.timeout_s,
             cell,
@@ -314,22 +334,22 @@ impl Scheduler {
         }
         info!(bisection = %id, matrix = %b.matrix_id, cell = b.cell, kernels = b.kernels.len(),
               metric = %b.metric, "bisection started");
-        self.bisections.0.insert(id.clone(), b);
+        self.bisections.0.insert(id, b);
         self.advance_bisection(&id);
         Ok(self.bisections.0[&id].clone())
     }
 
-    pub(super) fn get_bisection(&self, id: &str) -> Result<Bisection, Error> {
+    pub(super) fn get_bisection(&self, id: &BisectionId) -> Result<Bisection, Error> {
         self.bisections
             .0
             .get(id)
             .cloned()
-            .ok_or_else(|| Error::UnknownBisection(id.to_owned()))
+            .ok_or_else(|| Error::UnknownBisection(id.to_string()))
     }
 
     /// Submits the round the bisector asks for, or records its end; writes
     /// the record either way.
-    fn advance_bisection(&mut self, id: &str) {
+    fn advance_bisection(&mut self, id: &BisectionId) {
         let Some(b) = self.bisections.0.get(id) else {
             return;
         };
@@ -365,9 +385,9 @@ impl Scheduler {
                     }
                 };
                 let file_name = format!("bisection {id}");
-                let r = self.submit_matrix(m, file_name, String::new(), "", None);
-                info!(bisection = %id, matrix = %r.matrix_id, ?kernels, runs, "bisection round");
-                b.pending_matrices.push(r.matrix_id);
+                let (matrix, _) = self.submit_matrix(m, file_name, String::new(), "", None);
+                info!(bisection = %id, matrix = %matrix, ?kernels, runs, "bisection round");
+                b.pending_matrices.push(matrix.to_string());
             }
             None => {
                 if let Some(o) = &b.outcome {
@@ -378,7 +398,7 @@ impl Scheduler {
         }
         let ended = b.outcome.is_some();
         self.ops.push(Op::PutBisection(Box::new(b.clone())));
-        self.bisections.0.insert(id.to_owned(), b);
+        self.bisections.0.insert(*id, b);
         if ended {
             self.export_culprits();
         }
@@ -401,7 +421,7 @@ impl Scheduler {
 
     /// A matrix is done: if it is the round a bisection waits for, its
     /// values go to the bisector, and the next round is submitted.
-    pub(super) fn bisection_round_done(&mut self, matrix_id: &str) {
+    pub(super) fn bisection_round_done(&mut self, matrix_id: &MatrixId) {
         let Some(id) = self.waiting_for(matrix_id) else {
             return;
         };
@@ -423,14 +443,14 @@ impl Scheduler {
         }
         let mut b = b.clone();
         bisection::record(&mut b, &x);
-        self.bisections.0.insert(id.clone(), b);
+        self.bisections.0.insert(id, b);
         self.advance_bisection(&id);
     }
 
     /// A matrix was cancelled: if it is the round a bisection waits for,
     /// the bisection ends `cancelled` (`farmctl cancel` of a round is how a
     /// user stops a bisection).
-    pub(super) fn bisection_round_cancelled(&mut self, matrix_id: &str) {
+    pub(super) fn bisection_round_cancelled(&mut self, matrix_id: &MatrixId) {
         let Some(id) = self.waiting_for(matrix_id) else {
             return;
         };
@@ -442,25 +462,25 @@ impl Scheduler {
     }
 
     /// The running bisection whose current round is `matrix_id`.
-    fn waiting_for(&self, matrix_id: &str) -> Option<String> {
+    fn waiting_for(&self, matrix_id: &MatrixId) -> Option<BisectionId> {
+        let matrix_id = matrix_id.to_string();
         self.bisections
             .0
             .iter()
-            .find(|(_, b)| {
-                b.outcome.is_none() && b.pending_matrices.last().is_some_and(|m| m == matrix_id)
-            })
-            .map(|(id, _)| id.clone())
+            .find(|(_, b)| b.outcome.is_none() && b.pending_matrices.last() == Some(&matrix_id))
+            .map(|(id, _)| *id)
     }
 
     /// After recovery: a bisection whose round ended while no coordinator
     /// led takes it now.
     pub(super) fn resume_bisections(&mut self) {
-        let waiting: Vec<String> = self
+        // A stored round that is no matrix id is no live matrix either.
+        let waiting: Vec<MatrixId> = self
             .bisections
             .0
             .values()
             .filter(|b| b.outcome.is_none())
-            .filter_map(|b| b.pending_matrices.last().cloned())
+            .filter_map(|b| b.pending_matrices.last()?.parse().ok())
             .collect();
         for matrix_id in waiting {
             let Some(m) = self.matrices.get(&matrix_id) else {

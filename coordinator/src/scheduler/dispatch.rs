@@ -12,7 +12,7 @@ use tracing::{debug, info_span};
 
 use super::Scheduler;
 use crate::eligibility;
-use crate::ids::{Attempt, RunId};
+use crate::ids::{AgentId, Attempt, CellIndex, RunId};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -20,7 +20,7 @@ impl Scheduler {
         if self.queues.is_empty() || self.idle.is_empty() {
             return;
         }
-        let idle: Vec<String> = self.idle.iter().cloned().collect();
+        let idle: Vec<AgentId> = self.idle.iter().copied().collect();
         for agent_id in idle {
             if self.queues.is_empty() {
                 break;
@@ -36,10 +36,10 @@ impl Scheduler {
     /// matrix it can serve; within that matrix, a run of a build it keeps
     /// first (`built_kernels`), so that each agent goes on with the kernels
     /// it built and no two build the same one.
-    pub(super) fn pick(&mut self, agent_id: &str) -> Option<RunId> {
+    pub(super) fn pick(&mut self, agent_id: &AgentId) -> Option<RunId> {
         let caps = &self.agents.get(agent_id)?.capabilities;
-        let mut best: Option<((u64, u32), u64)> = None;
-        let mut best_built: Option<((u64, u32), u64)> = None;
+        let mut best: Option<((u64, CellIndex), u64)> = None;
+        let mut best_built: Option<((u64, CellIndex), u64)> = None;
         for (&(mseq, cell), q) in &self.queues {
             if let Some(((bseq, _), _)) = best
                 && bseq != mseq
@@ -53,7 +53,7 @@ impl Scheduler {
                 .by_seq
                 .get(&mseq)
                 .and_then(|id| self.matrices.get(id))?;
-            let reqs = m.reqs.get(cell as usize)?;
+            let reqs = m.reqs.get(cell.at())?;
             if !eligibility::satisfies(reqs, caps) {
                 continue;
             }
@@ -62,7 +62,7 @@ impl Scheduler {
             }
             let kept = m
                 .built
-                .get(cell as usize)
+                .get(cell.at())
                 .and_then(Option::as_ref)
                 .is_some_and(|n| caps.built_kernels.contains(n));
             if kept && best_built.is_none_or(|(_, s)| rseq < s) {
@@ -78,25 +78,25 @@ impl Scheduler {
         Some(run_id)
     }
 
-    pub(super) fn assign(&mut self, agent_id: &str, run_id: &RunId) {
+    pub(super) fn assign(&mut self, agent_id: &AgentId, run_id: &RunId) {
         let Some(run) = self.runs.get_mut(run_id) else {
             return;
         };
         let Some(m) = self.matrices.get_mut(&run.rec.matrix_id) else {
             return;
         };
-        let Some(cell) = m.rec.cells.get(run.rec.cell as usize) else {
+        let Some(cell) = m.rec.cells.get(run.rec.cell.at()) else {
             return;
         };
         run.rec.state = RunState::Assigned;
         run.rec.attempt += 1;
-        run.holders.push((agent_id.to_string(), run.rec.attempt));
-        run.rec.agent_id = agent_id.to_string();
+        run.holders.push((*agent_id, run.rec.attempt));
+        run.rec.agent_id = Some(*agent_id);
         run.assigned_at = Some(Instant::now());
         let queued = run.queued_at.elapsed();
         self.metrics.run_assigned(queued);
         run.span = info_span!(target: TARGET, parent: &m.span, "run", run = %run_id,
-            attempt = run.rec.attempt, cell = run.rec.cell, agent = %agent_id,
+            attempt = run.rec.attempt, cell = run.rec.cell.get(), agent = %agent_id,
             outcome = tracing::field::Empty);
         // Placement is decided by the time the span exists: the phase
         // records who got it and how long the run waited in the queue.
@@ -110,8 +110,8 @@ impl Scheduler {
                     run_id: run_id.to_string(),
                     attempt: run.rec.attempt,
                 }),
-                matrix_id: m.rec.id.clone(),
-                cell_index: run.rec.cell,
+                matrix_id: m.rec.id.to_string(),
+                cell_index: run.rec.cell.get(),
                 repetition: run.rec.repetition,
                 kernel: cell.kernel.to_string(),
                 workload: cell.workload.clone(),
@@ -132,7 +132,7 @@ impl Scheduler {
         m.dirty = true;
         debug!(agent = %agent_id, run = %run_id, attempt = run.rec.attempt, "assigned");
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
-        self.outbox.push((agent_id.to_string(), msg));
+        self.outbox.push((*agent_id, msg));
         if let Some(a) = self.agents.get_mut(agent_id) {
             a.current = Some(Attempt {
                 run: run_id.clone(),

@@ -10,12 +10,13 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{MatrixMem, Scheduler};
+use crate::ids::MatrixId;
 use crate::results;
 use crate::store::RunRecord;
 
 /// A cell of a live matrix on a series, borrowed from memory.
 pub(super) struct LivePoint<'a> {
-    pub matrix_id: &'a str,
+    pub matrix_id: MatrixId,
     pub matrix_seq: u64,
     pub cell: u32,
     pub submitted_ms: u64,
@@ -86,7 +87,7 @@ impl Scheduler {
                 let points = cells
                     .iter()
                     .map(|&(seq, mm, index)| LivePoint {
-                        matrix_id: &mm.rec.id,
+                        matrix_id: mm.rec.id,
                         matrix_seq: seq,
                         cell: index,
                         submitted_ms: mm.rec.submitted_ms,
@@ -108,7 +109,7 @@ impl LivePoint<'_> {
     /// The point as a history reads it: its medians.
     pub(super) fn point(&self) -> results::Point {
         results::Point {
-            matrix_id: self.matrix_id.to_owned(),
+            matrix_id: self.matrix_id,
             matrix_seq: self.matrix_seq,
             cell: self.cell,
             submitted_ms: self.submitted_ms,

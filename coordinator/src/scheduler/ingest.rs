@@ -13,18 +13,18 @@ use tracing::{Span, debug, info_span, warn};
 use super::agents::{ack_msg, cancel_msg};
 use super::provenance::{self, Rejection};
 use super::{Scheduler, activity};
-use crate::ids::RunId;
+use crate::ids::{AgentId, RunId};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
-    pub(super) fn result(&mut self, agent_id: &str, res: RunResult) {
+    pub(super) fn result(&mut self, agent_id: &AgentId, res: RunResult) {
         let Some(rref) = res.run.clone() else {
             warn!(agent = %agent_id, "result without a run reference dropped");
             return;
         };
         // Acknowledged whatever becomes of it, so that the sender forgets
         // it rather than sending it again on every reconnect.
-        let ack = (agent_id.to_string(), ack_msg(rref.clone()));
+        let ack = (*agent_id, ack_msg(rref.clone()));
         let id = rref.run_id.parse::<RunId>().ok();
         let Some((id, run)) = id.and_then(|id| self.runs.get(&id).map(|run| (id, run))) else {
             self.reject(agent_id, Rejection::UnknownRun, &rref.run_id);
@@ -79,14 +79,16 @@ impl Scheduler {
         // Another copy may be running — elsewhere, or a later attempt on this
         // very agent: stop it.
         let other = (run.rec.state == RunState::Assigned
-            && (run.rec.agent_id != agent_id || run.rec.attempt != rref.attempt))
-            .then(|| (run.rec.agent_id.clone(), run.rec.attempt));
+            && (run.rec.agent_id != Some(*agent_id) || run.rec.attempt != rref.attempt))
+            .then_some(run.rec.agent_id)
+            .flatten()
+            .map(|other| (other, run.rec.attempt));
         run.rec.state = if res.ok {
             RunState::Finished
         } else {
             RunState::Failed
         };
-        run.rec.agent_id = agent_id.to_string();
+        run.rec.agent_id = Some(*agent_id);
         run.rec.attempt = rref.attempt;
         if !res.ok {
             warn!(agent = %agent_id, run = %rref.run_id, error = %res.error, "run failed");
@@ -108,7 +110,7 @@ impl Scheduler {
         let store = info_span!(target: TARGET, parent: &span, "store");
         self.after_commit
             .push(Box::new(move || drop((store, span))));
-        let matrix_id = run.rec.matrix_id.clone();
+        let matrix_id = run.rec.matrix_id;
         let finished = run.rec.state == RunState::Finished;
         self.metrics
             .run_ended(finished, run.assigned_at.map(|t| t.elapsed()));

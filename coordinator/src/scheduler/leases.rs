@@ -12,7 +12,7 @@ use tracing::{Span, warn};
 
 use super::outbox::Closed;
 use super::{Error, Scheduler};
-use crate::ids::RunId;
+use crate::ids::{AgentId, RunId};
 use crate::store::{Op, RunState};
 
 impl Scheduler {
@@ -23,12 +23,12 @@ impl Scheduler {
     /// Puts a run that `agent_id` lost back in its queue, or fails it when it
     /// has used its attempts. A run meanwhile assigned to another agent is
     /// that agent's and is left alone.
-    pub(super) fn requeue(&mut self, agent_id: &str, run_id: &RunId, why: &str) {
+    pub(super) fn requeue(&mut self, agent_id: &AgentId, run_id: &RunId, why: &str) {
         let max = self.config.max_attempts;
         let Some(run) = self.runs.get_mut(run_id) else {
             return;
         };
-        if run.rec.state != RunState::Assigned || run.rec.agent_id != agent_id {
+        if run.rec.state != RunState::Assigned || run.rec.agent_id != Some(*agent_id) {
             return;
         }
         if run.rec.attempt >= max {
@@ -51,13 +51,13 @@ impl Scheduler {
                 .or_default()
                 .insert(run.rec.seq, run_id.clone());
         }
-        run.rec.agent_id.clear();
+        run.rec.agent_id = None;
         run.assigned_at = None;
         run.span.record("outcome", "lost");
         run.span = Span::none();
         self.ops.push(Op::PutRun(Box::new(run.rec.clone())));
         let (matrix_id, cell, failed) = (
-            run.rec.matrix_id.clone(),
+            run.rec.matrix_id,
             run.rec.cell,
             run.rec.state == RunState::Failed,
         );
@@ -72,11 +72,11 @@ impl Scheduler {
 
     pub(super) fn expire_leases(&mut self) {
         let now = Instant::now();
-        let expired: Vec<String> = self
+        let expired: Vec<AgentId> = self
             .agents
             .iter()
             .filter(|(_, a)| a.lease_until < now && (a.current.is_some() || a.session.is_some()))
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| *id)
             .collect();
         for id in expired {
             let Some(a) = self.agents.get(&id) else {
@@ -92,7 +92,7 @@ impl Scheduler {
     pub(super) fn forget_absent_agents(&mut self) {
         let now = super::now_ms();
         let expiry = self.config.agent_expiry_ms;
-        let absent: Vec<String> = self
+        let absent: Vec<AgentId> = self
             .agents
             .iter()
             .filter(|(_, a)| {
@@ -100,7 +100,7 @@ impl Scheduler {
                     && a.current.is_none()
                     && now.saturating_sub(a.last_seen_ms) > expiry
             })
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| *id)
             .collect();
         for id in absent {
             tracing::info!(agent = %id, expiry_ms = expiry, "absent agent forgotten");

@@ -16,9 +16,9 @@ use tokio::sync::watch;
 use tracing::{Span, info, info_span};
 
 use super::agents::cancel_msg;
-use super::{Error, MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms, random_id};
+use super::{Error, MatrixMem, PUBLISH_EVERY, RunMem, Scheduler, now_ms};
 use crate::eligibility::{self, Requirement};
-use crate::ids::RunId;
+use crate::ids::{MatrixId, RunId};
 use crate::matrix::Matrix;
 use crate::store::{self, MatrixRecord, Op, RunRecord, RunState};
 
@@ -36,6 +36,7 @@ impl Scheduler {
             self.create_schedule(matrix, file_name, source)
         } else {
             self.submit_matrix(matrix, file_name, source, traceparent, None)
+                .1
         }
     }
 
@@ -70,7 +71,7 @@ impl Scheduler {
     /// throttle says.
     pub(super) fn watch(
         &mut self,
-        matrix_id: &str,
+        matrix_id: &MatrixId,
     ) -> Result<watch::Receiver<MatrixStatus>, Error> {
         match self.matrices.get_mut(matrix_id) {
             Some(m) => {
@@ -78,10 +79,11 @@ impl Scheduler {
                 m.published = None;
                 Ok(m.status.subscribe())
             }
-            None => Err(Error::UnknownMatrix(matrix_id.to_owned())),
+            None => Err(Error::UnknownMatrix(matrix_id.to_string())),
         }
     }
 
+    /// Submits a matrix: its new id, and what its submitter is told.
     pub(super) fn submit_matrix(
         &mut self,
         matrix: Matrix,
@@ -89,8 +91,8 @@ impl Scheduler {
         source: String,
         traceparent: &str,
         execution: Option<store::Execution>,
-    ) -> SubmitMatrixResponse {
-        let id = random_id("m");
+    ) -> (MatrixId, SubmitMatrixResponse) {
+        let id = MatrixId::random();
         // Never below the clock (in µs): once every matrix has left for the
         // archive, a restart recovers no seq to continue from, and the
         // archive's histories are ordered by seq. (A leader whose clock is
@@ -101,19 +103,19 @@ impl Scheduler {
         let runs: Vec<RunRecord> = crate::matrix::runs(&matrix)
             .into_iter()
             .map(|r| RunRecord {
-                run_id: RunId::new(&id, r.cell_index, r.repetition),
-                matrix_id: id.clone(),
+                run_id: RunId::new(id, r.cell_index, r.repetition),
+                matrix_id: id,
                 cell: r.cell_index,
                 repetition: r.repetition,
                 seq: r.seq,
                 state: RunState::Queued,
                 attempt: 0,
-                agent_id: String::new(),
+                agent_id: None,
                 result: None,
             })
             .collect();
         let rec = MatrixRecord {
-            id: id.clone(),
+            id,
             seq,
             name: matrix.name,
             file_name,
@@ -125,7 +127,7 @@ impl Scheduler {
             execution,
         };
         let response = SubmitMatrixResponse {
-            matrix_id: id.clone(),
+            matrix_id: id.to_string(),
             cells: rec.cells.len() as u32,
             runs: runs.len() as u32,
             ..Default::default()
@@ -147,7 +149,7 @@ impl Scheduler {
                 .insert(r.seq, r.run_id.clone());
             if let Some(m) = self.matrices.get_mut(&id) {
                 m.runs.push(r.run_id.clone());
-                if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+                if let Some(c) = m.by_cell.get_mut(r.cell.at()) {
                     c.push(r.run_id.clone());
                 }
             }
@@ -164,14 +166,14 @@ impl Scheduler {
                 },
             );
         }
-        response
+        (id, response)
     }
 
-    pub(super) fn cancel(&mut self, matrix_id: &str) -> Result<u32, Error> {
+    pub(super) fn cancel(&mut self, matrix_id: &MatrixId) -> Result<u32, Error> {
         let m = self
             .matrices
             .get(matrix_id)
-            .ok_or_else(|| Error::UnknownMatrix(matrix_id.to_owned()))?;
+            .ok_or_else(|| Error::UnknownMatrix(matrix_id.to_string()))?;
         if !self.has_unended_runs(m) {
             // An ended matrix stays as it ended.
             return Ok(0);
@@ -184,7 +186,7 @@ impl Scheduler {
         m.dirty = true;
         let seq = m.rec.seq;
         let ids = m.runs.clone();
-        self.ops.push(Op::CancelMatrix(matrix_id.to_string()));
+        self.ops.push(Op::CancelMatrix(*matrix_id));
         let mut n = 0;
         for id in ids {
             let Some(run) = self.runs.get_mut(&id) else {
@@ -197,7 +199,9 @@ impl Scheduler {
                         run_id: id.to_string(),
                         attempt: run.rec.attempt,
                     };
-                    self.outbox.push((run.rec.agent_id.clone(), cancel_msg(r)));
+                    if let Some(agent) = run.rec.agent_id {
+                        self.outbox.push((agent, cancel_msg(r)));
+                    }
                 }
                 _ => continue,
             }
@@ -213,7 +217,7 @@ impl Scheduler {
         Ok(n)
     }
 
-    pub(super) fn status(&self, matrix_id: &str) -> Option<MatrixStatus> {
+    pub(super) fn status(&self, matrix_id: &MatrixId) -> Option<MatrixStatus> {
         let m = self.matrices.get(matrix_id)?;
         let mut cells: Vec<CellStatus> = m
             .rec
@@ -232,7 +236,7 @@ impl Scheduler {
                 continue;
             };
             let Some(c) = cells
-                .get_mut(run.rec.cell as usize)
+                .get_mut(run.rec.cell.at())
                 .and_then(|c| c.counts.as_mut())
             else {
                 continue;
@@ -275,7 +279,7 @@ impl Scheduler {
             MatrixState::Running
         };
         Some(MatrixStatus {
-            matrix_id: m.rec.id.clone(),
+            matrix_id: m.rec.id.to_string(),
             name: m.rec.name.clone(),
             state: state as i32,
             counts: Some(total),
@@ -288,7 +292,7 @@ impl Scheduler {
                 .rec
                 .execution
                 .as_ref()
-                .map(|e| e.schedule_id.clone())
+                .map(|e| e.schedule_id.to_string())
                 .unwrap_or_default(),
         })
     }
@@ -297,11 +301,11 @@ impl Scheduler {
     /// [`PUBLISH_EVERY`] while a matrix runs, and at once when it ends.
     pub(super) fn publish(&mut self, tick: bool) {
         let mut just_done = Vec::new();
-        let dirty: Vec<String> = self
+        let dirty: Vec<MatrixId> = self
             .matrices
             .iter()
             .filter(|(_, m)| m.dirty)
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| *id)
             .collect();
         for id in dirty {
             let Some(st) = self.status(&id) else { continue };
@@ -320,7 +324,7 @@ impl Scheduler {
                 }
                 let done = MatrixState::Done as i32;
                 if st.state == done && m.status.borrow().state != done {
-                    just_done.push(id.clone());
+                    just_done.push(id);
                 }
                 self.metrics
                     .run_counts_changed(m.status.borrow().counts.as_ref(), st.counts.as_ref());
@@ -355,7 +359,7 @@ impl Scheduler {
 
     /// Deletes an archived matrix from the live store and from memory,
     /// and tells each feature that kept something of it.
-    pub(super) fn forget_matrix(&mut self, matrix_id: &str, written: bool) {
+    pub(super) fn forget_matrix(&mut self, matrix_id: &MatrixId, written: bool) {
         let Some(m) = self.matrices.remove(matrix_id) else {
             return;
         };
@@ -373,7 +377,7 @@ impl Scheduler {
             self.ops.push(op);
         }
         self.ops.push(Op::ForgetMatrix {
-            id: m.rec.id.clone(),
+            id: m.rec.id,
             cells: m.rec.cells.len() as u32,
             runs: m.runs.clone(),
         });

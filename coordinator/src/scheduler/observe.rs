@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 use farm_proto::MatrixState;
 
 use super::{MatrixMem, Scheduler};
+use crate::ids::MatrixId;
 use crate::metrics::{Ended, series};
 
 impl Scheduler {
@@ -14,7 +15,7 @@ impl Scheduler {
     /// partial and show nothing): its cells are now their series' latest.
     /// The worker summarises it and refreshes the gauges; the summaries
     /// come back for its schedule's verdicts (`summarised`).
-    pub(super) fn matrix_done(&mut self, matrix_id: &str) {
+    pub(super) fn matrix_done(&mut self, matrix_id: &MatrixId) {
         if self
             .matrices
             .get(matrix_id)
@@ -67,10 +68,10 @@ impl Scheduler {
             .filter(|m| latest.contains(&m.rec.seq))
             .map(|m| self.ended_now(m))
             .collect();
-        let again: Vec<String> = newest_first
+        let again: Vec<MatrixId> = newest_first
             .iter()
             .filter(|m| latest.contains(&m.rec.seq) || m.rec.execution.is_some())
-            .map(|m| m.rec.id.clone())
+            .map(|m| m.rec.id)
             .collect();
         self.metrics.recovered(ended);
         self.summaries.again(again);

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use tracing::warn;
 
 use super::{AGENT_OUTBOX_CAPACITY, Error, Scheduler};
+use crate::ids::AgentId;
 
 /// Why a session was closed by the coordinator, as the metric names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,17 +38,16 @@ impl Closed {
 impl Scheduler {
     /// Closes the sessions of agents that cannot take this batch's messages.
     pub(super) fn close_slow_sessions(&mut self) {
-        let mut wanted: HashMap<&str, usize> = HashMap::new();
+        let mut wanted: HashMap<AgentId, usize> = HashMap::new();
         for (agent_id, _) in &self.outbox {
-            *wanted.entry(agent_id.as_str()).or_default() += 1;
+            *wanted.entry(*agent_id).or_default() += 1;
         }
-        let slow: Vec<(String, usize)> = wanted
+        let slow: Vec<(AgentId, usize)> = wanted
             .into_iter()
             .filter_map(|(id, n)| {
-                let (_, tx) = self.agents.get(id)?.session.as_ref()?;
+                let (_, tx) = self.agents.get(&id)?.session.as_ref()?;
                 // One slot stays free for the reason of a close.
-                (tx.capacity() < n + 1)
-                    .then(|| (id.to_owned(), AGENT_OUTBOX_CAPACITY - tx.capacity()))
+                (tx.capacity() < n + 1).then(|| (id, AGENT_OUTBOX_CAPACITY - tx.capacity()))
             })
             .collect();
         for (id, unread) in slow {
@@ -58,7 +58,7 @@ impl Scheduler {
 
     /// Ends an agent's stream with `why` and takes its run back: the agent
     /// reconnects (and may be given the run again if it still holds it).
-    pub(super) fn close_session(&mut self, agent_id: &str, closed: Closed, why: Error) {
+    pub(super) fn close_session(&mut self, agent_id: &AgentId, closed: Closed, why: Error) {
         let Some(a) = self.agents.get_mut(agent_id) else {
             return;
         };

@@ -25,6 +25,7 @@ use prost::Message;
 use tracing::warn;
 
 use super::{RunMem, Scheduler};
+use crate::ids::AgentId;
 use crate::store::RunState;
 
 /// The most distinct (agent, reason) pairs remembered for logging once;
@@ -82,19 +83,19 @@ impl Rejection {
 /// Once-per-(agent, reason) logging.
 #[derive(Default)]
 pub(super) struct Rejections {
-    logged: HashSet<(String, Rejection)>,
+    logged: HashSet<(AgentId, Rejection)>,
 }
 
 impl Scheduler {
     /// Drops a message of `agent_id`: counted always, logged once per
     /// agent and reason.
-    pub(super) fn reject(&mut self, agent_id: &str, why: Rejection, run_id: &str) {
+    pub(super) fn reject(&mut self, agent_id: &AgentId, why: Rejection, run_id: &str) {
         self.metrics.message_rejected(why.reason());
         let logged = &mut self.rejections.logged;
         if logged.len() >= MAX_LOGGED_REJECTIONS {
             logged.clear();
         }
-        if logged.insert((agent_id.to_owned(), why)) {
+        if logged.insert((*agent_id, why)) {
             warn!(agent = %agent_id, reason = why.reason(), run = %farm_spec::excerpt(run_id),
                   "message dropped: it concerns an attempt not leased to this agent \
                    (further ones from this agent for this reason are counted, not logged)");
@@ -103,15 +104,15 @@ impl Scheduler {
 }
 
 /// The agent holds the attempt now: the run is assigned to it at that attempt.
-pub(super) fn holds(run: &RunMem, agent_id: &str, attempt: u32) -> bool {
+pub(super) fn holds(run: &RunMem, agent_id: &AgentId, attempt: u32) -> bool {
     run.rec.state == RunState::Assigned
-        && run.rec.agent_id == agent_id
+        && run.rec.agent_id == Some(*agent_id)
         && run.rec.attempt == attempt
 }
 
 /// The attempt was leased to the agent at some time: it holds it now, lost
 /// it, or delivered the result that ended the run.
-pub(super) fn was_leased(run: &RunMem, agent_id: &str, attempt: u32) -> bool {
+pub(super) fn was_leased(run: &RunMem, agent_id: &AgentId, attempt: u32) -> bool {
     run.holders
         .iter()
         .any(|(a, n)| a == agent_id && *n == attempt)

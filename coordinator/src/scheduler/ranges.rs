@@ -17,6 +17,7 @@ use tracing::{info, warn};
 
 use super::provenance::Rejection;
 use super::{Error, Reply, Scheduler, Starter, random_id};
+use crate::ids::AgentId;
 
 /// How long an agent may take to list a git range: a `git log` of
 /// thousands of commits takes well under a second.
@@ -43,7 +44,7 @@ pub(super) struct Listings(HashMap<String, Listing>);
 
 /// A git range asked of an agent.
 struct Listing {
-    agent_id: String,
+    agent_id: AgentId,
     repo: String,
     then: Then,
     deadline: Instant,
@@ -84,7 +85,7 @@ pub(super) fn git_ends(good: &Kernel, bad: &Kernel) -> Result<(GitKernel, GitKer
 /// An agent's listing, checked: at least both ends, at most
 /// [`MAX_RANGE_COMMITS`] after good, each a full commit id with a subject
 /// within [`MAX_COMMIT_SUBJECT_BYTES`].
-pub(super) fn check_listed(agent_id: &str, commits: &[CommitInfo]) -> Result<(), Error> {
+pub(super) fn check_listed(agent_id: &AgentId, commits: &[CommitInfo]) -> Result<(), Error> {
     if commits.len() < 2 || commits.len() > MAX_RANGE_COMMITS + 1 {
         return Err(Error::Bisection(format!(
             "agent {agent_id} listed {} commits for the range",
@@ -140,7 +141,7 @@ impl Scheduler {
                 .agents
                 .iter()
                 .find(|(_, a)| a.session.is_some() && a.capabilities.kernel_repos.contains(&repo))
-                .map(|(id, _)| id.clone())
+                .map(|(id, _)| *id)
                 .ok_or_else(|| {
                     Error::Bisection(format!(
                         "no connected agent has repository `{repo}` (--kernel-repo)"
@@ -155,7 +156,7 @@ impl Scheduler {
         let request_id = random_id("l");
         info!(agent = %agent_id, repo = %repo, request = %request_id, "listing a git range");
         self.outbox.push((
-            agent_id.clone(),
+            agent_id,
             CoordinatorMessage {
                 msg: Some(coordinator_message::Msg::ListCommits(ListCommits {
                     request_id: request_id.clone(),
@@ -178,12 +179,12 @@ impl Scheduler {
 
     /// An agent's answer to a `ListCommits`: taken only from the agent it
     /// was asked of.
-    pub(super) fn commits_listed(&mut self, agent_id: &str, c: Commits) {
+    pub(super) fn commits_listed(&mut self, agent_id: &AgentId, c: Commits) {
         let ours = self
             .listings
             .0
             .get(&c.request_id)
-            .is_some_and(|l| l.agent_id == agent_id);
+            .is_some_and(|l| l.agent_id == *agent_id);
         if !ours {
             self.reject(agent_id, Rejection::UnaskedCommits, &c.request_id);
             return;
@@ -203,7 +204,7 @@ impl Scheduler {
             (Then::Reply(reply), r) => {
                 let r = r
                     .map(|(_, commits)| ListRangeResponse {
-                        agent_id: agent_id.to_owned(),
+                        agent_id: agent_id.to_string(),
                         commits,
                     })
                     .map_err(as_range);

@@ -14,7 +14,7 @@ use tracing::{Span, error, info, warn};
 use super::histories::series_key;
 use super::{Agent, Error, MatrixMem, RunMem, Scheduler, activity};
 use crate::eligibility;
-use crate::ids::Attempt;
+use crate::ids::{Attempt, MatrixId};
 use crate::store::{MatrixRecord, RunState};
 
 impl Scheduler {
@@ -25,7 +25,7 @@ impl Scheduler {
         let now = Instant::now();
         for a in snap.agents {
             self.agents.insert(
-                a.agent_id.clone(),
+                a.agent_id,
                 Agent {
                     capabilities: a.capabilities,
                     identity: a.identity,
@@ -43,7 +43,7 @@ impl Scheduler {
             self.schedules.recovered(s);
         }
         for b in snap.bisections {
-            self.bisections.recovered(b);
+            self.bisections.recovered(b)?;
         }
         for u in snap.unreadable {
             self.next_seq = self.next_seq.max(u.record.seq + 1);
@@ -71,7 +71,7 @@ impl Scheduler {
                 continue;
             };
             m.runs.push(r.run_id.clone());
-            if let Some(c) = m.by_cell.get_mut(r.cell as usize) {
+            if let Some(c) = m.by_cell.get_mut(r.cell.at()) {
                 c.push(r.run_id.clone());
             }
             let matrix_seq = m.rec.seq;
@@ -92,7 +92,7 @@ impl Scheduler {
                 RunState::Assigned => {
                     // Its agent gets one lease from now to come back and claim it.
                     assigned += 1;
-                    if let Some(a) = self.agents.get_mut(&r.agent_id) {
+                    if let Some(a) = r.agent_id.and_then(|id| self.agents.get_mut(&id)) {
                         a.current = Some(Attempt {
                             run: r.run_id.clone(),
                             attempt: r.attempt,
@@ -105,10 +105,7 @@ impl Scheduler {
                 r.run_id.clone(),
                 RunMem {
                     // Only the last holder is on disk.
-                    holders: (!r.agent_id.is_empty())
-                        .then(|| (r.agent_id.clone(), r.attempt))
-                        .into_iter()
-                        .collect(),
+                    holders: r.agent_id.map(|a| (a, r.attempt)).into_iter().collect(),
                     rec: r,
                     matrix_seq,
                     assigned_at: None,
@@ -125,7 +122,7 @@ impl Scheduler {
                 c.sort_by_key(|id| runs.get(id).map(|r| r.rec.seq));
             }
         }
-        let ids: Vec<String> = self.matrices.keys().cloned().collect();
+        let ids: Vec<MatrixId> = self.matrices.keys().copied().collect();
         for id in ids {
             let st = self.status(&id);
             if let (Some(st), Some(m)) = (st, self.matrices.get_mut(&id)) {
@@ -146,18 +143,18 @@ impl Scheduler {
 
     /// `UnknownMatrix`, or `Unreadable` for a stored matrix whose cells
     /// could not be read.
-    pub(super) fn unknown_matrix(&self, matrix_id: &str) -> Error {
+    pub(super) fn unknown_matrix(&self, matrix_id: &MatrixId) -> Error {
         match self.unreadable.get(matrix_id) {
             Some(why) => Error::Unreadable {
-                matrix_id: matrix_id.to_owned(),
+                matrix_id: matrix_id.to_string(),
                 why: why.clone(),
             },
-            None => Error::UnknownMatrix(matrix_id.to_owned()),
+            None => Error::UnknownMatrix(matrix_id.to_string()),
         }
     }
 
     /// `e`, unless it says the matrix is unknown and it is an unreadable one.
-    pub(super) fn unreadable_or(&self, matrix_id: &str, e: Error) -> Error {
+    pub(super) fn unreadable_or(&self, matrix_id: &MatrixId, e: Error) -> Error {
         match e {
             Error::UnknownMatrix(_) => self.unknown_matrix(matrix_id),
             e => e,
@@ -177,12 +174,12 @@ impl Scheduler {
         let (status, _) = watch::channel(MatrixStatus::default());
         let series_keys: Vec<Vec<u8>> = rec.cells.iter().map(series_key).collect();
         for (c, key) in rec.cells.iter().zip(&series_keys) {
-            self.series.add(key, rec.seq, c.index);
+            self.series.add(key, rec.seq, c.index.get());
         }
         let version = self.summaries.next_version();
-        self.by_seq.insert(rec.seq, rec.id.clone());
+        self.by_seq.insert(rec.seq, rec.id);
         self.matrices.insert(
-            rec.id.clone(),
+            rec.id,
             MatrixMem {
                 rec,
                 reqs,

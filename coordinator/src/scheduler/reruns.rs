@@ -11,7 +11,7 @@ use std::time::Instant;
 use tracing::{Span, info};
 
 use super::{RunMem, Scheduler};
-use crate::ids::RunId;
+use crate::ids::{CellIndex, MatrixId, RunId};
 use crate::results;
 use crate::store::{Op, RunRecord, RunState};
 
@@ -20,26 +20,25 @@ impl Scheduler {
     /// them; when the comparison is inconclusive and the matrix allows more
     /// runs, queues more of both, alternating, the way Chromium's Pinpoint
     /// retries. Checks the cell as a candidate and as a baseline.
-    pub(super) fn rerun_if_inconclusive(&mut self, matrix_id: &str, cell: u32) {
+    pub(super) fn rerun_if_inconclusive(&mut self, matrix_id: &MatrixId, cell: CellIndex) {
         let Some(m) = self.matrices.get(matrix_id) else {
             return;
         };
         if m.rec.cancelled {
             return;
         }
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        if let Some(b) = m.rec.cells.get(cell as usize).and_then(|c| c.baseline) {
-            pairs.push((cell, b));
+        let mut pairs: Vec<(CellIndex, CellIndex)> = Vec::new();
+        if let Some(b) = m.rec.cells.get(cell.at()).and_then(|c| c.baseline) {
+            pairs.push((cell, CellIndex::new(b)));
         }
-        if let Some(candidates) = m.candidates.get(cell as usize) {
+        if let Some(candidates) = m.candidates.get(cell.at()) {
             pairs.extend(candidates.iter().map(|&c| (c, cell)));
         }
-        let mut add: Vec<u32> = Vec::new();
+        let mut add: Vec<CellIndex> = Vec::new();
         for (candidate, baseline) in pairs {
-            let (Some(cand_ids), Some(base_ids)) = (
-                m.by_cell.get(candidate as usize),
-                m.by_cell.get(baseline as usize),
-            ) else {
+            let (Some(cand_ids), Some(base_ids)) =
+                (m.by_cell.get(candidate.at()), m.by_cell.get(baseline.at()))
+            else {
                 continue;
             };
             let recs = |ids: &[RunId]| -> Vec<&RunRecord> {
@@ -52,15 +51,16 @@ impl Scheduler {
             if cand.iter().chain(&base).any(|r| !r.state.is_terminal()) {
                 continue;
             }
-            let policy = crate::policy::of(&m.rec.cells[candidate as usize]);
+            let policy = crate::policy::of(&m.rec.cells[candidate.at()]);
             // Room under the cap, counting runs this call already plans: a
             // baseline shared by several inconclusive candidates grows once.
-            let planned = |c: u32| add.iter().filter(|&&a| a == c).count();
-            let room = |n: usize, c: u32| (policy.max_runs as usize).saturating_sub(n + planned(c));
+            let planned = |c: CellIndex| add.iter().filter(|&&a| a == c).count();
+            let room =
+                |n: usize, c: CellIndex| (policy.max_runs as usize).saturating_sub(n + planned(c));
             if room(cand.len(), candidate) == 0 {
                 continue;
             }
-            let verdict = results::pair_verdict(&m.rec.cells[candidate as usize], &cand, &base);
+            let verdict = results::pair_verdict(&m.rec.cells[candidate.at()], &cand, &base);
             if verdict != Some(farm_analysis::compare::Verdict::Inconclusive) {
                 continue;
             }
@@ -74,7 +74,7 @@ impl Scheduler {
                     add.push(baseline);
                 }
             }
-            info!(matrix = %matrix_id, candidate, baseline, round, "inconclusive: adding runs");
+            info!(matrix = %matrix_id, %candidate, %baseline, round, "inconclusive: adding runs");
         }
         for cell in add {
             self.add_run(matrix_id, cell);
@@ -82,7 +82,7 @@ impl Scheduler {
     }
 
     /// Queues one more run of `cell`, after every run the matrix has.
-    pub(super) fn add_run(&mut self, matrix_id: &str, cell: u32) {
+    pub(super) fn add_run(&mut self, matrix_id: &MatrixId, cell: CellIndex) {
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
@@ -92,7 +92,7 @@ impl Scheduler {
             .last()
             .and_then(|id| runs.get(id))
             .map_or(0, |r| r.rec.seq + 1);
-        let Some(ids) = m.by_cell.get_mut(cell as usize) else {
+        let Some(ids) = m.by_cell.get_mut(cell.at()) else {
             return;
         };
         let repetition = ids
@@ -102,14 +102,14 @@ impl Scheduler {
             .max()
             .unwrap_or(0);
         let rec = RunRecord {
-            run_id: RunId::new(matrix_id, cell, repetition),
-            matrix_id: matrix_id.to_string(),
+            run_id: RunId::new(*matrix_id, cell, repetition),
+            matrix_id: *matrix_id,
             cell,
             repetition,
             seq,
             state: RunState::Queued,
             attempt: 0,
-            agent_id: String::new(),
+            agent_id: None,
             result: None,
         };
         ids.push(rec.run_id.clone());

@@ -49,6 +49,7 @@ use tracing::{error, warn};
 use super::{Error, Event, MatrixMem, Reply, Scheduler};
 use crate::archive;
 use crate::cell::Cell;
+use crate::ids::{CellIndex, MatrixId};
 use crate::metrics::{Ended, ResultsGauges, series};
 use crate::results::{self, Point};
 use crate::store::RunRecord;
@@ -115,14 +116,18 @@ impl Versions {
 /// written by the worker (and by the scheduler thread at start-up), read
 /// by the scheduler thread.
 #[derive(Clone, Default)]
-pub(super) struct Cache(Arc<RwLock<HashMap<String, Versioned>>>);
+pub(super) struct Cache(Arc<RwLock<HashMap<MatrixId, Versioned>>>);
 
 /// A summary and the version of the matrix it reflects.
 type Versioned = (u64, Arc<GetResultsResponse>);
 
 impl Cache {
     /// The summaries of `matrix_id` if they reflect `version` or later.
-    pub(super) fn get(&self, matrix_id: &str, version: u64) -> Option<Arc<GetResultsResponse>> {
+    pub(super) fn get(
+        &self,
+        matrix_id: &MatrixId,
+        version: u64,
+    ) -> Option<Arc<GetResultsResponse>> {
         // Entries are replaced whole: a poisoned lock still holds whole ones.
         let map = self.0.read().unwrap_or_else(|e| e.into_inner());
         map.get(matrix_id)
@@ -131,18 +136,18 @@ impl Cache {
     }
 
     /// An archived matrix leaves the cache with the rest of memory.
-    pub(super) fn remove(&self, matrix_id: &str) {
+    pub(super) fn remove(&self, matrix_id: &MatrixId) {
         let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
         map.remove(matrix_id);
     }
 
     /// Keeps `summary` unless the cache has a later version already.
-    pub(super) fn put(&self, matrix_id: &str, version: u64, summary: Arc<GetResultsResponse>) {
+    pub(super) fn put(&self, matrix_id: &MatrixId, version: u64, summary: Arc<GetResultsResponse>) {
         let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
         match map.get(matrix_id) {
             Some((v, _)) if *v >= version => {}
             _ => {
-                map.insert(matrix_id.to_owned(), (version, summary));
+                map.insert(*matrix_id, (version, summary));
             }
         }
     }
@@ -150,7 +155,7 @@ impl Cache {
 
 /// Everything a matrix's summaries are computed from, at one version.
 pub(super) struct Snapshot {
-    matrix_id: String,
+    matrix_id: MatrixId,
     version: u64,
     cells: Vec<Cell>,
     /// The ended runs, in dispatch order.
@@ -175,7 +180,7 @@ pub(super) enum Job {
     Archive(Box<ArchiveWork>),
     /// Answer `GetResults` from the summary of `version`.
     Wait {
-        matrix_id: String,
+        matrix_id: MatrixId,
         version: u64,
         status: Option<MatrixStatus>,
         reply: Reply<Results>,
@@ -188,10 +193,10 @@ pub(super) struct Worker {
     cache: Cache,
     /// Ended matrices whose snapshot found the queue full, by id: sent at a
     /// later batch. At most one entry per matrix in memory.
-    pending: BTreeSet<String>,
+    pending: BTreeSet<MatrixId>,
     /// Ended matrices whose summaries failed (the archive was unreachable):
     /// summarised again at a later tick.
-    retry: BTreeSet<String>,
+    retry: BTreeSet<MatrixId>,
     /// Not before then: an unreachable archive may hold the worker for its
     /// whole timeout at each attempt, with `GetResults` queued behind.
     retry_at: Option<Instant>,
@@ -214,19 +219,19 @@ impl Worker {
 
     /// Whether the summaries of `matrix_id`'s end are made: none wait for
     /// room in the queue or for another try.
-    pub(super) fn settled(&self, matrix_id: &str) -> bool {
+    pub(super) fn settled(&self, matrix_id: &MatrixId) -> bool {
         !self.pending.contains(matrix_id) && !self.retry.contains(matrix_id)
     }
 
     /// `matrix_id` left for the archive: nothing of it is kept or sent.
-    pub(super) fn forget(&mut self, matrix_id: &str) {
+    pub(super) fn forget(&mut self, matrix_id: &MatrixId) {
         self.cache.remove(matrix_id);
         self.pending.remove(matrix_id);
     }
 
     /// Ended matrices whose summaries are made again at the next batch
     /// (recovery: the gauges and the schedules' verdicts need them).
-    pub(super) fn again(&mut self, ids: impl IntoIterator<Item = String>) {
+    pub(super) fn again(&mut self, ids: impl IntoIterator<Item = MatrixId>) {
         self.pending.extend(ids);
     }
 
@@ -247,13 +252,13 @@ impl Worker {
                 let mut archivist = Archivist::new(archive);
                 // The partial summaries of each matrix's latest failure, for
                 // the waits of its version.
-                let mut failed: HashMap<String, (u64, Arc<GetResultsResponse>)> =
+                let mut failed: HashMap<MatrixId, (u64, Arc<GetResultsResponse>)> =
                     HashMap::new();
                 // A plain thread: it may block on the channel.
                 while let Some(job) = rx.blocking_recv() {
                     match job {
                         Job::Summarise(snap) => {
-                            let (id, version) = (snap.matrix_id.clone(), snap.version);
+                            let (id, version) = (snap.matrix_id, snap.version);
                             let r = summarise_snapshot(*snap, &shared, &gauges, &events, &mut archivist);
                             match r {
                                 Ok(()) => {
@@ -317,9 +322,9 @@ fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetR
             .iter()
             .map(|r| farm_proto::RunRecord {
                 run_id: r.run_id.to_string(),
-                cell_index: r.cell,
+                cell_index: r.cell.get(),
                 repetition: r.repetition,
-                agent_id: r.agent_id.clone(),
+                agent_id: r.agent_id.map(|a| a.to_string()).unwrap_or_default(),
                 result: r.result.clone(),
             })
             .collect(),
@@ -329,14 +334,14 @@ fn summarise(cells: &[Cell], runs: &[&RunRecord], series: &[Vec<Point>]) -> GetR
 /// The samples the results gauges take of an ended matrix.
 fn ended(
     seq: u64,
-    matrix_id: &str,
+    matrix_id: &MatrixId,
     cells: &[Cell],
     summary: &GetResultsResponse,
     runs: &[&RunRecord],
 ) -> Ended {
     Ended {
         seq,
-        matrix_id: matrix_id.to_owned(),
+        matrix_id: matrix_id.to_string(),
         samples: series::samples(cells, &summary.cells),
         placement: series::placement(cells, &summary.cells, runs),
     }
@@ -413,7 +418,7 @@ fn summarise_snapshot(
                 warn!(matrix = %snap.matrix_id, "histories without their archived past: {e}");
                 if let Some(tx) = events.upgrade() {
                     let _ = tx.blocking_send(Event::Results(ResultsEvent::Failed {
-                        matrix_id: snap.matrix_id.clone(),
+                        matrix_id: snap.matrix_id,
                         version: snap.version,
                         ended: snap.ended.is_some(),
                         error: e.clone(),
@@ -429,7 +434,7 @@ fn summarise_snapshot(
         if let Some(tx) = events.upgrade() {
             // Waits for room: the scheduler never waits for this thread.
             let _ = tx.blocking_send(Event::Results(ResultsEvent::Summarised {
-                matrix_id: snap.matrix_id.clone(),
+                matrix_id: snap.matrix_id,
                 summary: summary.clone(),
             }));
         }
@@ -472,13 +477,13 @@ pub(super) fn summary_of(
 /// What the results feature is asked, and told by its worker.
 pub enum ResultsEvent {
     Get {
-        matrix_id: String,
+        matrix_id: MatrixId,
         reply: Reply<Results>,
     },
     /// From the worker: the summaries of `version` could not be computed
     /// (the archive failed the histories' past).
     Failed {
-        matrix_id: String,
+        matrix_id: MatrixId,
         version: u64,
         ended: bool,
         /// Why the archive could not give the histories' past.
@@ -486,7 +491,7 @@ pub enum ResultsEvent {
     },
     /// From the worker: an ended matrix's summaries.
     Summarised {
-        matrix_id: String,
+        matrix_id: MatrixId,
         summary: Arc<GetResultsResponse>,
     },
 }
@@ -510,7 +515,7 @@ impl Scheduler {
     /// `GetResults`: from the cache when it has this version of the
     /// matrix, else from the worker once it has computed it (see the top of
     /// this file for why the answer is never stale).
-    pub(super) fn results(&mut self, matrix_id: &str, reply: Reply<Results>) {
+    pub(super) fn results(&mut self, matrix_id: &MatrixId, reply: Reply<Results>) {
         let Some(m) = self.matrices.get(matrix_id) else {
             let e = self.unknown_matrix(matrix_id);
             self.reply(reply, Err(e));
@@ -538,7 +543,7 @@ impl Scheduler {
         if let Some(m) = self.matrices.get_mut(matrix_id) {
             m.results.requested = version;
         }
-        let matrix_id = matrix_id.to_owned();
+        let matrix_id = *matrix_id;
         self.after_commit.push(Box::new(move || {
             if let Some((slot, s)) = snapshot {
                 slot.send(Job::Summarise(s));
@@ -571,13 +576,13 @@ impl Scheduler {
     /// An input of the summaries of the matrix's `cell` changed (a run of
     /// it ended): that matrix and every matrix with a cell on the same
     /// series (their histories show this cell) get a new version.
-    pub(super) fn results_changed(&mut self, matrix_id: &str, cell: u32) {
+    pub(super) fn results_changed(&mut self, matrix_id: &MatrixId, cell: CellIndex) {
         let g = self.summaries.next_version();
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
         m.results.version = g;
-        let Some(key) = m.series_keys.get(cell as usize) else {
+        let Some(key) = m.series_keys.get(cell.at()) else {
             return;
         };
         let seqs: Vec<u64> = self.series.cells(key).map(|(seq, _)| seq).collect();
@@ -595,13 +600,13 @@ impl Scheduler {
     /// A matrix just ended with every run done: the worker summarises it
     /// for the gauges and the cache now, not at the first `GetResults`.
     /// Called after the commit.
-    pub(super) fn summarise_ended(&mut self, matrix_id: &str) {
+    pub(super) fn summarise_ended(&mut self, matrix_id: &MatrixId) {
         let Some(m) = self.matrices.get(matrix_id) else {
             self.summaries.pending.remove(matrix_id);
             return;
         };
         let Some(slot) = self.summaries.slot() else {
-            self.summaries.pending.insert(matrix_id.to_owned());
+            self.summaries.pending.insert(*matrix_id);
             return;
         };
         self.summaries.pending.remove(matrix_id);
@@ -615,7 +620,7 @@ impl Scheduler {
     /// After each batch: the ended matrices that found the queue full, while
     /// it has room.
     pub(super) fn summarise_pending(&mut self) {
-        let pending: Vec<String> = self.summaries.pending.iter().cloned().collect();
+        let pending: Vec<MatrixId> = self.summaries.pending.iter().copied().collect();
         for id in pending {
             self.summarise_ended(&id);
             if self.summaries.pending.contains(&id) {
@@ -626,7 +631,7 @@ impl Scheduler {
 
     /// The worker computed an ended matrix's summaries: an execution of a
     /// schedule keeps what `farmctl schedules` shows of it.
-    pub(super) fn summarised(&mut self, matrix_id: &str, summary: &GetResultsResponse) {
+    pub(super) fn summarised(&mut self, matrix_id: &MatrixId, summary: &GetResultsResponse) {
         let Some(m) = self.matrices.get_mut(matrix_id) else {
             return;
         };
@@ -682,7 +687,7 @@ impl Scheduler {
             .map(|s| s.map(|(key, live)| (key.to_vec(), live.iter().map(|p| p.point()).collect())))
             .collect();
         Snapshot {
-            matrix_id: m.rec.id.clone(),
+            matrix_id: m.rec.id,
             version: m.results.version,
             cells: m.rec.cells.clone(),
             runs: self.ended_runs(m).into_iter().cloned().collect(),
@@ -696,7 +701,7 @@ impl Scheduler {
     /// summarised again at a later tick.
     pub(super) fn summary_failed(
         &mut self,
-        matrix_id: &str,
+        matrix_id: &MatrixId,
         version: u64,
         ended: bool,
         error: &str,
@@ -708,7 +713,7 @@ impl Scheduler {
             m.results.requested = NONE_REQUESTED;
         }
         if ended {
-            self.summaries.retry.insert(matrix_id.to_owned());
+            self.summaries.retry.insert(*matrix_id);
             self.summaries.retry_at = Some(Instant::now() + crate::archive::ARCHIVE_RETRY);
             // It cannot leave without its summaries: the archive failed it.
             self.archive_failed(matrix_id, error);

@@ -12,8 +12,9 @@ use farm_proto::{
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::{Error, MatrixMem, Reply, Scheduler, now_ms, random_id};
+use super::{Error, MatrixMem, Reply, Scheduler, now_ms};
 use crate::cell::Cell;
+use crate::ids::{MatrixId, ScheduleId};
 use crate::matrix::{self, Matrix};
 use crate::results;
 use crate::schedule;
@@ -34,14 +35,14 @@ const HOUR_MS: u64 = 3_600_000;
 pub enum ScheduleEvent {
     /// The cron driver: `at_ms` is due for this schedule.
     CronDue {
-        schedule_id: String,
+        schedule_id: ScheduleId,
         at_ms: u64,
     },
     List {
         reply: Reply<Vec<ScheduleInfo>>,
     },
     Cancel {
-        schedule_id: String,
+        schedule_id: ScheduleId,
         reply: Reply<()>,
     },
 }
@@ -50,7 +51,7 @@ pub enum ScheduleEvent {
 /// of the scheduler tells it of executions through the methods below and
 /// applies the store operations they return.
 pub(super) struct Schedules {
-    by_id: BTreeMap<String, ScheduleMem>,
+    by_id: BTreeMap<ScheduleId, ScheduleMem>,
     /// A schedule was made, cancelled or executed in this batch: the cron
     /// driver hears of it after the commit.
     changed: bool,
@@ -73,15 +74,15 @@ impl Schedules {
 
     /// A stored schedule, at recovery.
     pub(super) fn recovered(&mut self, rec: ScheduleRecord) {
-        self.by_id.insert(rec.id.clone(), ScheduleMem::new(rec));
+        self.by_id.insert(rec.id, ScheduleMem::new(rec));
         self.changed = true;
     }
 
     /// A stored execution of `schedule_id`, at recovery: matrices load in
     /// submission order, so executions stay in order.
-    pub(super) fn execution_recovered(&mut self, schedule_id: &str, matrix_id: &str) {
+    pub(super) fn execution_recovered(&mut self, schedule_id: &ScheduleId, matrix_id: &MatrixId) {
         if let Some(s) = self.by_id.get_mut(schedule_id) {
-            s.executions.push(matrix_id.to_owned());
+            s.executions.push(*matrix_id);
         }
     }
 
@@ -95,31 +96,35 @@ impl Schedules {
     }
 
     /// The latest execution of `schedule_id`.
-    pub(super) fn latest_execution(&self, schedule_id: &str) -> Option<&str> {
+    pub(super) fn latest_execution(&self, schedule_id: &ScheduleId) -> Option<MatrixId> {
         self.by_id
             .get(schedule_id)
             .and_then(|s| s.executions.last())
-            .map(String::as_str)
+            .copied()
     }
 
     /// An execution ended and was summarised: what it found is kept for
     /// `farmctl schedules`. Whether its schedule bisects what regressed.
     pub(super) fn execution_summarised(
         &mut self,
-        schedule_id: &str,
-        matrix_id: &str,
+        schedule_id: &ScheduleId,
+        matrix_id: &MatrixId,
         verdicts: Verdicts,
     ) -> bool {
         let Some(s) = self.by_id.get_mut(schedule_id) else {
             return false;
         };
-        s.verdicts.insert(matrix_id.to_owned(), verdicts);
+        s.verdicts.insert(*matrix_id, verdicts);
         s.bisect
     }
 
     /// An execution left for the archive: forgotten here and counted in
     /// the schedule's record, which is returned to be stored.
-    pub(super) fn execution_archived(&mut self, schedule_id: &str, matrix_id: &str) -> Option<Op> {
+    pub(super) fn execution_archived(
+        &mut self,
+        schedule_id: &ScheduleId,
+        matrix_id: &MatrixId,
+    ) -> Option<Op> {
         let s = self.by_id.get_mut(schedule_id)?;
         s.executions.retain(|id| id != matrix_id);
         s.verdicts.remove(matrix_id);
@@ -133,7 +138,7 @@ impl Schedules {
             .values()
             .filter(|s| !s.rec.cancelled && s.cron.is_some())
             .map(|s| CronEntry {
-                schedule_id: s.rec.id.clone(),
+                schedule_id: s.rec.id,
                 cron: s.rec.cron.clone(),
                 last_ms: s.rec.last_cron_ms,
             })
@@ -147,10 +152,10 @@ struct ScheduleMem {
     cron: Option<croner::Cron>,
     glob: Option<glob::Pattern>,
     /// Its executions' matrix ids, oldest first.
-    executions: Vec<String>,
+    executions: Vec<MatrixId>,
     /// What the executions that ended since the coordinator started found
     /// (from the summaries the results worker made when each ended).
-    verdicts: HashMap<String, Verdicts>,
+    verdicts: HashMap<MatrixId, Verdicts>,
     /// `[schedule] bisect`, read from the file when the record is loaded.
     bisect: bool,
 }
@@ -195,7 +200,7 @@ pub(super) fn verdicts(cells: &[Cell], summaries: &[CellSummary]) -> Verdicts {
 /// What the cron driver needs of a schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronEntry {
-    pub schedule_id: String,
+    pub schedule_id: ScheduleId,
     pub cron: String,
     /// The latest instant executed; the next is after it.
     pub last_ms: u64,
@@ -266,7 +271,7 @@ impl Scheduler {
         });
         let now = now_ms();
         let mut rec = ScheduleRecord {
-            id: random_id("s"),
+            id: ScheduleId::random(),
             name: matrix.name.clone(),
             file_name,
             source,
@@ -297,13 +302,13 @@ impl Scheduler {
             matrix_id: String::new(),
             cells: matrix.cells.len() as u32,
             runs: matrix::runs(&matrix).len() as u32,
-            schedule_id: rec.id.clone(),
+            schedule_id: rec.id.to_string(),
             next_unix_ms: next,
         };
         self.ops.push(Op::PutSchedule(Box::new(rec.clone())));
         self.schedules
             .by_id
-            .insert(rec.id.clone(), ScheduleMem { rec, ..mem });
+            .insert(rec.id, ScheduleMem { rec, ..mem });
         self.schedules.changed = true;
         response
     }
@@ -313,7 +318,7 @@ impl Scheduler {
     /// instant that finds the previous execution still running is skipped:
     /// two executions would compete for the same machines, and a schedule
     /// slower than its period would queue without end.
-    pub(super) fn cron_due(&mut self, id: &str, at_ms: u64) {
+    pub(super) fn cron_due(&mut self, id: &ScheduleId, at_ms: u64) {
         // Any of its executions: a trigger's may have ended after a cron
         // one that still runs.
         let previous_running = self.schedules.by_id.get(id).is_some_and(|s| {
@@ -345,17 +350,17 @@ impl Scheduler {
     /// a trigger runs once for every matching kernel it has not seen.
     pub(super) fn catalogue_changed(&mut self, caps: &Capabilities) {
         let cat = schedule::catalogue(caps);
-        let mut due: Vec<(String, String)> = Vec::new();
+        let mut due: Vec<(ScheduleId, String)> = Vec::new();
         for (id, s) in &mut self.schedules.by_id {
             let Some(g) = &s.glob else { continue };
             if s.rec.cancelled {
                 continue;
             }
             let fresh = schedule::new_kernels(g, &cat, &s.rec.seen_kernels);
-            due.extend(fresh.into_iter().map(|k| (id.clone(), k)));
+            due.extend(fresh.into_iter().map(|k| (*id, k)));
         }
         let now = now_ms();
-        let mut skipped: HashMap<String, u64> = HashMap::new();
+        let mut skipped: HashMap<ScheduleId, u64> = HashMap::new();
         for (id, kernel) in due {
             if self.triggered_within_hour(&id, now) >= MAX_TRIGGERED_EXECUTIONS_PER_HOUR {
                 *skipped.entry(id).or_default() += 1;
@@ -385,7 +390,7 @@ impl Scheduler {
     /// How many executions kernel triggers started for `id` in the hour
     /// before `now_ms`, from its executions' matrices (so a restart
     /// forgets none).
-    fn triggered_within_hour(&self, id: &str, now_ms: u64) -> usize {
+    fn triggered_within_hour(&self, id: &ScheduleId, now_ms: u64) -> usize {
         let Some(s) = self.schedules.by_id.get(id) else {
             return 0;
         };
@@ -405,7 +410,7 @@ impl Scheduler {
 
     /// Submits one execution of a schedule as a matrix of its own; false
     /// when the matrix refuses it (nothing is then submitted).
-    fn execute(&mut self, id: &str, at_ms: u64, kernel: Option<String>) -> bool {
+    fn execute(&mut self, id: &ScheduleId, at_ms: u64, kernel: Option<String>) -> bool {
         let Some(s) = self.schedules.by_id.get(id) else {
             return false;
         };
@@ -426,20 +431,20 @@ impl Scheduler {
             at_ms,
             kernel: kernel.unwrap_or_default(),
         };
-        let r = self.submit_matrix(m, file_name, source, "", Some(execution));
-        info!(schedule = %id, matrix = %r.matrix_id, at_ms, "schedule executed");
+        let (matrix, _) = self.submit_matrix(m, file_name, source, "", Some(execution));
+        info!(schedule = %id, matrix = %matrix, at_ms, "schedule executed");
         if let Some(s) = self.schedules.by_id.get_mut(id) {
-            s.executions.push(r.matrix_id);
+            s.executions.push(matrix);
         }
         true
     }
 
-    pub(super) fn cancel_schedule(&mut self, id: &str) -> Result<(), Error> {
+    pub(super) fn cancel_schedule(&mut self, id: &ScheduleId) -> Result<(), Error> {
         let s = self
             .schedules
             .by_id
             .get_mut(id)
-            .ok_or_else(|| Error::UnknownSchedule(id.to_owned()))?;
+            .ok_or_else(|| Error::UnknownSchedule(id.to_string()))?;
         if !s.rec.cancelled {
             s.rec.cancelled = true;
             self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
@@ -458,7 +463,7 @@ impl Scheduler {
             .values()
             .filter(|s| !s.rec.cancelled)
             .map(|s| ScheduleInfo {
-                schedule_id: s.rec.id.clone(),
+                schedule_id: s.rec.id.to_string(),
                 name: s.rec.name.clone(),
                 file_name: s.rec.file_name.clone(),
                 cron: s.rec.cron.clone(),
@@ -487,7 +492,7 @@ impl Scheduler {
             .status(&m.rec.id)
             .map_or(m.status.borrow().state, |st| st.state);
         let mut summary = ExecutionSummary {
-            matrix_id: m.rec.id.clone(),
+            matrix_id: m.rec.id.to_string(),
             at_unix_ms: m.rec.execution.as_ref().map_or(0, |e| e.at_ms),
             kernel: m
                 .rec

@@ -109,12 +109,13 @@ impl Farm {
         self.h
             .call(|reply| Event::Register {
                 capabilities,
-                resume_agent_id: String::new(),
+                resume_agent_id: None,
                 identity: None,
                 reply,
             })
             .await
             .unwrap()
+            .to_string()
     }
 
     /// A `Register` with a certificate's name (`identity`) or a token's
@@ -122,7 +123,8 @@ impl Farm {
     async fn register_as(&self, identity: Option<&str>, resume: &str) -> Result<String, Error> {
         let capabilities = Box::new(caps());
         let identity = identity.map(|n| Name::parse(n).unwrap());
-        let resume_agent_id = resume.to_owned();
+        // As `service` reads it: an id that is none of ours resumes nothing.
+        let resume_agent_id = resume.parse().ok();
         self.h
             .call(|reply| Event::Register {
                 capabilities,
@@ -131,6 +133,7 @@ impl Farm {
                 reply,
             })
             .await
+            .map(|id| id.to_string())
     }
 
     async fn submit(&self, reps: u32) -> String {
@@ -167,6 +170,7 @@ impl Farm {
         };
         self.h
             .call(|reply| Event::SessionOpen {
+                agent_id: agent_id.parse().unwrap(),
                 hello,
                 identity: None,
                 session,
@@ -189,7 +193,7 @@ impl Farm {
     fn send(&self, agent_id: &str, msg: agent_message::Msg) {
         self.h
             .try_send(Event::FromAgent {
-                agent_id: agent_id.into(),
+                agent_id: agent_id.parse().unwrap(),
                 msg: Box::new(msg),
                 permit: None,
             })
@@ -219,7 +223,7 @@ impl Farm {
     }
 
     async fn counts(&self, matrix_id: &str) -> RunCounts {
-        let matrix_id = matrix_id.to_string();
+        let matrix_id = matrix_id.parse().unwrap();
         let st = self
             .h
             .call(|reply| Event::Status { matrix_id, reply })
@@ -250,7 +254,7 @@ async fn a_late_result_of_an_earlier_attempt_does_not_free_the_busy_agent() {
     assert_eq!(drain(&mut rx), vec![format!("assign {r0}@1")]);
     farm.h
         .try_send(Event::SessionClosed {
-            agent_id: a.clone(),
+            agent_id: a.parse().unwrap(),
             session: 1,
         })
         .unwrap();
@@ -324,7 +328,7 @@ async fn losing_an_adopted_run_leaves_the_other_agents_attempt_alone() {
     assert_eq!(drain(&mut ra), vec![format!("assign {r0}@1")]);
     farm.h
         .try_send(Event::SessionClosed {
-            agent_id: a.clone(),
+            agent_id: a.parse().unwrap(),
             session: 1,
         })
         .unwrap();
@@ -347,7 +351,7 @@ async fn losing_an_adopted_run_leaves_the_other_agents_attempt_alone() {
         .await;
     farm.h
         .try_send(Event::SessionClosed {
-            agent_id: a.clone(),
+            agent_id: a.parse().unwrap(),
             session: 3,
         })
         .unwrap();
@@ -383,7 +387,7 @@ async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
     // Reconnect at once (before the lease ends) with the result pending, then vanish.
     farm.h
         .try_send(Event::SessionClosed {
-            agent_id: a.clone(),
+            agent_id: a.parse().unwrap(),
             session: 1,
         })
         .unwrap();
@@ -400,7 +404,7 @@ async fn a_pending_result_that_never_arrives_is_still_guarded_by_the_lease() {
         .await;
     farm.h
         .try_send(Event::SessionClosed {
-            agent_id: a.clone(),
+            agent_id: a.parse().unwrap(),
             session: 2,
         })
         .unwrap();
@@ -441,7 +445,7 @@ async fn play_with(
             // Closed, so that the next `play` may open it again.
             farm.h
                 .try_send(Event::SessionClosed {
-                    agent_id: agent.into(),
+                    agent_id: agent.parse().unwrap(),
                     session: 1,
                 })
                 .unwrap();
@@ -485,7 +489,7 @@ async fn submit_text(farm: &Farm, text: &str) -> String {
 }
 
 async fn results_of(farm: &Farm, matrix_id: &str) -> GetResultsResponse {
-    let matrix_id = matrix_id.to_string();
+    let matrix_id = matrix_id.parse().unwrap();
     farm.h
         .call(|reply| Event::Results(ResultsEvent::Get { matrix_id, reply }))
         .await
@@ -688,7 +692,7 @@ async fn every_answer_is_of_the_moment_it_was_asked() {
             let (reply, rx) = oneshot::channel();
             farm.h
                 .try_send(Event::Results(ResultsEvent::Get {
-                    matrix_id: m.clone(),
+                    matrix_id: m.parse().unwrap(),
                     reply,
                 }))
                 .unwrap();
@@ -732,13 +736,14 @@ fn a_stale_summary_never_replaces_a_newer_one() {
         runs: vec![farm_proto::RunRecord::default()],
         ..Default::default()
     });
-    cache.put("m", 2, newer.clone());
-    cache.put("m", 1, std::sync::Arc::new(GetResultsResponse::default()));
-    assert_eq!(cache.get("m", 2), Some(newer.clone()));
+    let m = &MatrixId::nth(1);
+    cache.put(m, 2, newer.clone());
+    cache.put(m, 1, std::sync::Arc::new(GetResultsResponse::default()));
+    assert_eq!(cache.get(m, 2), Some(newer.clone()));
     // Nor is a summary given for a version it does not reflect.
-    assert_eq!(cache.get("m", 3), None);
-    cache.put("m", 3, std::sync::Arc::new(GetResultsResponse::default()));
-    assert_ne!(cache.get("m", 3), Some(newer));
+    assert_eq!(cache.get(m, 3), None);
+    cache.put(m, 3, std::sync::Arc::new(GetResultsResponse::default()));
+    assert_ne!(cache.get(m, 3), Some(newer));
 }
 
 impl Farm {
@@ -888,7 +893,7 @@ async fn one_run_leased() -> (Farm, String, String, String, Rx) {
 async fn a_live_session_cannot_be_taken_over() {
     let (farm, m, r0, victim, mut rx) = one_run_leased().await;
     let capabilities = Box::new(caps());
-    let resume = victim.clone();
+    let resume = victim.parse().ok();
     let got = farm
         .h
         .call(|reply| Event::Register {
@@ -967,7 +972,11 @@ async fn absent_agents_are_forgotten_after_their_expiry() {
         .unwrap()
         .load()
         .unwrap();
-    let stored: Vec<String> = stored.agents.into_iter().map(|a| a.agent_id).collect();
+    let stored: Vec<String> = stored
+        .agents
+        .into_iter()
+        .map(|a| a.agent_id.to_string())
+        .collect();
     assert_eq!(stored, vec![here]);
 }
 
@@ -1103,6 +1112,10 @@ impl Farm {
     ) -> Result<(), Error> {
         let identity = identity.map(|n| Name::parse(n).unwrap());
         let (tx, _rx) = mpsc::channel(AGENT_OUTBOX_CAPACITY);
+        // As `service` reads it: an id that is none of ours is unknown.
+        let Ok(id) = agent_id.parse() else {
+            return Err(Error::UnknownAgent(agent_id.into()));
+        };
         let hello = Hello {
             agent_id: agent_id.into(),
             running: None,
@@ -1110,6 +1123,7 @@ impl Farm {
         };
         self.h
             .call(|reply| Event::SessionOpen {
+                agent_id: id,
                 hello,
                 identity,
                 session,
@@ -1167,7 +1181,7 @@ async fn an_agent_id_is_bound_to_its_certificate() {
     ));
     farm.h
         .send(Event::SessionClosed {
-            agent_id: n1.clone(),
+            agent_id: n1.parse().unwrap(),
             session: 4,
         })
         .await
@@ -1375,7 +1389,7 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
     assert_eq!(archived(), 4);
     let mut live = Vec::new();
     for id in &ids {
-        let matrix_id = id.clone();
+        let matrix_id = id.parse().unwrap();
         let known = farm
             .h
             .call(|reply| Event::Status { matrix_id, reply })
@@ -1388,7 +1402,10 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
     let mut archive = crate::archive::Location::Sqlite(farm._dir.path().join("db"))
         .open()
         .unwrap();
-    let first = archive.matrix(&ids[0]).unwrap().expect("archived");
+    let first = archive
+        .matrix(ids[0].parse().unwrap())
+        .unwrap()
+        .expect("archived");
     assert_eq!(first.results.cells.len(), 1);
     assert_eq!(first.results.cells[0].history[0].points.len(), 1);
     // Its one point is in the series index, under its cell's series.
@@ -1400,8 +1417,8 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
         .unwrap();
     assert_eq!(points.len(), 1);
     assert_eq!(
-        (points[0].matrix_id.as_str(), points[0].cell),
-        (ids[0].as_str(), 0)
+        (points[0].matrix_id.to_string(), points[0].cell),
+        (ids[0].clone(), 0)
     );
     let wall = points[0]
         .medians

@@ -53,6 +53,7 @@ use batch::{Write, Writes};
 
 use super::{AgentRecord, Backend, Error, MatrixRecord, Op, Result, Snapshot};
 use crate::identity::Name;
+use crate::ids::{AgentId, MatrixId};
 
 /// How long one request to etcd may take before it is tried again.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -99,9 +100,9 @@ pub struct Etcd {
     fence: Fence,
     limits: Limits,
     /// Live matrix ids, and the agent ↔ certificate bindings (see above).
-    matrices: HashSet<String>,
-    bindings: HashMap<String, Name>,
-    bound: HashMap<Name, String>,
+    matrices: HashSet<MatrixId>,
+    bindings: HashMap<AgentId, Name>,
+    bound: HashMap<Name, AgentId>,
     /// The next write-ahead record's number in this term.
     wal_next: u64,
     /// Transactions left before a simulated crash ([`Etcd::crash_after`]).
@@ -388,10 +389,10 @@ impl Etcd {
         for op in ops {
             match op {
                 Op::PutMatrix(m, runs) => {
-                    if self.matrices.contains(&m.id) || !stage.matrices.insert(m.id.clone()) {
-                        return Err(Error::Exists(m.id.clone()));
+                    if self.matrices.contains(&m.id) || !stage.matrices.insert(m.id) {
+                        return Err(Error::Exists(m.id));
                     }
-                    out.push(put(self.key("m", &m.id), records::matrix(m)));
+                    out.push(put(self.key("m", &m.id.to_string()), records::matrix(m)));
                     for c in &m.cells {
                         let id = format!("{}/{:010}", m.id, c.index);
                         out.push(put(
@@ -400,7 +401,7 @@ impl Etcd {
                         ));
                     }
                     if m.cancelled {
-                        out.push(put(self.key("x", &m.id), Vec::new()));
+                        out.push(put(self.key("x", &m.id.to_string()), Vec::new()));
                     }
                     for r in runs {
                         let id = format!("{}/{}", r.matrix_id, r.run_id);
@@ -411,31 +412,36 @@ impl Etcd {
                     let id = format!("{}/{}", r.matrix_id, r.run_id);
                     out.push(put(self.key("r", &id), records::run(r)));
                 }
-                Op::CancelMatrix(id) => out.push(put(self.key("x", id), Vec::new())),
+                Op::CancelMatrix(id) => out.push(put(self.key("x", &id.to_string()), Vec::new())),
                 Op::PutAgent(a) => {
                     let identity = stage.bind(self, a)?;
                     let rec = AgentRecord {
                         identity,
                         ..(**a).clone()
                     };
-                    out.push(put(self.key("a", &a.agent_id), records::agent(&rec)));
+                    out.push(put(
+                        self.key("a", &a.agent_id.to_string()),
+                        records::agent(&rec),
+                    ));
                 }
                 Op::ForgetAgent(id) => {
                     stage.unbind(self, id);
                     out.push(Write {
-                        key: self.key("a", id),
+                        key: self.key("a", &id.to_string()),
                         value: None,
                     });
                 }
-                Op::PutSchedule(s) => out.push(put(self.key("s", &s.id), records::schedule(s))),
+                Op::PutSchedule(s) => {
+                    out.push(put(self.key("s", &s.id.to_string()), records::schedule(s)))
+                }
                 Op::PutBisection(b) => {
                     out.push(put(self.key("b", &b.bisection_id), b.encode_to_vec()))
                 }
                 Op::ForgetMatrix { id, cells, runs } => {
-                    stage.forgotten.insert(id.clone());
+                    stage.forgotten.insert(*id);
                     let delete = |key: Vec<u8>| Write { key, value: None };
-                    out.push(delete(self.key("m", id)));
-                    out.push(delete(self.key("x", id)));
+                    out.push(delete(self.key("m", &id.to_string())));
+                    out.push(delete(self.key("x", &id.to_string())));
                     for index in 0..*cells {
                         out.push(delete(self.key("c", &format!("{id}/{index:010}"))));
                     }
@@ -452,26 +458,26 @@ impl Etcd {
 /// The mirror's changes by a batch not yet written.
 #[derive(Default)]
 struct Stage {
-    matrices: HashSet<String>,
+    matrices: HashSet<MatrixId>,
     /// Matrices the batch deletes (archived).
-    forgotten: HashSet<String>,
+    forgotten: HashSet<MatrixId>,
     /// agent → its binding after the batch (`None`: none).
-    bindings: HashMap<String, Option<Name>>,
+    bindings: HashMap<AgentId, Option<Name>>,
     /// identity → the agent it binds after the batch (`None`: none).
-    bound: HashMap<Name, Option<String>>,
+    bound: HashMap<Name, Option<AgentId>>,
 }
 
 impl Stage {
-    fn binding(&self, s: &Etcd, agent: &str) -> Option<Name> {
+    fn binding(&self, s: &Etcd, agent: &AgentId) -> Option<Name> {
         match self.bindings.get(agent) {
             Some(b) => b.clone(),
             None => s.bindings.get(agent).cloned(),
         }
     }
 
-    fn holder(&self, s: &Etcd, identity: &Name) -> Option<String> {
+    fn holder(&self, s: &Etcd, identity: &Name) -> Option<AgentId> {
         match self.bound.get(identity) {
-            Some(h) => h.clone(),
+            Some(h) => *h,
             None => s.bound.get(identity).cloned(),
         }
     }
@@ -489,21 +495,19 @@ impl Stage {
         if let Some(other) = self.holder(s, identity) {
             return Err(Error::IdentityTaken {
                 identity: identity.to_string(),
-                agent: other,
+                agent: other.to_string(),
             });
         }
-        self.bindings
-            .insert(a.agent_id.clone(), Some(identity.clone()));
-        self.bound
-            .insert(identity.clone(), Some(a.agent_id.clone()));
+        self.bindings.insert(a.agent_id, Some(identity.clone()));
+        self.bound.insert(identity.clone(), Some(a.agent_id));
         Ok(Some(identity.clone()))
     }
 
-    fn unbind(&mut self, s: &Etcd, agent: &str) {
+    fn unbind(&mut self, s: &Etcd, agent: &AgentId) {
         if let Some(identity) = self.binding(s, agent) {
             self.bound.insert(identity, None);
         }
-        self.bindings.insert(agent.to_owned(), None);
+        self.bindings.insert(*agent, None);
     }
 }
 
@@ -588,7 +592,7 @@ impl Backend for Etcd {
                 None => return Err(Error::Orphan(format!("the cancel of matrix {id}"))),
             }
         }
-        self.matrices = matrices.keys().cloned().collect();
+        self.matrices = matrices.values().map(|m| m.id).collect();
         for (id, m) in matrices {
             let mut cells = wire.remove(&id).unwrap_or_default();
             cells.sort_by_key(|c| c.index);
@@ -604,8 +608,8 @@ impl Backend for Etcd {
         self.bound.clear();
         for a in &snap.agents {
             if let Some(n) = &a.identity {
-                self.bindings.insert(a.agent_id.clone(), n.clone());
-                self.bound.insert(n.clone(), a.agent_id.clone());
+                self.bindings.insert(a.agent_id, n.clone());
+                self.bound.insert(n.clone(), a.agent_id);
             }
         }
         Ok(snap)

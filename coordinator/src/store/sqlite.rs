@@ -118,15 +118,15 @@ impl Backend for Sqlite {
                     tx.execute(
                         "INSERT INTO matrices (id, seq, name, file_name, source, submitted_ms, timeout_s, cancelled)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                        params![m.id, m.seq as i64, m.name, m.file_name, m.source, m.submitted_ms as i64, m.timeout_s, m.cancelled],
+                        params![m.id.to_string(), m.seq as i64, m.name, m.file_name, m.source, m.submitted_ms as i64, m.timeout_s, m.cancelled],
                     )?;
                     let mut cell_stmt = tx.prepare_cached(
                         "INSERT INTO cells (matrix_id, idx, cell) VALUES (?1, ?2, ?3)",
                     )?;
                     for c in &m.cells {
                         cell_stmt.execute(params![
-                            m.id,
-                            c.index,
+                            m.id.to_string(),
+                            c.index.get(),
                             farm_proto::Cell::from(c).encode_to_vec()
                         ])?;
                     }
@@ -136,7 +136,7 @@ impl Backend for Sqlite {
                     if let Some(e) = &m.execution {
                         tx.execute(
                             "INSERT INTO executions (matrix_id, schedule_id, at_ms, kernel) VALUES (?1, ?2, ?3, ?4)",
-                            params![m.id, e.schedule_id, e.at_ms as i64, e.kernel],
+                            params![m.id.to_string(), e.schedule_id.to_string(), e.at_ms as i64, e.kernel],
                         )?;
                     }
                 }
@@ -145,12 +145,12 @@ impl Backend for Sqlite {
                     tx.execute(
                         "INSERT OR REPLACE INTO schedules (id, name, file_name, source, cron, on_new_kernel, created_ms, last_cron_ms, seen_kernels, cancelled)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                        params![s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms as i64,
+                        params![s.id.to_string(), s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms as i64,
                                 s.last_cron_ms as i64, s.seen_kernels.join("\n"), s.cancelled],
                     )?;
                     tx.execute(
                         "INSERT OR REPLACE INTO schedule_archived (schedule_id, executions) VALUES (?1, ?2)",
-                        params![s.id, s.archived_executions as i64],
+                        params![s.id.to_string(), s.archived_executions as i64],
                     )?;
                 }
                 Op::PutBisection(b) => {
@@ -160,6 +160,7 @@ impl Backend for Sqlite {
                     )?;
                 }
                 Op::ForgetMatrix { id, .. } => {
+                    let id = id.to_string();
                     for table in ["runs", "cells", "executions"] {
                         tx.execute(
                             &format!("DELETE FROM {table} WHERE matrix_id = ?1"),
@@ -172,13 +173,13 @@ impl Backend for Sqlite {
                 Op::CancelMatrix(id) => {
                     tx.execute(
                         "UPDATE matrices SET cancelled = 1 WHERE id = ?1",
-                        params![id],
+                        params![id.to_string()],
                     )?;
                 }
                 Op::PutAgent(a) => {
                     tx.execute(
                         "INSERT OR REPLACE INTO agents (agent_id, capabilities, registered_ms) VALUES (?1, ?2, ?3)",
-                        params![a.agent_id, a.capabilities.encode_to_vec(), a.registered_ms as i64],
+                        params![a.agent_id.to_string(), a.capabilities.encode_to_vec(), a.registered_ms as i64],
                     )?;
                     if let Some(identity) = &a.identity {
                         // Insert, never replace: a binding lasts as long as
@@ -188,11 +189,12 @@ impl Backend for Sqlite {
                         tx.execute(
                             "INSERT INTO agent_identities (agent_id, identity) VALUES (?1, ?2)
                              ON CONFLICT(agent_id) DO NOTHING",
-                            params![a.agent_id, identity.as_str()],
+                            params![a.agent_id.to_string(), identity.as_str()],
                         )?;
                     }
                 }
                 Op::ForgetAgent(id) => {
+                    let id = id.to_string();
                     tx.execute("DELETE FROM agents WHERE agent_id = ?1", params![id])?;
                     tx.execute(
                         "DELETE FROM agent_identities WHERE agent_id = ?1",
@@ -211,40 +213,50 @@ impl Backend for Sqlite {
             "SELECT id, seq, name, file_name, source, submitted_ms, timeout_s, cancelled FROM matrices ORDER BY seq",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok(MatrixRecord {
-                id: r.get(0)?,
-                seq: r.get::<_, i64>(1)? as u64,
-                name: r.get(2)?,
-                file_name: r.get(3)?,
-                source: r.get(4)?,
-                submitted_ms: r.get::<_, i64>(5)? as u64,
-                timeout_s: r.get(6)?,
-                cancelled: r.get(7)?,
-                cells: Vec::new(),
-                execution: None,
-            })
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get::<_, i64>(5)? as u64,
+                r.get(6)?,
+                r.get(7)?,
+            ))
         })?;
         let mut records = Vec::new();
         for m in rows {
-            records.push(m?);
+            let (id, seq, name, file_name, source, submitted_ms, timeout_s, cancelled) = m?;
+            records.push(MatrixRecord {
+                id: id.parse()?,
+                seq,
+                name,
+                file_name,
+                source,
+                submitted_ms,
+                timeout_s,
+                cancelled,
+                cells: Vec::new(),
+                execution: None,
+            });
         }
         let mut stmt = self
             .conn
             .prepare("SELECT matrix_id, schedule_id, at_ms, kernel FROM executions")?;
-        let mut executions: std::collections::HashMap<String, Execution> = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    Execution {
-                        schedule_id: r.get(1)?,
-                        at_ms: r.get::<_, i64>(2)? as u64,
-                        kernel: r.get(3)?,
-                    },
-                ))
-            })?
+        let rows: Vec<(String, String, i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<Result<_, _>>()?;
+        let mut executions = std::collections::HashMap::new();
+        for (matrix, schedule, at_ms, kernel) in rows {
+            let e = Execution {
+                schedule_id: schedule.parse()?,
+                at_ms: at_ms as u64,
+                kernel,
+            };
+            executions.insert(matrix, e);
+        }
         for m in &mut records {
-            m.execution = executions.remove(&m.id);
+            m.execution = executions.remove(&m.id.to_string());
         }
         let mut stmt = self.conn.prepare(
             "SELECT s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms, s.last_cron_ms,
@@ -252,28 +264,33 @@ impl Backend for Sqlite {
              FROM schedules s LEFT JOIN schedule_archived a ON a.schedule_id = s.id
              ORDER BY s.created_ms, s.id",
         )?;
+        // The row, then its id parsed, then the rest of the row.
         let rows = stmt.query_map([], |r| {
-            Ok(ScheduleRecord {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                file_name: r.get(2)?,
-                source: r.get(3)?,
-                cron: r.get(4)?,
-                on_new_kernel: r.get(5)?,
-                created_ms: r.get::<_, i64>(6)? as u64,
-                last_cron_ms: r.get::<_, i64>(7)? as u64,
-                seen_kernels: r
-                    .get::<_, String>(8)?
-                    .split('\n')
-                    .filter(|k| !k.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                cancelled: r.get(9)?,
-                archived_executions: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
-            })
+            let id = r.get::<_, String>(0)?;
+            let record = |id| -> rusqlite::Result<ScheduleRecord> {
+                Ok(ScheduleRecord {
+                    id,
+                    name: r.get(1)?,
+                    file_name: r.get(2)?,
+                    source: r.get(3)?,
+                    cron: r.get(4)?,
+                    on_new_kernel: r.get(5)?,
+                    created_ms: r.get::<_, i64>(6)? as u64,
+                    last_cron_ms: r.get::<_, i64>(7)? as u64,
+                    seen_kernels: r
+                        .get::<_, String>(8)?
+                        .split('\n')
+                        .filter(|k| !k.is_empty())
+                        .map(str::to_owned)
+                        .collect(),
+                    cancelled: r.get(9)?,
+                    archived_executions: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
+                })
+            };
+            Ok(id.parse().map(record))
         })?;
         for s in rows {
-            snap.schedules.push(s?);
+            snap.schedules.push(s???);
         }
         let mut stmt = self
             .conn
@@ -295,7 +312,7 @@ impl Backend for Sqlite {
             .conn
             .prepare("SELECT cell FROM cells WHERE matrix_id = ?1 ORDER BY idx")?;
         for m in records {
-            let blobs = cells.query_map(params![m.id], |r| r.get::<_, Vec<u8>>(0))?;
+            let blobs = cells.query_map(params![m.id.to_string()], |r| r.get::<_, Vec<u8>>(0))?;
             let mut wire: Vec<farm_proto::Cell> = Vec::new();
             for b in blobs {
                 wire.push(decode(&b?, || format!("cell of matrix {}", m.id))?);
@@ -326,13 +343,13 @@ impl Backend for Sqlite {
             };
             snap.runs.push(RunRecord {
                 run_id: run_id.parse()?,
-                matrix_id,
-                cell,
+                matrix_id: matrix_id.parse()?,
+                cell: crate::ids::CellIndex::new(cell),
                 repetition,
                 seq,
                 state: RunState::from_i64(state)?,
                 attempt,
-                agent_id,
+                agent_id: super::run_agent(&agent_id)?,
                 result,
             });
         }
@@ -362,7 +379,7 @@ impl Backend for Sqlite {
                     None => None,
                 };
             snap.agents.push(AgentRecord {
-                agent_id,
+                agent_id: agent_id.parse()?,
                 capabilities,
                 registered_ms,
                 identity,
@@ -379,13 +396,13 @@ fn put_run(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<()> {
     )?;
     stmt.execute(params![
         r.run_id.to_string(),
-        r.matrix_id,
-        r.cell,
+        r.matrix_id.to_string(),
+        r.cell.get(),
         r.repetition,
         r.seq as i64,
         r.state as i64,
         r.attempt,
-        r.agent_id,
+        r.agent_id.map(|a| a.to_string()).unwrap_or_default(),
         r.result.as_ref().map(|x| x.encode_to_vec()),
     ])?;
     Ok(())

@@ -6,13 +6,17 @@
 use std::time::Duration;
 
 use farm_coordinator::etcd_client::{Client, GetOptions};
+use farm_coordinator::ids::CellIndex;
 use farm_coordinator::leader::{Elector, Standing, Term};
 use farm_coordinator::store::etcd::{Fence, Limits};
 use farm_coordinator::store::{Backend, Error, Etcd, Op, RunRecord, RunState};
 use prost::Message;
 
 use super::cluster::Cluster;
-use super::{CASES, big_matrix, loads_the_unreadable_apart, unreadable_cell};
+use super::{
+    CASES, agent_id, big_matrix, loads_the_unreadable_apart, matrix_id, unreadable_cell,
+    unreadable_matrix,
+};
 
 struct Etcds {
     /// Its members live as long as the store's tests.
@@ -85,7 +89,7 @@ fn etcd_loads_a_matrix_whose_cell_does_not_convert_apart() {
     loads_the_unreadable_apart(
         &|| Box::new(e.store(prefix, &term.fence, Limits::default())),
         &|| {
-            let key = format!("{prefix}/c/m-bad/{:010}", 0);
+            let key = format!("{prefix}/c/{}/{:010}", unreadable_matrix(), 0);
             let mut client = e.client.clone();
             e.rt.block_on(client.put(key, unreadable_cell(), None))
                 .unwrap();
@@ -102,16 +106,16 @@ fn a_batch_cut_short_at_any_transaction_is_all_or_nothing() {
     let batch = || {
         vec![
             // About 100 KiB: three write-ahead pieces, a dozen chunks.
-            big_matrix("m", 1, 20, 40, 5000),
+            big_matrix(matrix_id(1), 1, 20, 40, 5000),
             Op::PutRun(Box::new(RunRecord {
-                run_id: farm_coordinator::ids::RunId::new("m0", 0, 0),
-                matrix_id: "m0".into(),
-                cell: 0,
+                run_id: farm_coordinator::ids::RunId::new(matrix_id(0), CellIndex::new(0), 0),
+                matrix_id: matrix_id(0),
+                cell: CellIndex::new(0),
                 repetition: 0,
                 seq: 0,
                 state: RunState::Finished,
                 attempt: 1,
-                agent_id: "a".into(),
+                agent_id: Some(agent_id(1)),
                 result: None,
             })),
         ]
@@ -139,7 +143,7 @@ fn a_batch_cut_short_at_any_transaction_is_all_or_nothing() {
             other => panic!("crash after {crash_at} transactions left {other:?}"),
         }
         // The store goes on: a new batch after the replay.
-        next.apply(&[big_matrix("after", 2, 1, 1, 1)]).unwrap();
+        next.apply(&[big_matrix(matrix_id(2), 2, 1, 1, 1)]).unwrap();
         assert_eq!(next.load().unwrap().matrices.len(), matrices + 1);
         e.rt.block_on(e.elector(&prefix, "http://a").resign(term));
         if r.is_ok() {
@@ -162,14 +166,16 @@ fn a_deposed_leader_writes_nothing() {
     let term = e.campaign(&old);
     let mut deposed = e.store(prefix, &term.fence, TINY);
     deposed.load().unwrap();
-    deposed.apply(&[big_matrix("m1", 1, 1, 1, 1)]).unwrap();
+    deposed
+        .apply(&[big_matrix(matrix_id(1), 1, 1, 1, 1)])
+        .unwrap();
     // The old leader's lease is gone (as after a pause longer than its TTL).
     e.rt.block_on(old.resign(term));
     let new = e.elector(prefix, "http://new");
     let term = e.campaign(&new);
     for batch in [
-        vec![Op::CancelMatrix("m1".into())],
-        vec![big_matrix("m2", 2, 30, 30, 1000)],
+        vec![Op::CancelMatrix(matrix_id(1))],
+        vec![big_matrix(matrix_id(2), 2, 30, 30, 1000)],
     ] {
         let err = deposed.apply(&batch).unwrap_err();
         assert!(matches!(err, Error::NotLeader), "{err}");
@@ -198,11 +204,11 @@ fn a_record_larger_than_a_request_is_refused_whole() {
     s.load().unwrap();
     let err = s
         .apply(&[
-            Op::CancelMatrix("x".into()),
-            big_matrix("m", 1, 1, 1, 70_000),
+            Op::CancelMatrix(matrix_id(0)),
+            big_matrix(matrix_id(1), 1, 1, 1, 70_000),
         ])
         .unwrap_err();
-    let key = "/large/c/m/0000000000";
+    let key = format!("/large/c/{}/0000000000", matrix_id(1));
     // As `big_matrix` writes it: on the running kernel.
     let cell = farm_proto::Cell {
         index: 0,

@@ -75,7 +75,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     // Once it is cancelled (ended), the next instant runs again.
     let running = s[0].last.clone().unwrap().matrix_id;
     call(&h, |reply| Event::Cancel {
-        matrix_id: running,
+        matrix_id: running.parse().unwrap(),
         reply,
     });
     until(first + 3 * HOUR + 60_000).await;
@@ -86,7 +86,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     assert!(last.kernel.is_empty());
     assert_eq!(s[0].next_unix_ms, first + 4 * HOUR);
     let status = call(&h, |reply| Event::Status {
-        matrix_id: last.matrix_id.clone(),
+        matrix_id: last.matrix_id.parse().unwrap(),
         reply,
     });
     assert_eq!(status.schedule_id, made.schedule_id);
@@ -99,7 +99,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     // The coordinator goes down for five hours and comes back: one
     // execution, for the latest instant missed, none repeated.
     call(&h, |reply| Event::Cancel {
-        matrix_id: last.matrix_id.clone(),
+        matrix_id: last.matrix_id.parse().unwrap(),
         reply,
     });
     driver.abort();
@@ -124,7 +124,7 @@ async fn cron_instants_run_once_each_on_paused_time_and_once_after_downtime() {
     let id = made.schedule_id.clone();
     call(&h, |reply| {
         Event::Schedule(ScheduleEvent::Cancel {
-            schedule_id: id,
+            schedule_id: id.parse().unwrap(),
             reply,
         })
     });

@@ -61,7 +61,7 @@ impl Farm {
     }
 
     async fn status(&self, matrix_id: &str) -> MatrixStatus {
-        let matrix_id = matrix_id.to_owned();
+        let matrix_id = matrix_id.parse().unwrap();
         self.h
             .call(|reply| Event::Status { matrix_id, reply })
             .await
@@ -86,7 +86,7 @@ async fn a_build_reported_by_the_lease_holder_shows_until_it_is_over() {
     let (r0, r1) = (format!("{m}.c0.r0"), format!("{m}.c1.r0"));
     assert_eq!(drain(&mut rx), [format!("assign {r0}@1")]);
     let mut watch = {
-        let matrix_id = m.clone();
+        let matrix_id = m.parse().unwrap();
         farm.h
             .call(|reply| Event::Watch { matrix_id, reply })
             .await

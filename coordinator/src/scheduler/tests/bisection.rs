@@ -236,7 +236,7 @@ impl Hosts {
         let mut agents = Vec::new();
         let mut rxs = Vec::new();
         for (i, release) in RELEASES.into_iter().enumerate() {
-            let resume_agent_id = resume.get(i).cloned().unwrap_or_default();
+            let resume_agent_id = resume.get(i).and_then(|id| id.parse().ok());
             let id = farm
                 .h
                 .call(|reply| Event::Register {
@@ -249,7 +249,8 @@ impl Hosts {
                     reply,
                 })
                 .await
-                .unwrap();
+                .unwrap()
+                .to_string();
             rxs.push(farm.open(&id, 10 + i as u64, None, Vec::new()).await);
             agents.push((id, release));
         }
@@ -323,7 +324,7 @@ async fn bisect_releases(farm: &Farm, hosts: &mut Hosts) -> farm_proto::Bisectio
 }
 
 async fn bisection(farm: &Farm, id: &str) -> farm_proto::Bisection {
-    let bisection_id = id.to_owned();
+    let bisection_id = id.parse().unwrap();
     farm.h
         .call(|reply| {
             Event::Bisection(BisectionEvent::Get {
@@ -390,7 +391,7 @@ async fn a_cancelled_round_ends_its_bisection() {
     let mut hosts = Hosts::connect(&farm, &[]).await;
     let b = bisect_releases(&farm, &mut hosts).await;
     let round = b.pending_matrices[0].clone();
-    let matrix_id = round.clone();
+    let matrix_id = round.parse().unwrap();
     let cancelled = farm
         .h
         .call(|reply| Event::Cancel { matrix_id, reply })
@@ -453,7 +454,7 @@ async fn a_schedules_regression_between_git_kernels_is_bisected_by_itself() {
         .schedule_id;
     farm.h
         .send(Event::Schedule(ScheduleEvent::CronDue {
-            schedule_id: schedule_id.clone(),
+            schedule_id: schedule_id.parse().unwrap(),
             at_ms: super::super::now_ms() + 1,
         }))
         .await

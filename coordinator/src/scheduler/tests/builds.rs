@@ -19,15 +19,21 @@ async fn each_agent_goes_on_with_the_builds_it_keeps() {
         });
         farm.h.call(|reply| Event::Register {
             capabilities,
-            resume_agent_id: String::new(),
+            resume_agent_id: None,
             identity: None,
             reply,
         })
     };
     // `a` built the bad kernel, `b` the good one: the opposite of the
     // order in which the matrix queues its runs.
-    let a = register("git:linux@bisect-bad tinyconfig").await.unwrap();
-    let b = register("git:linux@v6.1 tinyconfig").await.unwrap();
+    let a = register("git:linux@bisect-bad tinyconfig")
+        .await
+        .unwrap()
+        .to_string();
+    let b = register("git:linux@v6.1 tinyconfig")
+        .await
+        .unwrap()
+        .to_string();
     let mut rx_a = farm.open(&a, 1, None, Vec::new()).await;
     let mut rx_b = farm.open(&b, 2, None, Vec::new()).await;
     let text = "name = \"pair\"\nrepetitions = 4\n\

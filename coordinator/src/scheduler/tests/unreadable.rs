@@ -56,7 +56,7 @@ async fn a_stored_matrix_whose_cell_does_not_convert_fails_alone() {
         let status = farm
             .h
             .call(|reply| Event::Status {
-                matrix_id: bad.clone(),
+                matrix_id: bad.parse().unwrap(),
                 reply,
             })
             .await;
@@ -67,7 +67,7 @@ async fn a_stored_matrix_whose_cell_does_not_convert_fails_alone() {
         let watch = farm
             .h
             .call(|reply| Event::Watch {
-                matrix_id: bad.clone(),
+                matrix_id: bad.parse().unwrap(),
                 reply,
             })
             .await;
@@ -76,7 +76,7 @@ async fn a_stored_matrix_whose_cell_does_not_convert_fails_alone() {
             .h
             .call(|reply| {
                 Event::Results(ResultsEvent::Get {
-                    matrix_id: bad.clone(),
+                    matrix_id: bad.parse().unwrap(),
                     reply,
                 })
             })

@@ -103,7 +103,7 @@ pub struct StoredSchedule {
 
 pub fn matrix(m: &MatrixRecord) -> Vec<u8> {
     StoredMatrix {
-        id: m.id.clone(),
+        id: m.id.to_string(),
         seq: m.seq,
         name: m.name.clone(),
         file_name: m.file_name.clone(),
@@ -111,7 +111,7 @@ pub fn matrix(m: &MatrixRecord) -> Vec<u8> {
         submitted_ms: m.submitted_ms,
         timeout_s: m.timeout_s,
         execution: m.execution.as_ref().map(|e| StoredExecution {
-            schedule_id: e.schedule_id.clone(),
+            schedule_id: e.schedule_id.to_string(),
             at_ms: e.at_ms,
             kernel: e.kernel.clone(),
         }),
@@ -125,7 +125,7 @@ pub fn matrix(m: &MatrixRecord) -> Vec<u8> {
 pub fn matrix_of(bytes: &[u8], cancelled: bool) -> Result<MatrixRecord> {
     let m = decode::<StoredMatrix>(bytes, "a matrix")?;
     Ok(MatrixRecord {
-        id: m.id,
+        id: m.id.parse()?,
         seq: m.seq,
         name: m.name,
         file_name: m.file_name,
@@ -134,24 +134,29 @@ pub fn matrix_of(bytes: &[u8], cancelled: bool) -> Result<MatrixRecord> {
         timeout_s: m.timeout_s,
         cancelled,
         cells: Vec::new(),
-        execution: m.execution.map(|e| Execution {
-            schedule_id: e.schedule_id,
-            at_ms: e.at_ms,
-            kernel: e.kernel,
-        }),
+        execution: m
+            .execution
+            .map(|e| -> Result<Execution> {
+                Ok(Execution {
+                    schedule_id: e.schedule_id.parse()?,
+                    at_ms: e.at_ms,
+                    kernel: e.kernel,
+                })
+            })
+            .transpose()?,
     })
 }
 
 pub fn run(r: &RunRecord) -> Vec<u8> {
     StoredRun {
         run_id: r.run_id.to_string(),
-        matrix_id: r.matrix_id.clone(),
-        cell: r.cell,
+        matrix_id: r.matrix_id.to_string(),
+        cell: r.cell.get(),
         repetition: r.repetition,
         seq: r.seq,
         state: r.state as i64,
         attempt: r.attempt,
-        agent_id: r.agent_id.clone(),
+        agent_id: r.agent_id.map(|a| a.to_string()).unwrap_or_default(),
         result: r.result.clone(),
     }
     .encode_to_vec()
@@ -162,19 +167,19 @@ pub fn run_of(bytes: &[u8]) -> Result<RunRecord> {
     Ok(RunRecord {
         state: RunState::from_i64(r.state)?,
         run_id: r.run_id.parse()?,
-        matrix_id: r.matrix_id,
-        cell: r.cell,
+        matrix_id: r.matrix_id.parse()?,
+        cell: crate::ids::CellIndex::new(r.cell),
         repetition: r.repetition,
         seq: r.seq,
         attempt: r.attempt,
-        agent_id: r.agent_id,
+        agent_id: super::super::run_agent(&r.agent_id)?,
         result: r.result,
     })
 }
 
 pub fn agent(a: &AgentRecord) -> Vec<u8> {
     StoredAgent {
-        agent_id: a.agent_id.clone(),
+        agent_id: a.agent_id.to_string(),
         capabilities: Some(a.capabilities.clone()),
         registered_ms: a.registered_ms,
         identity: a
@@ -198,7 +203,7 @@ pub fn agent_of(bytes: &[u8]) -> Result<AgentRecord> {
         ),
     };
     Ok(AgentRecord {
-        agent_id: a.agent_id,
+        agent_id: a.agent_id.parse()?,
         capabilities: a.capabilities.unwrap_or_default(),
         registered_ms: a.registered_ms,
         identity,
@@ -207,7 +212,7 @@ pub fn agent_of(bytes: &[u8]) -> Result<AgentRecord> {
 
 pub fn schedule(s: &ScheduleRecord) -> Vec<u8> {
     StoredSchedule {
-        id: s.id.clone(),
+        id: s.id.to_string(),
         name: s.name.clone(),
         file_name: s.file_name.clone(),
         source: s.source.clone(),
@@ -225,7 +230,7 @@ pub fn schedule(s: &ScheduleRecord) -> Vec<u8> {
 pub fn schedule_of(bytes: &[u8]) -> Result<ScheduleRecord> {
     let s = decode::<StoredSchedule>(bytes, "a schedule")?;
     Ok(ScheduleRecord {
-        id: s.id,
+        id: s.id.parse()?,
         name: s.name,
         file_name: s.file_name,
         source: s.source,
