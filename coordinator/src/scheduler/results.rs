@@ -638,7 +638,7 @@ impl Scheduler {
         m.results.gauged = true;
         let mut bisect = false;
         if let Some(e) = &m.rec.execution {
-            let verdicts = super::schedule::verdicts(&m.rec.cells, &summary.cells);
+            let verdicts = super::schedule::verdicts_of(&m.rec.cells, &summary.cells);
             bisect = self
                 .schedules
                 .execution_summarised(&e.schedule_id, matrix_id, verdicts);

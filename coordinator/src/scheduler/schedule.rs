@@ -132,6 +132,185 @@ impl Schedules {
         Some(Op::PutSchedule(Box::new(s.rec.clone())))
     }
 
+    /// Makes a schedule of a matrix file with a `[schedule]`, and the
+    /// record to store. Kernels the agents' `catalogues` already offer
+    /// count as seen: the trigger is for kernels that come later.
+    pub(super) fn create<'a>(
+        &mut self,
+        matrix: &Matrix,
+        file_name: String,
+        source: String,
+        catalogues: impl Iterator<Item = &'a Capabilities>,
+        now: u64,
+    ) -> (SubmitMatrixResponse, Op) {
+        let spec = matrix.schedule.clone().unwrap_or(matrix::Schedule {
+            cron: String::new(),
+            on_new_kernel: String::new(),
+            bisect: false,
+        });
+        let mut rec = ScheduleRecord {
+            id: ScheduleId::random(),
+            name: matrix.name.clone(),
+            file_name,
+            source,
+            cron: spec.cron,
+            on_new_kernel: spec.on_new_kernel,
+            created_ms: now,
+            last_cron_ms: now,
+            seen_kernels: Vec::new(),
+            cancelled: false,
+            archived_executions: 0,
+        };
+        let mem = ScheduleMem::new(rec.clone());
+        if let Some(g) = &mem.glob {
+            for caps in catalogues {
+                let cat = schedule::catalogue(caps);
+                let fresh = schedule::new_kernels(g, &cat, &rec.seen_kernels);
+                rec.seen_kernels.extend(fresh);
+            }
+        }
+        let next = mem
+            .cron
+            .as_ref()
+            .and_then(|c| schedule::next_after(c, now))
+            .unwrap_or(0);
+        info!(schedule = %rec.id, name = %rec.name, cron = %rec.cron,
+              on_new_kernel = %rec.on_new_kernel, seen = rec.seen_kernels.len(), "schedule made");
+        let response = SubmitMatrixResponse {
+            matrix_id: String::new(),
+            cells: matrix.cells.len() as u32,
+            runs: matrix::runs(matrix).len() as u32,
+            schedule_id: rec.id.to_string(),
+            next_unix_ms: next,
+        };
+        let op = Op::PutSchedule(Box::new(rec.clone()));
+        self.by_id.insert(rec.id, ScheduleMem { rec, ..mem });
+        self.changed = true;
+        (response, op)
+    }
+
+    /// A cron instant of `id`: the record, moved on to it, to store; `None`
+    /// when the instant is to be ignored (stale or repeated after a restart
+    /// or a cancel racing the timer: none is executed twice).
+    pub(super) fn cron_instant(&mut self, id: &ScheduleId, at_ms: u64) -> Option<Op> {
+        let s = self.by_id.get_mut(id)?;
+        if s.rec.cancelled || s.cron.is_none() || at_ms <= s.rec.last_cron_ms {
+            return None;
+        }
+        s.rec.last_cron_ms = at_ms;
+        self.changed = true;
+        Some(Op::PutSchedule(Box::new(s.rec.clone())))
+    }
+
+    /// The executions of `id` still live, oldest first.
+    pub(super) fn executions(&self, id: &ScheduleId) -> &[MatrixId] {
+        self.by_id.get(id).map_or(&[], |s| &s.executions)
+    }
+
+    /// The kernels of an agent's catalogue that schedules with a trigger
+    /// have not seen, by schedule.
+    pub(super) fn fresh_kernels(&self, caps: &Capabilities) -> Vec<(ScheduleId, String)> {
+        let cat = schedule::catalogue(caps);
+        let mut due = Vec::new();
+        for (id, s) in &self.by_id {
+            let Some(g) = &s.glob else { continue };
+            if s.rec.cancelled {
+                continue;
+            }
+            let fresh = schedule::new_kernels(g, &cat, &s.rec.seen_kernels);
+            due.extend(fresh.into_iter().map(|k| (*id, k)));
+        }
+        due
+    }
+
+    /// A trigger's kernel was executed: seen from now on; the record to store.
+    pub(super) fn kernel_seen(&mut self, id: &ScheduleId, kernel: String) -> Option<Op> {
+        let s = self.by_id.get_mut(id)?;
+        s.rec.seen_kernels.push(kernel);
+        Some(Op::PutSchedule(Box::new(s.rec.clone())))
+    }
+
+    /// The matrix of one execution of `id`, from the schedule's file; `None`
+    /// when the file refuses it. The file was valid when submitted; a
+    /// kernel a trigger found may not be (its name, or an executor that
+    /// does not suit it). A cron instant is spent all the same.
+    pub(super) fn execution(
+        &self,
+        id: &ScheduleId,
+        at_ms: u64,
+        kernel: Option<String>,
+    ) -> Option<ExecutionMatrix> {
+        let s = self.by_id.get(id)?;
+        let parsed = matrix::parse_execution(&s.rec.file_name, &s.rec.source, kernel.as_deref());
+        let matrix = parsed
+            .map_err(|e| warn!(schedule = %id, kernel = ?kernel, "execution refused: {e}"))
+            .ok()?;
+        Some(ExecutionMatrix {
+            matrix,
+            file_name: s.rec.file_name.clone(),
+            source: s.rec.source.clone(),
+            execution: Execution {
+                schedule_id: *id,
+                at_ms,
+                kernel: kernel.unwrap_or_default(),
+            },
+        })
+    }
+
+    /// An execution of `id` was submitted as `matrix`.
+    pub(super) fn executed(&mut self, id: &ScheduleId, matrix: MatrixId) {
+        if let Some(s) = self.by_id.get_mut(id) {
+            s.executions.push(matrix);
+        }
+    }
+
+    /// Cancels `id`; the record to store when it was not cancelled yet.
+    pub(super) fn cancel(&mut self, id: &ScheduleId) -> Result<Option<Op>, Error> {
+        let s = self
+            .by_id
+            .get_mut(id)
+            .ok_or_else(|| Error::UnknownSchedule(id.to_string()))?;
+        if s.rec.cancelled {
+            return Ok(None);
+        }
+        s.rec.cancelled = true;
+        self.changed = true;
+        info!(schedule = %id, "schedule cancelled");
+        Ok(Some(Op::PutSchedule(Box::new(s.rec.clone()))))
+    }
+
+    /// Every schedule that is not cancelled, oldest first; `last` says what
+    /// a live execution found, given the verdicts kept of it.
+    pub(super) fn list(
+        &self,
+        now: u64,
+        last: impl Fn(&MatrixId, Option<&Verdicts>) -> Option<ExecutionSummary>,
+    ) -> Vec<ScheduleInfo> {
+        let mut out: Vec<ScheduleInfo> = self
+            .by_id
+            .values()
+            .filter(|s| !s.rec.cancelled)
+            .map(|s| ScheduleInfo {
+                schedule_id: s.rec.id.to_string(),
+                name: s.rec.name.clone(),
+                file_name: s.rec.file_name.clone(),
+                cron: s.rec.cron.clone(),
+                on_new_kernel: s.rec.on_new_kernel.clone(),
+                created_unix_ms: s.rec.created_ms,
+                next_unix_ms: s
+                    .cron
+                    .as_ref()
+                    .and_then(|c| schedule::next_after(c, s.rec.last_cron_ms.max(now)))
+                    .unwrap_or(0),
+                executions: (s.executions.len() as u64 + s.rec.archived_executions) as u32,
+                bisect: s.bisect,
+                last: s.executions.last().and_then(|m| last(m, s.verdicts.get(m))),
+            })
+            .collect();
+        out.sort_by_key(|s| (s.created_unix_ms, s.schedule_id.clone()));
+        out
+    }
+
     /// What the cron driver waits for: active schedules with a cron.
     fn cron_entries(&self) -> Vec<CronEntry> {
         self.by_id
@@ -144,6 +323,14 @@ impl Schedules {
             })
             .collect()
     }
+}
+
+/// One execution of a schedule, to submit.
+pub(super) struct ExecutionMatrix {
+    pub(super) matrix: Matrix,
+    pub(super) file_name: String,
+    pub(super) source: String,
+    pub(super) execution: Execution,
 }
 
 /// A schedule in memory: its record, parsed once.
@@ -170,7 +357,7 @@ pub(super) struct Verdicts {
 
 /// Counts the cells' verdicts against their baselines and lists the
 /// histories that now end in a worse regime or drift the wrong way.
-pub(super) fn verdicts(cells: &[Cell], summaries: &[CellSummary]) -> Verdicts {
+pub(super) fn verdicts_of(cells: &[Cell], summaries: &[CellSummary]) -> Verdicts {
     let mut v = Verdicts::default();
     for c in summaries {
         let Some(cell) = cells.get(c.cell_index as usize) else {
@@ -249,94 +436,46 @@ impl Scheduler {
                 self.reply(reply, Ok(r));
             }
             ScheduleEvent::Cancel { schedule_id, reply } => {
-                let r = self.cancel_schedule(&schedule_id);
+                let r = self.schedules.cancel(&schedule_id).map(|op| {
+                    self.ops.extend(op);
+                });
                 self.reply(reply, r);
             }
         }
     }
 
     /// A matrix file with a `[schedule]`: the schedule is made; nothing runs
-    /// until its first instant or new kernel. Kernels agents already offer
-    /// count as seen: the trigger is for kernels that come later.
+    /// until its first instant or new kernel.
     pub(super) fn create_schedule(
         &mut self,
         matrix: Matrix,
         file_name: String,
         source: String,
     ) -> SubmitMatrixResponse {
-        let spec = matrix.schedule.clone().unwrap_or(matrix::Schedule {
-            cron: String::new(),
-            on_new_kernel: String::new(),
-            bisect: false,
-        });
-        let now = now_ms();
-        let mut rec = ScheduleRecord {
-            id: ScheduleId::random(),
-            name: matrix.name.clone(),
-            file_name,
-            source,
-            cron: spec.cron,
-            on_new_kernel: spec.on_new_kernel,
-            created_ms: now,
-            last_cron_ms: now,
-            seen_kernels: Vec::new(),
-            cancelled: false,
-            archived_executions: 0,
-        };
-        let mem = ScheduleMem::new(rec.clone());
-        if let Some(g) = &mem.glob {
-            for a in self.agents.values() {
-                let cat = schedule::catalogue(&a.capabilities);
-                let fresh = schedule::new_kernels(g, &cat, &rec.seen_kernels);
-                rec.seen_kernels.extend(fresh);
-            }
-        }
-        let next = mem
-            .cron
-            .as_ref()
-            .and_then(|c| schedule::next_after(c, now))
-            .unwrap_or(0);
-        info!(schedule = %rec.id, name = %rec.name, cron = %rec.cron,
-              on_new_kernel = %rec.on_new_kernel, seen = rec.seen_kernels.len(), "schedule made");
-        let response = SubmitMatrixResponse {
-            matrix_id: String::new(),
-            cells: matrix.cells.len() as u32,
-            runs: matrix::runs(&matrix).len() as u32,
-            schedule_id: rec.id.to_string(),
-            next_unix_ms: next,
-        };
-        self.ops.push(Op::PutSchedule(Box::new(rec.clone())));
-        self.schedules
-            .by_id
-            .insert(rec.id, ScheduleMem { rec, ..mem });
-        self.schedules.changed = true;
+        let catalogues = self.agents.values().map(|a| &a.capabilities);
+        let (response, op) =
+            self.schedules
+                .create(&matrix, file_name, source, catalogues, now_ms());
+        self.ops.push(op);
         response
     }
 
-    /// The cron driver says `at_ms` is due for `id`. Stale or repeated
-    /// instants (a restart, a cancel racing the timer) are ignored. An
-    /// instant that finds the previous execution still running is skipped:
-    /// two executions would compete for the same machines, and a schedule
-    /// slower than its period would queue without end.
+    /// The cron driver says `at_ms` is due for `id`. An instant that finds
+    /// the previous execution still running is skipped: two executions
+    /// would compete for the same machines, and a schedule slower than its
+    /// period would queue without end.
     pub(super) fn cron_due(&mut self, id: &ScheduleId, at_ms: u64) {
-        // Any of its executions: a trigger's may have ended after a cron
-        // one that still runs.
-        let previous_running = self.schedules.by_id.get(id).is_some_and(|s| {
-            s.executions.iter().rev().any(|m| {
-                self.matrices
-                    .get(m)
-                    .is_some_and(|mm| !mm.rec.cancelled && self.has_unended_runs(mm))
-            })
-        });
-        let Some(s) = self.schedules.by_id.get_mut(id) else {
+        let Some(op) = self.schedules.cron_instant(id, at_ms) else {
             return;
         };
-        if s.rec.cancelled || s.cron.is_none() || at_ms <= s.rec.last_cron_ms {
-            return;
-        }
-        s.rec.last_cron_ms = at_ms;
-        self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
-        self.schedules.changed = true;
+        self.ops.push(op);
+        // Any of its executions: a trigger's may have ended after a cron
+        // one that still runs.
+        let previous_running = self.schedules.executions(id).iter().rev().any(|m| {
+            self.matrices
+                .get(m)
+                .is_some_and(|mm| !mm.rec.cancelled && self.has_unended_runs(mm))
+        });
         if previous_running {
             warn!(schedule = %id, at_ms, "the previous execution is still running; \
                   this instant is skipped");
@@ -349,16 +488,7 @@ impl Scheduler {
     /// An agent's catalogue as it registered or changed: each schedule with
     /// a trigger runs once for every matching kernel it has not seen.
     pub(super) fn catalogue_changed(&mut self, caps: &Capabilities) {
-        let cat = schedule::catalogue(caps);
-        let mut due: Vec<(ScheduleId, String)> = Vec::new();
-        for (id, s) in &mut self.schedules.by_id {
-            let Some(g) = &s.glob else { continue };
-            if s.rec.cancelled {
-                continue;
-            }
-            let fresh = schedule::new_kernels(g, &cat, &s.rec.seen_kernels);
-            due.extend(fresh.into_iter().map(|k| (*id, k)));
-        }
+        let due = self.schedules.fresh_kernels(caps);
         let now = now_ms();
         let mut skipped: HashMap<ScheduleId, u64> = HashMap::new();
         for (id, kernel) in due {
@@ -370,11 +500,8 @@ impl Scheduler {
             // Seen once submitted, in the same batch; a kernel the matrix
             // refuses stays unseen and is tried again when a catalogue
             // changes (its refusal logged each time).
-            if self.execute(&id, now, Some(kernel.clone()))
-                && let Some(s) = self.schedules.by_id.get_mut(&id)
-            {
-                s.rec.seen_kernels.push(kernel);
-                self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
+            if self.execute(&id, now, Some(kernel.clone())) {
+                self.ops.extend(self.schedules.kernel_seen(&id, kernel));
             }
         }
         // Once per schedule, not per kernel: a catalogue may list thousands.
@@ -391,10 +518,8 @@ impl Scheduler {
     /// before `now_ms`, from its executions' matrices (so a restart
     /// forgets none).
     fn triggered_within_hour(&self, id: &ScheduleId, now_ms: u64) -> usize {
-        let Some(s) = self.schedules.by_id.get(id) else {
-            return 0;
-        };
-        s.executions
+        self.schedules
+            .executions(id)
             .iter()
             .rev()
             .filter_map(|m| self.matrices.get(m))
@@ -411,83 +536,26 @@ impl Scheduler {
     /// Submits one execution of a schedule as a matrix of its own; false
     /// when the matrix refuses it (nothing is then submitted).
     fn execute(&mut self, id: &ScheduleId, at_ms: u64, kernel: Option<String>) -> bool {
-        let Some(s) = self.schedules.by_id.get(id) else {
+        let Some(e) = self.schedules.execution(id, at_ms, kernel) else {
             return false;
         };
-        let parsed = matrix::parse_execution(&s.rec.file_name, &s.rec.source, kernel.as_deref());
-        let m = match parsed {
-            Ok(m) => m,
-            Err(e) => {
-                // The file was valid when submitted; a kernel a trigger
-                // found may not be (its name, or an executor that does not
-                // suit it). A cron instant is spent all the same.
-                warn!(schedule = %id, kernel = ?kernel, "execution refused: {e}");
-                return false;
-            }
-        };
-        let (file_name, source) = (s.rec.file_name.clone(), s.rec.source.clone());
-        let execution = Execution {
-            schedule_id: id.to_owned(),
-            at_ms,
-            kernel: kernel.unwrap_or_default(),
-        };
-        let (matrix, _) = self.submit_matrix(m, file_name, source, "", Some(execution));
+        let (matrix, _) =
+            self.submit_matrix(e.matrix, e.file_name, e.source, "", Some(e.execution));
         info!(schedule = %id, matrix = %matrix, at_ms, "schedule executed");
-        if let Some(s) = self.schedules.by_id.get_mut(id) {
-            s.executions.push(matrix);
-        }
+        self.schedules.executed(id, matrix);
         true
-    }
-
-    pub(super) fn cancel_schedule(&mut self, id: &ScheduleId) -> Result<(), Error> {
-        let s = self
-            .schedules
-            .by_id
-            .get_mut(id)
-            .ok_or_else(|| Error::UnknownSchedule(id.to_string()))?;
-        if !s.rec.cancelled {
-            s.rec.cancelled = true;
-            self.ops.push(Op::PutSchedule(Box::new(s.rec.clone())));
-            self.schedules.changed = true;
-            info!(schedule = %id, "schedule cancelled");
-        }
-        Ok(())
     }
 
     /// Every schedule that is not cancelled, oldest first, with what its
     /// latest execution found.
     pub(super) fn list_schedules(&self) -> Vec<ScheduleInfo> {
-        let mut out: Vec<ScheduleInfo> = self
-            .schedules
-            .by_id
-            .values()
-            .filter(|s| !s.rec.cancelled)
-            .map(|s| ScheduleInfo {
-                schedule_id: s.rec.id.to_string(),
-                name: s.rec.name.clone(),
-                file_name: s.rec.file_name.clone(),
-                cron: s.rec.cron.clone(),
-                on_new_kernel: s.rec.on_new_kernel.clone(),
-                created_unix_ms: s.rec.created_ms,
-                next_unix_ms: s
-                    .cron
-                    .as_ref()
-                    .and_then(|c| schedule::next_after(c, s.rec.last_cron_ms.max(now_ms())))
-                    .unwrap_or(0),
-                executions: (s.executions.len() as u64 + s.rec.archived_executions) as u32,
-                bisect: s.bisect,
-                last: s
-                    .executions
-                    .last()
-                    .and_then(|id| self.matrices.get(id))
-                    .map(|m| self.execution_summary(s, m)),
-            })
-            .collect();
-        out.sort_by_key(|s| (s.created_unix_ms, s.schedule_id.clone()));
-        out
+        self.schedules.list(now_ms(), |m, verdicts| {
+            let m = self.matrices.get(m)?;
+            Some(self.execution_summary(verdicts, m))
+        })
     }
 
-    fn execution_summary(&self, s: &ScheduleMem, m: &MatrixMem) -> ExecutionSummary {
+    fn execution_summary(&self, verdicts: Option<&Verdicts>, m: &MatrixMem) -> ExecutionSummary {
         let state = self
             .status(&m.rec.id)
             .map_or(m.status.borrow().state, |st| st.state);
@@ -508,9 +576,9 @@ impl Scheduler {
         }
         // Computed when it ended; until the worker's summaries are back, and
         // after a restart, here (from the cache when it has them).
-        let v = match s.verdicts.get(&m.rec.id) {
+        let v = match verdicts {
             Some(v) => v.clone(),
-            None => verdicts(&m.rec.cells, &self.summary_now(m).cells),
+            None => verdicts_of(&m.rec.cells, &self.summary_now(m).cells),
         };
         summary.regressions = v.regressions;
         summary.improvements = v.improvements;
