@@ -62,6 +62,155 @@ impl Bisections {
         Ok(())
     }
 
+    /// How many bisections run (have no outcome).
+    fn running(&self) -> usize {
+        self.0.values().filter(|b| b.outcome.is_none()).count()
+    }
+
+    /// Whether a bisection from `matrix_id` already has the ends `pair`.
+    fn has_pair(&self, matrix_id: &MatrixId, pair: &(String, String)) -> bool {
+        let matrix_id = matrix_id.to_string();
+        self.0.values().any(|b| {
+            b.matrix_id == matrix_id
+                && b.kernels.first() == Some(&pair.0)
+                && b.kernels.last() == Some(&pair.1)
+        })
+    }
+
+    fn started(&mut self, id: BisectionId, b: Bisection) {
+        self.0.insert(id, b);
+    }
+
+    /// The metric `id` bisects by.
+    fn metric(&self, id: &BisectionId) -> Option<String> {
+        self.0.get(id).map(|b| b.metric.clone())
+    }
+
+    fn get(&self, id: &BisectionId) -> Result<Bisection, Error> {
+        self.0
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::UnknownBisection(id.to_string()))
+    }
+
+    /// What `id` asks for next: a round's matrix, or nothing more (it
+    /// ended, or its record is damaged and it waits, saying why).
+    fn plan(&self, id: &BisectionId) -> Plan {
+        let Some(b) = self.0.get(id) else {
+            return Plan::Waits;
+        };
+        // An ended record is never planned again: a bisector rebuilt from
+        // it has its steps and ends but not its outcome, and would ask for
+        // the confirmation once more (a round nobody waits for).
+        if let Some(o) = &b.outcome {
+            info!(bisection = %id, outcome = %o.kind, last_good = o.last_good,
+                  first_bad = o.first_bad, confirmed = o.confirmed, "bisection ended");
+            return Plan::Ended;
+        }
+        let x = match bisection::bisector(b) {
+            Ok(x) => x,
+            Err(e) => {
+                warn!(bisection = %id, "cannot resume: {e}");
+                return Plan::Waits;
+            }
+        };
+        let Some(bisection::Round {
+            kernels,
+            runs,
+            focus,
+        }) = bisection::next(&x)
+        else {
+            return Plan::Ended;
+        };
+        let round = bisection::rounds(b) + 1;
+        match bisection::round_matrix(b, &kernels, runs, round, focus) {
+            Ok(matrix) => Plan::Round {
+                matrix,
+                kernels,
+                runs,
+            },
+            Err(e) => {
+                // Only a damaged record: its cell and kernels were checked
+                // when it was made. It waits, and says why.
+                error!(bisection = %id, "a round cannot be made: {e}");
+                Plan::Waits
+            }
+        }
+    }
+
+    /// `id` goes on: its record, with the round `matrix` it now waits for
+    /// if one was submitted, to store.
+    fn advanced(&mut self, id: &BisectionId, matrix: Option<MatrixId>) -> Option<Op> {
+        let b = self.0.get_mut(id)?;
+        if let Some(m) = matrix {
+            b.pending_matrices.push(m.to_string());
+        }
+        Some(Op::PutBisection(Box::new(b.clone())))
+    }
+
+    /// The running bisection whose current round is `matrix_id`.
+    fn waiting_for(&self, matrix_id: &MatrixId) -> Option<BisectionId> {
+        let matrix_id = matrix_id.to_string();
+        self.0
+            .iter()
+            .find(|(_, b)| b.outcome.is_none() && b.pending_matrices.last() == Some(&matrix_id))
+            .map(|(id, _)| *id)
+    }
+
+    /// The round `id` waited for gave `values`: the bisector takes them;
+    /// false when it cannot (the record is left as it was).
+    fn observed(&mut self, id: &BisectionId, matrix_id: &MatrixId, values: Vec<Vec<f64>>) -> bool {
+        let Some(b) = self.0.get_mut(id) else {
+            return false;
+        };
+        let mut x = match bisection::bisector(b) {
+            Ok(x) => x,
+            Err(e) => {
+                warn!(bisection = %id, "cannot resume: {e}");
+                return false;
+            }
+        };
+        if let Err(e) = x.observe(values) {
+            warn!(bisection = %id, matrix = %matrix_id, "round not taken: {e}");
+            return false;
+        }
+        bisection::record(b, &x);
+        true
+    }
+
+    /// `matrix_id` was cancelled: the bisection waiting for it ends
+    /// `cancelled`; its record to store.
+    fn round_cancelled(&mut self, matrix_id: &MatrixId) -> Option<Op> {
+        let id = self.waiting_for(matrix_id)?;
+        let b = self.0.get_mut(&id)?;
+        bisection::cancelled(b, matrix_id);
+        info!(bisection = %id, matrix = %matrix_id, "bisection cancelled with its round");
+        Some(Op::PutBisection(Box::new(b.clone())))
+    }
+
+    /// The rounds running bisections wait for.
+    fn waiting_rounds(&self) -> Vec<MatrixId> {
+        // A stored round that is no matrix id is no live matrix either.
+        self.0
+            .values()
+            .filter(|b| b.outcome.is_none())
+            .filter_map(|b| b.pending_matrices.last()?.parse().ok())
+            .collect()
+    }
+
+    /// `farm_regression_culprit`'s labels: the confirmed culprits of the
+    /// newest [`MAX_CULPRITS_SHOWN`] bisections that found one.
+    fn culprits(&self) -> Vec<Vec<String>> {
+        let mut found: Vec<(u64, Vec<String>)> = self
+            .0
+            .values()
+            .filter_map(|b| bisection::culprit_labels(b).map(|l| (b.created_ms, l)))
+            .collect();
+        found.sort_by(|a, b| b.cmp(a));
+        found.truncate(MAX_CULPRITS_SHOWN);
+        found.into_iter().map(|(_, l)| l).collect()
+    }
+
     /// The bisections started from `matrix_id`'s regressions, oldest first.
     pub(super) fn briefs_of(&self, matrix_id: &MatrixId) -> Vec<farm_proto::BisectionBrief> {
         // The records are the wire's, which spells an id one way.
@@ -80,6 +229,18 @@ impl Bisections {
             })
             .collect()
     }
+}
+
+/// What a bisection asks for next.
+enum Plan {
+    Round {
+        matrix: crate::matrix::Matrix,
+        /// The kernels measured, as indices into the record's.
+        kernels: Vec<usize>,
+        runs: u32,
+    },
+    Ended,
+    Waits,
 }
 
 impl Scheduler {
@@ -158,11 +319,7 @@ impl Scheduler {
                 _ => false,
             };
             let pair = (base.kernel.to_string(), cell.kernel.to_string());
-            let done = self.bisections.0.values().any(|b| {
-                b.matrix_id == wire_id
-                    && b.kernels.first() == Some(&pair.0)
-                    && b.kernels.last() == Some(&pair.1)
-            });
+            let done = self.bisections.has_pair(matrix_id, &pair);
             if !one_repo || done || pairs.contains(&pair) {
                 continue;
             }
@@ -255,13 +412,7 @@ impl Scheduler {
         between: &[String],
         subjects: Vec<String>,
     ) -> Result<Bisection, Error> {
-        let running = self
-            .bisections
-            .0
-            .values()
-            .filter(|b| b.outcome.is_none())
-            .count();
-        if running >= MAX_RUNNING_BISECTIONS {
+        if self.bisections.running() >= MAX_RUNNING_BISECTIONS {
             return Err(Error::Busy {
                 what: "the coordinator's running bisections",
                 limit: "MAX_RUNNING_BISECTIONS",
@@ -334,71 +485,34 @@ impl Scheduler {
         }
         info!(bisection = %id, matrix = %b.matrix_id, cell = b.cell, kernels = b.kernels.len(),
               metric = %b.metric, "bisection started");
-        self.bisections.0.insert(id, b);
+        self.bisections.started(id, b);
         self.advance_bisection(&id);
-        Ok(self.bisections.0[&id].clone())
+        self.bisections.get(&id)
     }
 
     pub(super) fn get_bisection(&self, id: &BisectionId) -> Result<Bisection, Error> {
-        self.bisections
-            .0
-            .get(id)
-            .cloned()
-            .ok_or_else(|| Error::UnknownBisection(id.to_string()))
+        self.bisections.get(id)
     }
 
     /// Submits the round the bisector asks for, or records its end; writes
-    /// the record either way.
+    /// the record either way (not a damaged one, which waits).
     fn advance_bisection(&mut self, id: &BisectionId) {
-        let Some(b) = self.bisections.0.get(id) else {
-            return;
-        };
-        // An ended record is never planned again: a bisector rebuilt from
-        // it has its steps and ends but not its outcome, and would ask for
-        // the confirmation once more (a round nobody waits for).
-        let next = if b.outcome.is_some() {
-            None
-        } else {
-            match bisection::bisector(b) {
-                Ok(x) => bisection::next(&x),
-                Err(e) => {
-                    warn!(bisection = %id, "cannot resume: {e}");
-                    return;
-                }
-            }
-        };
-        let mut b = b.clone();
-        match next {
-            Some(bisection::Round {
+        let round = match self.bisections.plan(id) {
+            Plan::Waits => return,
+            Plan::Ended => None,
+            Plan::Round {
+                matrix,
                 kernels,
                 runs,
-                focus,
-            }) => {
-                let round = bisection::rounds(&b) + 1;
-                let m = match bisection::round_matrix(&b, &kernels, runs, round, focus) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        // Only a damaged record: its cell and kernels were
-                        // checked when it was made. It waits, and says why.
-                        error!(bisection = %id, "a round cannot be made: {e}");
-                        return;
-                    }
-                };
+            } => {
                 let file_name = format!("bisection {id}");
-                let (matrix, _) = self.submit_matrix(m, file_name, String::new(), "", None);
-                info!(bisection = %id, matrix = %matrix, ?kernels, runs, "bisection round");
-                b.pending_matrices.push(matrix.to_string());
+                let (m, _) = self.submit_matrix(matrix, file_name, String::new(), "", None);
+                info!(bisection = %id, matrix = %m, ?kernels, runs, "bisection round");
+                Some(m)
             }
-            None => {
-                if let Some(o) = &b.outcome {
-                    info!(bisection = %id, outcome = %o.kind, last_good = o.last_good,
-                          first_bad = o.first_bad, confirmed = o.confirmed, "bisection ended");
-                }
-            }
-        }
-        let ended = b.outcome.is_some();
-        self.ops.push(Op::PutBisection(Box::new(b.clone())));
-        self.bisections.0.insert(*id, b);
+        };
+        let ended = round.is_none();
+        self.ops.extend(self.bisections.advanced(id, round));
         if ended {
             self.export_culprits();
         }
@@ -407,81 +521,38 @@ impl Scheduler {
     /// `farm_regression_culprit`: the confirmed culprits of the newest
     /// [`MAX_CULPRITS_SHOWN`] bisections that found one.
     pub(super) fn export_culprits(&mut self) {
-        let mut found: Vec<(u64, Vec<String>)> = self
-            .bisections
-            .0
-            .values()
-            .filter_map(|b| bisection::culprit_labels(b).map(|l| (b.created_ms, l)))
-            .collect();
-        found.sort_by(|a, b| b.cmp(a));
-        found.truncate(MAX_CULPRITS_SHOWN);
-        let labels: Vec<Vec<String>> = found.into_iter().map(|(_, l)| l).collect();
-        self.metrics.set_culprits(&labels);
+        self.metrics.set_culprits(&self.bisections.culprits());
     }
 
     /// A matrix is done: if it is the round a bisection waits for, its
     /// values go to the bisector, and the next round is submitted.
     pub(super) fn bisection_round_done(&mut self, matrix_id: &MatrixId) {
-        let Some(id) = self.waiting_for(matrix_id) else {
+        let Some(id) = self.bisections.waiting_for(matrix_id) else {
             return;
         };
         let Some(m) = self.matrices.get(matrix_id) else {
             return;
         };
-        let b = &self.bisections.0[&id];
-        let values = bisection::round_values(&self.ended_runs(m), m.rec.cells.len(), &b.metric);
-        let mut x = match bisection::bisector(b) {
-            Ok(x) => x,
-            Err(e) => {
-                warn!(bisection = %id, "cannot resume: {e}");
-                return;
-            }
-        };
-        if let Err(e) = x.observe(values) {
-            warn!(bisection = %id, matrix = %matrix_id, "round not taken: {e}");
+        let Some(metric) = self.bisections.metric(&id) else {
             return;
+        };
+        let values = bisection::round_values(&self.ended_runs(m), m.rec.cells.len(), &metric);
+        if self.bisections.observed(&id, matrix_id, values) {
+            self.advance_bisection(&id);
         }
-        let mut b = b.clone();
-        bisection::record(&mut b, &x);
-        self.bisections.0.insert(id, b);
-        self.advance_bisection(&id);
     }
 
     /// A matrix was cancelled: if it is the round a bisection waits for,
     /// the bisection ends `cancelled` (`farmctl cancel` of a round is how a
     /// user stops a bisection).
     pub(super) fn bisection_round_cancelled(&mut self, matrix_id: &MatrixId) {
-        let Some(id) = self.waiting_for(matrix_id) else {
-            return;
-        };
-        let mut b = self.bisections.0[&id].clone();
-        bisection::cancelled(&mut b, matrix_id);
-        info!(bisection = %id, matrix = %matrix_id, "bisection cancelled with its round");
-        self.ops.push(Op::PutBisection(Box::new(b.clone())));
-        self.bisections.0.insert(id, b);
-    }
-
-    /// The running bisection whose current round is `matrix_id`.
-    fn waiting_for(&self, matrix_id: &MatrixId) -> Option<BisectionId> {
-        let matrix_id = matrix_id.to_string();
-        self.bisections
-            .0
-            .iter()
-            .find(|(_, b)| b.outcome.is_none() && b.pending_matrices.last() == Some(&matrix_id))
-            .map(|(id, _)| *id)
+        self.ops.extend(self.bisections.round_cancelled(matrix_id));
     }
 
     /// After recovery: a bisection whose round ended while no coordinator
     /// led takes it now.
     pub(super) fn resume_bisections(&mut self) {
-        // A stored round that is no matrix id is no live matrix either.
-        let waiting: Vec<MatrixId> = self
-            .bisections
-            .0
-            .values()
-            .filter(|b| b.outcome.is_none())
-            .filter_map(|b| b.pending_matrices.last()?.parse().ok())
-            .collect();
+        let waiting = self.bisections.waiting_rounds();
         for matrix_id in waiting {
             let Some(m) = self.matrices.get(&matrix_id) else {
                 continue;
