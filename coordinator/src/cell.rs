@@ -31,7 +31,7 @@ pub struct Cell {
     pub host: Option<HostSelector>,
     /// The index of the cell this one is compared with; `None` for
     /// baselines themselves.
-    pub baseline: Option<u32>,
+    pub baseline: Option<crate::ids::CellIndex>,
     /// Competing programs started before the workload, one per instance.
     pub loads: Vec<Workload>,
     pub verdict: Option<VerdictPolicy>,
@@ -113,7 +113,7 @@ impl TryFrom<&farm_proto::Cell> for Cell {
             workload: c.workload.clone(),
             state,
             host,
-            baseline: c.baseline,
+            baseline: c.baseline.map(crate::ids::CellIndex::new),
             loads: c.loads.clone(),
             verdict: c.verdict.clone(),
             guest: c.guest.as_ref().map(GuestShape::from),
@@ -138,7 +138,7 @@ impl From<&Cell> for farm_proto::Cell {
                 min_numa_nodes: h.min_numa_nodes,
                 executor: h.executor.map(|e| e.to_string()).unwrap_or_default(),
             }),
-            baseline: c.baseline,
+            baseline: c.baseline.map(crate::ids::CellIndex::get),
             loads: c.loads.clone(),
             verdict: c.verdict.clone(),
             guest: c.guest.as_ref().map(farm_proto::GuestShape::from),

@@ -444,12 +444,12 @@ pub fn summarise(
             let policy = crate::policy::of(cell);
             let base_i = cell
                 .baseline
-                .map(|b| b as usize)
+                .map(crate::ids::CellIndex::at)
                 .filter(|&b| b < cells.len());
             let mut summary = CellSummary {
                 cell_index: cell.index.get(),
                 cell_name: cell.name.clone(),
-                baseline: cell.baseline,
+                baseline: cell.baseline.map(crate::ids::CellIndex::get),
                 representative_run: reps[i].0.clone(),
                 notes: reps[i].1.clone(),
                 history: histories.next().unwrap_or_default(),

@@ -214,7 +214,7 @@ mod tests {
             farm_coordinator::matrix::parse("ends", &m).unwrap_or_else(|e| panic!("{e}\n{m}"));
         let kernels: Vec<String> = parsed.cells.iter().map(|c| c.kernel.to_string()).collect();
         assert_eq!(kernels, ["git:linux@v6.1", "git:linux@bisect-bad"], "{m}");
-        assert_eq!(parsed.cells[1].baseline, Some(0), "{m}");
+        assert_eq!(parsed.cells[1].baseline.map(|b| b.get()), Some(0), "{m}");
         assert_eq!(parsed.cells[0].baseline, None, "{m}");
         let v: toml::Table = toml::from_str(&m).unwrap();
         assert_eq!(v["repetitions"].as_integer(), Some(5));

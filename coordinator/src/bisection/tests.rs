@@ -96,7 +96,11 @@ fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
     assert_eq!(m.cells[1].name, "hackbench(groups=2) | kernel=git:linux@c1");
     assert_eq!(m.cells[1].index.get(), 1);
     // The step's kernel is compared with good; the ends with nothing.
-    let baselines: Vec<Option<u32>> = m.cells.iter().map(|c| c.baseline).collect();
+    let baselines: Vec<Option<u32>> = m
+        .cells
+        .iter()
+        .map(|c| c.baseline.map(|b| b.get()))
+        .collect();
     assert_eq!(baselines, [None, Some(0), None]);
     let p = m.cells[0].verdict.as_ref().unwrap();
     assert_eq!((p.max_runs, p.repetitions, p.min_effect), (10, 10, 0.05));

@@ -311,7 +311,7 @@ impl Scheduler {
             let Some(cell) = m.rec.cells.get(c.cell_index as usize) else {
                 continue;
             };
-            let Some(base) = cell.baseline.and_then(|b| m.rec.cells.get(b as usize)) else {
+            let Some(base) = cell.baseline.and_then(|b| m.rec.cells.get(b.at())) else {
                 continue;
             };
             let one_repo = match (&base.kernel, &cell.kernel) {
@@ -400,10 +400,7 @@ impl Scheduler {
         let base = cell.baseline.ok_or_else(|| {
             Error::Bisection(bisection::Error::NoBaseline { cell: req.cell }.to_string())
         })?;
-        Ok((
-            m.rec.cells[base as usize].kernel.clone(),
-            cell.kernel.clone(),
-        ))
+        Ok((m.rec.cells[base.at()].kernel.clone(), cell.kernel.clone()))
     }
 
     fn create_bisection(
@@ -435,7 +432,7 @@ impl Scheduler {
                 .map(|r| &r.rec)
                 .collect()
         };
-        let base = cell.baseline.unwrap_or_default() as usize;
+        let base = cell.baseline.unwrap_or_default().at();
         // Every round builds its kernels as the bad one is built: ends
         // built otherwise (a patch, a configuration) are no range of commits.
         if let Some(b) = m.rec.cells.get(base)

@@ -167,7 +167,7 @@ impl Scheduler {
         let by_cell = vec![Vec::new(); rec.cells.len()];
         let mut candidates = vec![Vec::new(); rec.cells.len()];
         for c in &rec.cells {
-            if let Some(b) = c.baseline.and_then(|b| candidates.get_mut(b as usize)) {
+            if let Some(b) = c.baseline.and_then(|b| candidates.get_mut(b.at())) {
                 b.push(c.index);
             }
         }

@@ -29,7 +29,7 @@ impl Scheduler {
         }
         let mut pairs: Vec<(CellIndex, CellIndex)> = Vec::new();
         if let Some(b) = m.rec.cells.get(cell.at()).and_then(|c| c.baseline) {
-            pairs.push((cell, CellIndex::new(b)));
+            pairs.push((cell, b));
         }
         if let Some(candidates) = m.candidates.get(cell.at()) {
             pairs.extend(candidates.iter().map(|&c| (c, cell)));
