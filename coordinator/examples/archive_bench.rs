@@ -71,7 +71,7 @@ fn matrix(seq: u64, cells: u32) -> ArchivedMatrix {
                 Point {
                     matrix_id: id,
                     matrix_seq: seq,
-                    cell: i,
+                    cell: farm_coordinator::ids::CellIndex::new(i),
                     submitted_ms: seq,
                     kernel: "debian:6.12".into(),
                     medians: vec![Median {

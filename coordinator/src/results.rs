@@ -300,7 +300,7 @@ pub struct Point {
     pub matrix_id: crate::ids::MatrixId,
     /// The matrix's submission order: points are ordered by (seq, cell).
     pub matrix_seq: u64,
-    pub cell: u32,
+    pub cell: crate::ids::CellIndex,
     pub submitted_ms: u64,
     pub kernel: String,
     /// Empty when the cell has no finished run: not a point then.
@@ -326,7 +326,7 @@ pub fn medians(runs: &[&RunRecord]) -> Vec<Median> {
 /// the other has: a matrix archived while its point was copied), in order,
 /// once each, the latest [`crate::policy::HISTORY_POINTS`].
 pub fn merge(archived: Vec<Point>, live: Vec<Point>) -> Vec<Point> {
-    let mut all: BTreeMap<(u64, u32), Point> = BTreeMap::new();
+    let mut all: BTreeMap<(u64, crate::ids::CellIndex), Point> = BTreeMap::new();
     for p in archived.into_iter().chain(live) {
         all.insert((p.matrix_seq, p.cell), p);
     }

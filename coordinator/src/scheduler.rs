@@ -89,7 +89,10 @@ type Reply<T> = oneshot::Sender<Result<T, Error>>;
 /// bisections build on ranges, not the other way round.
 pub(super) enum Starter {
     Rpc(Reply<farm_proto::Bisection>),
-    Schedule { matrix_id: MatrixId, cell: u32 },
+    Schedule {
+        matrix_id: MatrixId,
+        cell: CellIndex,
+    },
 }
 
 /// The most events applied before a commit; bounds the latency of a batch.

@@ -185,7 +185,7 @@ fn matrix(id: MatrixId, seq: u64, series: &[u8], wall_s: f64) -> ArchivedMatrix 
             Point {
                 matrix_id: id,
                 matrix_seq: seq,
-                cell: 0,
+                cell: CellIndex::new(0),
                 submitted_ms: 1_000 + seq,
                 kernel: "debian:6.1".into(),
                 medians: vec![Median {

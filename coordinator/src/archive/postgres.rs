@@ -316,7 +316,7 @@ fn columns(m: &ArchivedMatrix) -> Result<Columns> {
     for (key, p) in &m.points {
         c.p_series.push(series_digest(key).to_vec());
         c.p_seq.push(int("a matrix's seq", p.matrix_seq)?);
-        c.p_cell.push(i64::from(p.cell));
+        c.p_cell.push(i64::from(p.cell.get()));
         c.p_submitted
             .push(int("a submission time", p.submitted_ms)?);
         c.p_kernel.push(p.kernel.clone());
@@ -428,7 +428,7 @@ impl Archive for Postgres {
         for row in rows.iter().rev() {
             out.push(Point {
                 matrix_seq: row.get::<_, i64>(0) as u64,
-                cell: row.get::<_, i64>(1) as u32,
+                cell: crate::ids::CellIndex::new(row.get::<_, i64>(1) as u32),
                 matrix_id: row.get::<_, &str>(2).parse()?,
                 submitted_ms: row.get::<_, i64>(3) as u64,
                 kernel: row.get(4),

@@ -125,7 +125,7 @@ impl Archive for Sqlite {
                 point.execute(params![
                     series_digest(key).to_vec(),
                     int("a matrix's seq", p.matrix_seq)?,
-                    p.cell,
+                    p.cell.get(),
                     p.matrix_id.to_string(),
                     int("a submission time", p.submitted_ms)?,
                     p.kernel,
@@ -159,7 +159,7 @@ impl Archive for Sqlite {
             out.push(Point {
                 matrix_id: matrix_id.parse()?,
                 matrix_seq: seq as u64,
-                cell,
+                cell: crate::ids::CellIndex::new(cell),
                 submitted_ms: submitted_ms as u64,
                 kernel,
                 medians: records::medians_of(&medians)?,

@@ -223,7 +223,7 @@ fn point(i: u64, wall: f64) -> Point {
     Point {
         matrix_id: MatrixId::nth(i),
         matrix_seq: i,
-        cell: 0,
+        cell: crate::ids::CellIndex::new(0),
         submitted_ms: i,
         kernel: format!("k{i}"),
         medians: vec![Median {

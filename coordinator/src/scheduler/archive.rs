@@ -106,7 +106,7 @@ fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> Archive
                 let point = results::Point {
                     matrix_id: r.id,
                     matrix_seq: r.seq,
-                    cell: cell.index.get(),
+                    cell: cell.index,
                     submitted_ms: r.submitted_ms,
                     kernel: cell.kernel.to_string(),
                     medians,

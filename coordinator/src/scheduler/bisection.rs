@@ -16,7 +16,7 @@ use tracing::{error, info, warn};
 use super::ranges;
 use super::{Error, MatrixMem, Reply, Scheduler, Starter, now_ms};
 use crate::bisection::{self, New};
-use crate::ids::{BisectionId, MatrixId};
+use crate::ids::{BisectionId, CellIndex, MatrixId};
 use crate::store::Op;
 
 /// The most bisections the coordinator keeps running at once: each holds
@@ -340,7 +340,7 @@ impl Scheduler {
             };
             let to = Starter::Schedule {
                 matrix_id: *matrix_id,
-                cell,
+                cell: CellIndex::new(cell),
             };
             self.start_bisection(req, to);
         }
@@ -351,9 +351,9 @@ impl Scheduler {
         match to {
             Starter::Rpc(reply) => self.reply(reply, r),
             Starter::Schedule { matrix_id, cell } => match r {
-                Ok(b) => info!(matrix = %matrix_id, cell, bisection = %b.bisection_id,
+                Ok(b) => info!(matrix = %matrix_id, %cell, bisection = %b.bisection_id,
                                "a schedule's regression is being bisected"),
-                Err(e) => warn!(matrix = %matrix_id, cell,
+                Err(e) => warn!(matrix = %matrix_id, %cell,
                                 "a schedule's regression cannot be bisected: {e}"),
             },
         }

@@ -18,7 +18,7 @@ use crate::store::RunRecord;
 pub(super) struct LivePoint<'a> {
     pub matrix_id: MatrixId,
     pub matrix_seq: u64,
-    pub cell: u32,
+    pub cell: crate::ids::CellIndex,
     pub submitted_ms: u64,
     pub kernel: &'a farm_spec::Kernel,
     pub runs: Vec<&'a RunRecord>,
@@ -29,16 +29,19 @@ pub(super) struct LivePoint<'a> {
 /// every matrix, now that every ended matrix computes its own. The
 /// matrices' part of the scheduler tells it of cells that come and go.
 #[derive(Default)]
-pub(super) struct Series(HashMap<Vec<u8>, Vec<(u64, u32)>>);
+pub(super) struct Series(HashMap<Vec<u8>, Vec<(u64, crate::ids::CellIndex)>>);
 
 impl Series {
     /// Cell `cell` of the matrix with `seq` belongs to the series `key`.
-    pub(super) fn add(&mut self, key: &[u8], seq: u64, cell: u32) {
+    pub(super) fn add(&mut self, key: &[u8], seq: u64, cell: crate::ids::CellIndex) {
         self.0.entry(key.to_vec()).or_default().push((seq, cell));
     }
 
     /// The cells of the series `key`, as (matrix seq, cell index).
-    pub(super) fn cells(&self, key: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
+    pub(super) fn cells(
+        &self,
+        key: &[u8],
+    ) -> impl Iterator<Item = (u64, crate::ids::CellIndex)> + '_ {
         self.0.get(key).into_iter().flatten().copied()
     }
 
@@ -75,7 +78,7 @@ impl Scheduler {
                 if !given.insert(key.as_slice()) {
                     return None;
                 }
-                let mut cells: Vec<(u64, &MatrixMem, u32)> = self
+                let mut cells: Vec<(u64, &MatrixMem, crate::ids::CellIndex)> = self
                     .series
                     .cells(key)
                     .filter_map(|(seq, index)| {
@@ -91,8 +94,8 @@ impl Scheduler {
                         matrix_seq: seq,
                         cell: index,
                         submitted_ms: mm.rec.submitted_ms,
-                        kernel: &mm.rec.cells[index as usize].kernel,
-                        runs: mm.by_cell[index as usize]
+                        kernel: &mm.rec.cells[index.at()].kernel,
+                        runs: mm.by_cell[index.at()]
                             .iter()
                             .filter_map(|id| self.runs.get(id))
                             .map(|r| &r.rec)

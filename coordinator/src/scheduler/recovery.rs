@@ -174,7 +174,7 @@ impl Scheduler {
         let (status, _) = watch::channel(MatrixStatus::default());
         let series_keys: Vec<Vec<u8>> = rec.cells.iter().map(series_key).collect();
         for (c, key) in rec.cells.iter().zip(&series_keys) {
-            self.series.add(key, rec.seq, c.index.get());
+            self.series.add(key, rec.seq, c.index);
         }
         let version = self.summaries.next_version();
         self.by_seq.insert(rec.seq, rec.id);

@@ -1417,7 +1417,7 @@ async fn ended_matrices_the_gauges_do_not_show_leave_for_the_archive() {
         .unwrap();
     assert_eq!(points.len(), 1);
     assert_eq!(
-        (points[0].matrix_id.to_string(), points[0].cell),
+        (points[0].matrix_id.to_string(), points[0].cell.get()),
         (ids[0].clone(), 0)
     );
     let wall = points[0]
