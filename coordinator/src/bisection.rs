@@ -47,6 +47,23 @@ pub enum Error {
     Corrupt { id: String, what: String },
 }
 
+/// A request's kernels between good and bad, parsed where the request
+/// enters (`service`); a bad one is named by its place in the bisection
+/// (good is 0).
+pub fn between(kernels: &[String]) -> Result<Vec<farm_spec::Kernel>, Error> {
+    kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            k.parse::<farm_spec::Kernel>().map_err(|e| Error::Kernel {
+                index: i + 1,
+                prefix: k.chars().take(40).collect(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
+}
+
 /// A new bisection's record: `good` and `bad` are the baseline's and the
 /// cell's kernels, `between` the kernels between them in order.
 pub struct New<'a> {
@@ -55,8 +72,8 @@ pub struct New<'a> {
     pub matrix_name: String,
     pub timeout_s: u32,
     pub cell: &'a crate::cell::Cell,
-    pub good: &'a str,
-    pub between: &'a [String],
+    pub good: &'a farm_spec::Kernel,
+    pub between: &'a [farm_spec::Kernel],
     pub metric: String,
     pub direction: Direction,
     pub runs: u32,
@@ -67,18 +84,9 @@ pub struct New<'a> {
 /// Checks a request and makes its record; the bisector it holds is valid.
 pub fn create(n: New<'_>) -> Result<Bisection, Error> {
     let mut kernels: Vec<String> = Vec::with_capacity(n.between.len() + 2);
-    kernels.push(n.good.to_owned());
-    kernels.extend(n.between.iter().cloned());
+    kernels.push(n.good.to_string());
+    kernels.extend(n.between.iter().map(farm_spec::Kernel::to_string));
     kernels.push(n.cell.kernel.to_string());
-    for (index, k) in kernels.iter().enumerate() {
-        if let Err(e) = k.parse::<farm_spec::Kernel>() {
-            return Err(Error::Kernel {
-                index,
-                prefix: k.chars().take(40).collect(),
-                reason: e.to_string(),
-            });
-        }
-    }
     if kernels[0] == kernels[kernels.len() - 1] {
         return Err(Error::SameEnds(kernels[0].clone()));
     }

@@ -447,10 +447,20 @@ impl FarmService for Farm {
                 farm_analysis::bisect::MAX_KERNELS
             )));
         }
+        // Parsed where they enter; the refusal reads as the scheduler's
+        // other refusals of a bisection do.
+        let between = crate::bisection::between(&request.between)
+            .map_err(|e| scheduler::Error::Bisection(e.to_string()))?;
         let b = self
             .router
             .handle()?
-            .call(|reply| Event::Bisection(BisectionEvent::Start { request, reply }))
+            .call(|reply| {
+                Event::Bisection(BisectionEvent::Start {
+                    request,
+                    between,
+                    reply,
+                })
+            })
             .await?;
         Ok(Response::new(b))
     }

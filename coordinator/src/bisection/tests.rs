@@ -22,7 +22,16 @@ fn cell() -> crate::cell::Cell {
     .unwrap()
 }
 
-fn new<'a>(c: &'a crate::cell::Cell, good: &'a str, between: &'a [String]) -> New<'a> {
+/// The kernels of a test, as the callers of `create` give them: parsed.
+fn kernels(ks: &[&str]) -> Vec<farm_spec::Kernel> {
+    ks.iter().map(|k| k.parse().unwrap()).collect()
+}
+
+fn new<'a>(
+    c: &'a crate::cell::Cell,
+    good: &'a farm_spec::Kernel,
+    between: &'a [farm_spec::Kernel],
+) -> New<'a> {
     New {
         id: BisectionId::nth(1),
         matrix_id: MatrixId::nth(1),
@@ -42,8 +51,11 @@ fn new<'a>(c: &'a crate::cell::Cell, good: &'a str, between: &'a [String]) -> Ne
 #[test]
 fn a_record_lists_good_then_between_then_bad_with_the_defaults() {
     let c = cell();
-    let between = vec!["git:linux@abc123".to_owned()];
-    let b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
+    let (good, between) = (
+        &kernels(&["git:linux@v6.1"])[0],
+        kernels(&["git:linux@abc123"]),
+    );
+    let b = create(new(&c, good, &between)).unwrap();
     assert_eq!(
         b.kernels,
         ["git:linux@v6.1", "git:linux@abc123", "git:linux@bisect-bad"]
@@ -58,18 +70,19 @@ fn a_record_lists_good_then_between_then_bad_with_the_defaults() {
 #[test]
 fn bad_requests_name_what_is_wrong() {
     let c = cell();
-    let e = create(new(&c, "git:linux@bisect-bad", &[])).unwrap_err();
+    let good = &kernels(&["git:linux@v6.1"])[0];
+    let e = create(new(&c, &kernels(&["git:linux@bisect-bad"])[0], &[])).unwrap_err();
     assert_eq!(e, Error::SameEnds("git:linux@bisect-bad".into()));
-    let between = vec!["git:linux@v6.1".to_owned()];
-    let e = create(new(&c, "git:linux@v6.1", &between)).unwrap_err();
+    let e = create(new(&c, good, &kernels(&["git:linux@v6.1"]))).unwrap_err();
     assert_eq!(e, Error::Repeated("git:linux@v6.1".into()));
-    let between = vec!["git:linux@a..b".to_owned()];
-    let e = create(new(&c, "git:linux@v6.1", &between)).unwrap_err();
+    // A kernel that is none is refused where the request enters, by its
+    // place in the bisection (good is 0).
+    let e = between(&["git:linux@c1".to_owned(), "git:linux@a..b".to_owned()]).unwrap_err();
     assert!(
-        matches!(&e, Error::Kernel { index: 1, prefix, .. } if prefix == "git:linux@a..b"),
+        matches!(&e, Error::Kernel { index: 2, prefix, .. } if prefix == "git:linux@a..b"),
         "{e}"
     );
-    let mut n = new(&c, "git:linux@v6.1", &[]);
+    let mut n = new(&c, good, &[]);
     n.runs = 1;
     assert_eq!(
         create(n).unwrap_err(),
@@ -83,8 +96,10 @@ fn bad_requests_name_what_is_wrong() {
 #[test]
 fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
     let c = cell();
-    let between: Vec<String> = (0..3).map(|i| format!("git:linux@c{i}")).collect();
-    let b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
+    let between: Vec<_> = (0..3)
+        .map(|i| format!("git:linux@c{i}").parse().unwrap())
+        .collect();
+    let b = create(new(&c, &kernels(&["git:linux@v6.1"])[0], &between)).unwrap();
     let m = round_matrix(&b, &[0, 2, 4], 10, 1, Some((0, 1))).unwrap();
     assert_eq!(m.name, "seed 002 bisect b-000000000001 round 1");
     assert_eq!(m.repetitions, 10);
@@ -109,8 +124,10 @@ fn a_round_is_a_matrix_of_the_template_with_each_kernel() {
 #[test]
 fn a_stored_record_resumes_the_same_bisector() {
     let c = cell();
-    let between: Vec<String> = (0..7).map(|i| format!("git:linux@c{i}")).collect();
-    let mut b = create(new(&c, "git:linux@v6.1", &between)).unwrap();
+    let between: Vec<_> = (0..7)
+        .map(|i| format!("git:linux@c{i}").parse().unwrap())
+        .collect();
+    let mut b = create(new(&c, &kernels(&["git:linux@v6.1"])[0], &between)).unwrap();
     let mut x = bisector(&b).unwrap();
     let at = |v: f64| {
         (0..10)

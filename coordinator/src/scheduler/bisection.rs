@@ -33,6 +33,8 @@ pub const MAX_BISECTIONS_PER_EXECUTION: usize = 4;
 pub enum BisectionEvent {
     Start {
         request: Box<StartBisectionRequest>,
+        /// The request's `between`, parsed where it entered (`service`).
+        between: Vec<Kernel>,
         reply: Reply<Bisection>,
     },
     Get {
@@ -246,9 +248,11 @@ enum Plan {
 impl Scheduler {
     pub(super) fn on_bisection(&mut self, ev: BisectionEvent) {
         match ev {
-            BisectionEvent::Start { request, reply } => {
-                self.start_bisection(*request, Starter::Rpc(reply))
-            }
+            BisectionEvent::Start {
+                request,
+                between,
+                reply,
+            } => self.start_bisection(*request, &between, Starter::Rpc(reply)),
             BisectionEvent::Get {
                 bisection_id,
                 reply,
@@ -260,9 +264,14 @@ impl Scheduler {
         }
     }
 
-    pub(super) fn start_bisection(&mut self, req: StartBisectionRequest, reply: Starter) {
+    pub(super) fn start_bisection(
+        &mut self,
+        req: StartBisectionRequest,
+        between: &[Kernel],
+        reply: Starter,
+    ) {
         if !req.git_range {
-            let r = self.create_bisection(&req, &req.between, Vec::new());
+            let r = self.create_bisection(&req, between, Vec::new());
             self.started(reply, r);
             return;
         }
@@ -342,7 +351,7 @@ impl Scheduler {
                 matrix_id: *matrix_id,
                 cell: CellIndex::new(cell),
             };
-            self.start_bisection(req, to);
+            self.start_bisection(req, &[], to);
         }
     }
 
@@ -363,15 +372,12 @@ impl Scheduler {
     pub(super) fn range_bisection(
         &mut self,
         req: &StartBisectionRequest,
-        repo: &str,
+        kernels: &[Kernel],
         commits: &[CommitInfo],
     ) -> Result<Bisection, Error> {
-        let between: Vec<String> = commits[1..commits.len() - 1]
-            .iter()
-            .map(|c| format!("git:{repo}@{}", c.commit))
-            .collect();
+        let between = &kernels[1..kernels.len() - 1];
         let subjects = commits.iter().map(|c| c.subject.clone()).collect();
-        self.create_bisection(req, &between, subjects)
+        self.create_bisection(req, between, subjects)
     }
 
     /// The matrix a request bisects a cell of. Its id is parsed here, where
@@ -406,7 +412,7 @@ impl Scheduler {
     fn create_bisection(
         &mut self,
         req: &StartBisectionRequest,
-        between: &[String],
+        between: &[Kernel],
         subjects: Vec<String>,
     ) -> Result<Bisection, Error> {
         if self.bisections.running() >= MAX_RUNNING_BISECTIONS {
@@ -416,7 +422,7 @@ impl Scheduler {
                 capacity: MAX_RUNNING_BISECTIONS,
             });
         }
-        let good = self.ends(req)?.0.to_string();
+        let good = self.ends(req)?.0;
         let bad = |why: String| Error::Bisection(why);
         // `ends` found both.
         let m = self.bisected(req)?;

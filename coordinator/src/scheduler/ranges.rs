@@ -82,26 +82,36 @@ pub(super) fn git_ends(good: &Kernel, bad: &Kernel) -> Result<(GitKernel, GitKer
     Ok((good, bad))
 }
 
-/// An agent's listing, checked: at least both ends, at most
+/// An agent's listing of `repo`, checked: at least both ends, at most
 /// [`MAX_RANGE_COMMITS`] after good, each a full commit id with a subject
-/// within [`MAX_COMMIT_SUBJECT_BYTES`].
-pub(super) fn check_listed(agent_id: &AgentId, commits: &[CommitInfo]) -> Result<(), Error> {
+/// within [`MAX_COMMIT_SUBJECT_BYTES`]; the commits as the kernels a
+/// bisection measures (`git:{repo}@{commit}`), converted once here, where
+/// the agent's answer enters.
+pub(super) fn check_listed(
+    agent_id: &AgentId,
+    repo: &str,
+    commits: &[CommitInfo],
+) -> Result<Vec<Kernel>, Error> {
     if commits.len() < 2 || commits.len() > MAX_RANGE_COMMITS + 1 {
         return Err(Error::Bisection(format!(
             "agent {agent_id} listed {} commits for the range",
             commits.len()
         )));
     }
-    for c in commits {
-        if c.commit.parse::<farm_spec::CommitId>().is_err()
-            || c.subject.len() > MAX_COMMIT_SUBJECT_BYTES
-        {
-            return Err(Error::Bisection(format!(
-                "agent {agent_id} listed a malformed commit"
-            )));
-        }
-    }
-    Ok(())
+    let malformed = || Error::Bisection(format!("agent {agent_id} listed a malformed commit"));
+    commits
+        .iter()
+        .map(|c| {
+            if c.commit.parse::<farm_spec::CommitId>().is_err()
+                || c.subject.len() > MAX_COMMIT_SUBJECT_BYTES
+            {
+                return Err(malformed());
+            }
+            format!("git:{repo}@{}", c.commit)
+                .parse::<Kernel>()
+                .map_err(|_| malformed())
+        })
+        .collect()
 }
 
 /// A refusal as a `ListRange` caller is told it: the range refused, not a
@@ -193,7 +203,7 @@ impl Scheduler {
             return;
         };
         let r = if c.error.is_empty() {
-            check_listed(agent_id, &c.commits).map(|()| (l.repo, c.commits))
+            check_listed(agent_id, &l.repo, &c.commits).map(|kernels| (kernels, c.commits))
         } else {
             Err(Error::Bisection(format!(
                 "agent {agent_id}: {}",
@@ -210,8 +220,8 @@ impl Scheduler {
                     .map_err(as_range);
                 self.reply(reply, r);
             }
-            (Then::Bisect { request, starter }, Ok((repo, commits))) => {
-                let r = self.range_bisection(&request, &repo, &commits);
+            (Then::Bisect { request, starter }, Ok((kernels, commits))) => {
+                let r = self.range_bisection(&request, &kernels, &commits);
                 self.started(starter, r);
             }
             (Then::Bisect { starter, .. }, Err(e)) => self.started(starter, Err(e)),

@@ -47,6 +47,7 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
         .h
         .call(|reply| {
             Event::Bisection(BisectionEvent::Start {
+                between: crate::bisection::between(&request.between).unwrap(),
                 request: Box::new(request),
                 reply,
             })
@@ -69,6 +70,7 @@ async fn a_git_range_is_asked_of_the_agent_with_the_repository_and_taken_only_fr
     let started = tokio::spawn(async move {
         h.call(|reply| {
             Event::Bisection(BisectionEvent::Start {
+                between: crate::bisection::between(&request.between).unwrap(),
                 request: Box::new(request),
                 reply,
             })
@@ -315,6 +317,7 @@ async fn bisect_releases(farm: &Farm, hosts: &mut Hosts) -> farm_proto::Bisectio
     farm.h
         .call(|reply| {
             Event::Bisection(BisectionEvent::Start {
+                between: crate::bisection::between(&request.between).unwrap(),
                 request: Box::new(request),
                 reply,
             })
@@ -624,6 +627,7 @@ async fn ends_built_otherwise_are_not_bisected() {
         .h
         .call(|reply| {
             Event::Bisection(BisectionEvent::Start {
+                between: crate::bisection::between(&request.between).unwrap(),
                 request: Box::new(request),
                 reply,
             })
