@@ -109,12 +109,8 @@ impl Bisections {
                   first_bad = o.first_bad, confirmed = o.confirmed, "bisection ended");
             return Plan::Ended;
         }
-        let x = match bisection::bisector(b) {
-            Ok(x) => x,
-            Err(e) => {
-                warn!(bisection = %id, "cannot resume: {e}");
-                return Plan::Waits;
-            }
+        let Some(x) = resumed(id, b) else {
+            return Plan::Waits;
         };
         let Some(bisection::Round {
             kernels,
@@ -165,12 +161,8 @@ impl Bisections {
         let Some(b) = self.0.get_mut(id) else {
             return false;
         };
-        let mut x = match bisection::bisector(b) {
-            Ok(x) => x,
-            Err(e) => {
-                warn!(bisection = %id, "cannot resume: {e}");
-                return false;
-            }
+        let Some(mut x) = resumed(id, b) else {
+            return false;
         };
         if let Err(e) = x.observe(values) {
             warn!(bisection = %id, matrix = %matrix_id, "round not taken: {e}");
@@ -231,6 +223,13 @@ impl Bisections {
             })
             .collect()
     }
+}
+
+/// The bisector `b` holds; `None`, said, when its record is damaged.
+fn resumed(id: &BisectionId, b: &Bisection) -> Option<farm_analysis::bisect::Bisector> {
+    bisection::bisector(b)
+        .map_err(|e| warn!(bisection = %id, "cannot resume: {e}"))
+        .ok()
 }
 
 /// What a bisection asks for next.

@@ -253,10 +253,14 @@ impl Backend for Sqlite {
                 at_ms: at_ms as u64,
                 kernel,
             };
-            executions.insert(matrix, e);
+            // A row no matrix id names belongs to no matrix loaded: left
+            // out, as a row of an unknown matrix is.
+            if let Ok(matrix) = matrix.parse::<crate::ids::MatrixId>() {
+                executions.insert(matrix, e);
+            }
         }
         for m in &mut records {
-            m.execution = executions.remove(&m.id.to_string());
+            m.execution = executions.remove(&m.id);
         }
         let mut stmt = self.conn.prepare(
             "SELECT s.id, s.name, s.file_name, s.source, s.cron, s.on_new_kernel, s.created_ms, s.last_cron_ms,
