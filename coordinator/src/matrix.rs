@@ -9,9 +9,11 @@
 //! limits are documented in `docs/MATRIX.md`. Here the submodules follow the
 //! file: `raw` is its shape as serde reads it, one module checks each axis
 //! or table (`kernels`, `workloads`, `loads`, `states`, `hosts`, `guest`,
-//! `verdict`, `schedule`, `baseline`, `build` with `builds`), `checks` holds the checks they share,
-//! `cells` builds the product, and `location` turns a byte span into the
-//! line, column and key of an [`Error`].
+//! `verdict`, `schedule`, `baseline`, `build` with `builds`), `checks` holds
+//! the checks they share, `cells` builds the product, and `location` defines
+//! [`Error`] and turns a byte span into its line, column and key. Each limit
+//! lives in the module that checks it; this one re-exports them. Submodules
+//! import one another, never this module: it sits above them all.
 
 mod baseline;
 mod build;
@@ -34,7 +36,11 @@ use std::ops::RangeInclusive;
 
 use crate::cell::Cell;
 
-pub use self::location::{MAX_KEY_BYTES, MAX_MESSAGE_BYTES};
+pub use self::cells::{MAX_EXPANDED_MATRIX_BYTES, MAX_LOAD_COPIES, MAX_RUNS};
+pub use self::checks::MAX_NAME_BYTES;
+pub use self::loads::{LOAD_SECONDS, MAX_LOADS_PER_CELL};
+pub use self::location::{Error, MAX_KEY_BYTES, MAX_MESSAGE_BYTES, Result};
+pub use self::schedule::Schedule;
 
 use self::cells::{Common, Product, cells, check_size};
 use self::checks::{bounded, non_empty_axis};
@@ -42,49 +48,15 @@ use self::guest::{guest_limits, guest_shape};
 use self::hosts::{executors_fit, hosts};
 use self::kernels::kernels;
 use self::loads::loads;
-use self::location::Issue;
+use self::location::{Checked, Issue};
 use self::raw::RawMatrix;
 use self::schedule::schedule;
 use self::states::states;
 use self::verdict::verdict_policy;
 use self::workloads::{variants, workload_axes};
 
-/// The longest name of a matrix, a state or a host. Names are copied into
-/// every cell, status and series label: a 20 KB state name × 1,000 cells
-/// grew a coordinator by 168 MB before this limit.
-pub const MAX_NAME_BYTES: usize = 128;
-
 /// The default limit on the number of cells of one matrix (`max_cells`).
 pub const DEFAULT_MAX_CELLS: usize = 10_000;
-
-/// The most runs (cells × repetitions) a matrix may have. A run costs the
-/// coordinator a few hundred bytes in memory and a row in the store, written
-/// in the submission's one transaction; a million is hours of a large fleet.
-pub const MAX_RUNS: u64 = 1_000_000;
-
-/// The most load instances one cell may have (`instances` summed over `[[loads]]`).
-pub const MAX_LOADS_PER_CELL: u32 = 64;
-
-/// The most load copies a matrix may hold: cells × load instances per cell.
-/// Each copy is a complete `Workload` (a few hundred bytes) in every cell, so
-/// this keeps a matrix with loads within the memory of one without.
-pub const MAX_LOAD_COPIES: u64 = 1_000_000;
-
-/// The most bytes the cells of one matrix may take, encoded as the store
-/// keeps them. Counted as they are built, so a refused matrix costs at most
-/// this. Every cell repeats the values of its axes, and the coordinator
-/// holds the cells in memory (about as large again as their encoding),
-/// writes them in the submission's one transaction and sends them in every
-/// status: 32 MiB is 10,000 cells (the default `max_cells`) of 3.3 KiB,
-/// thirty times the cell of a one-workload matrix (about 100 bytes), yet
-/// 24 KB of CPU lists (two lists of `CpuSet::MAX_ITEMS` items) in 10,000
-/// cells would be 240 MB.
-pub const MAX_EXPANDED_MATRIX_BYTES: usize = 32 << 20;
-
-/// A load's `seconds` when the file leaves it out: the agent stops a load
-/// after the measured workload, so its own duration only has to outlast the
-/// run. A day, the catalogue's largest duration.
-pub const LOAD_SECONDS: f64 = 86_400.0;
 
 const MAX_CELLS: RangeInclusive<i64> = 1..=1_000_000;
 const REPETITIONS: RangeInclusive<i64> = 1..=1000;
@@ -104,16 +76,6 @@ pub struct Matrix {
     pub schedule: Option<Schedule>,
 }
 
-/// A validated `[schedule]`; an empty field is not set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule {
-    pub cron: String,
-    pub on_new_kernel: String,
-    /// Bisect each regression an execution finds between two `git:`
-    /// kernels of one repository (the cell's baseline's and its own).
-    pub bisect: bool,
-}
-
 /// One run of one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
@@ -122,33 +84,6 @@ pub struct Run {
     /// Dispatch order, from 0.
     pub seq: u64,
 }
-
-/// A matrix file that cannot be run, and where.
-#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
-#[error("{file}:{line}:{column}: {}{message}", key_prefix(.key))]
-pub struct Error {
-    pub file: String,
-    /// 1-based.
-    pub line: usize,
-    /// 1-based, in characters.
-    pub column: usize,
-    /// The dotted path of the offending key, e.g. `workloads[1].params.threads`;
-    /// empty when the error is not about one key (e.g. a TOML syntax error).
-    pub key: String,
-    pub message: String,
-}
-
-fn key_prefix(key: &str) -> String {
-    if key.is_empty() {
-        String::new()
-    } else {
-        format!("{key}: ")
-    }
-}
-
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-type Checked<T> = std::result::Result<T, Issue>;
 
 /// Parses, validates and expands a matrix file. `file_name` is only used in errors.
 pub fn parse(file_name: &str, text: &str) -> Result<Matrix> {

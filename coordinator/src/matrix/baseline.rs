@@ -21,8 +21,7 @@ use farm_proto::{HostSelector, MachineState};
 use farm_workload::catalogue::{self, Value};
 use toml::Spanned;
 
-use super::Checked;
-use super::location::Issue;
+use super::location::{Checked, Issue};
 use super::raw::{Number, Scalar};
 use super::workloads::{ValueKey, Variant, typed};
 

@@ -7,8 +7,7 @@
 use farm_spec::{GitKernel, Kernel, KernelBuild};
 use toml::Spanned;
 
-use super::Checked;
-use super::location::Issue;
+use super::location::{Checked, Issue};
 use super::raw::{RawBuild, RawMatrix};
 
 /// Each kernel's build, in the axis' order: `None` for kernels that are not

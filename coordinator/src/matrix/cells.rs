@@ -8,10 +8,30 @@ use prost::Message;
 use toml::Spanned;
 
 use super::baseline;
-use super::location::Issue;
+use super::location::{Checked, Issue};
 use super::raw::RawMatrix;
 use super::workloads::{Axis, Variant, wire_param};
-use super::{Checked, MAX_EXPANDED_MATRIX_BYTES, MAX_LOAD_COPIES, MAX_RUNS};
+
+/// The most runs (cells × repetitions) a matrix may have. A run costs the
+/// coordinator a few hundred bytes in memory and a row in the store, written
+/// in the submission's one transaction; a million is hours of a large fleet.
+pub const MAX_RUNS: u64 = 1_000_000;
+
+/// The most load copies a matrix may hold: cells × load instances per cell.
+/// Each copy is a complete `Workload` (a few hundred bytes) in every cell, so
+/// this keeps a matrix with loads within the memory of one without.
+pub const MAX_LOAD_COPIES: u64 = 1_000_000;
+
+/// The most bytes the cells of one matrix may take, encoded as the store
+/// keeps them. Counted as they are built, so a refused matrix costs at most
+/// this. Every cell repeats the values of its axes, and the coordinator
+/// holds the cells in memory (about as large again as their encoding),
+/// writes them in the submission's one transaction and sends them in every
+/// status: 32 MiB is 10,000 cells (the default `max_cells`) of 3.3 KiB,
+/// thirty times the cell of a one-workload matrix (about 100 bytes), yet
+/// 24 KB of CPU lists (two lists of `CpuSet::MAX_ITEMS` items) in 10,000
+/// cells would be 240 MB.
+pub const MAX_EXPANDED_MATRIX_BYTES: usize = 32 << 20;
 
 /// Refuses a matrix with more cells than `max_cells`, more runs than
 /// [`MAX_RUNS`] or more load copies than [`MAX_LOAD_COPIES`], counting them

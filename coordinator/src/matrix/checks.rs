@@ -5,8 +5,7 @@ use std::ops::RangeInclusive;
 
 use toml::Spanned;
 
-use super::Checked;
-use super::location::{Issue, join};
+use super::location::{Checked, Issue, join};
 use super::raw::Int;
 
 pub(super) fn non_empty(value: &Spanned<String>, key: &str) -> Checked<String> {
@@ -16,10 +15,15 @@ pub(super) fn non_empty(value: &Spanned<String>, key: &str) -> Checked<String> {
     Ok(value.get_ref().clone())
 }
 
-/// A name: not empty, and at most [`super::MAX_NAME_BYTES`] long.
+/// The longest name of a matrix, a state or a host. Names are copied into
+/// every cell, status and series label: a 20 KB state name × 1,000 cells
+/// grew a coordinator by 168 MB before this limit.
+pub const MAX_NAME_BYTES: usize = 128;
+
+/// A name: not empty, and at most [`MAX_NAME_BYTES`] long.
 pub(super) fn name(value: &Spanned<String>, key: &str) -> Checked<String> {
     let v = non_empty(value, key)?;
-    if v.len() > super::MAX_NAME_BYTES {
+    if v.len() > MAX_NAME_BYTES {
         return Err(Issue::new(
             value.span(),
             key,
@@ -27,7 +31,7 @@ pub(super) fn name(value: &Spanned<String>, key: &str) -> Checked<String> {
                 "name `{}` is {} bytes; the limit (MAX_NAME_BYTES) is {}",
                 farm_spec::excerpt(&v),
                 v.len(),
-                super::MAX_NAME_BYTES
+                MAX_NAME_BYTES
             ),
         ));
     }

@@ -7,9 +7,8 @@ use farm_spec::{Arch, Kernel};
 use farm_workload::catalogue::{self, WorkloadSpec};
 use toml::Spanned;
 
-use super::Checked;
 use super::checks::bounded;
-use super::location::Issue;
+use super::location::{Checked, Issue};
 use super::raw::RawMatrix;
 use super::workloads::Axis;
 

@@ -6,9 +6,8 @@ use farm_proto::HostSelector;
 use farm_spec::{Executor, Kernel};
 use toml::Spanned;
 
-use super::Checked;
 use super::checks::{bounded, non_empty, non_empty_axis, unique_name};
-use super::location::{Issue, join};
+use super::location::{Checked, Issue, join};
 use super::raw::{RawHost, RawMatrix};
 
 const MIN_CPUS: RangeInclusive<i64> = 1..=100_000;

@@ -5,9 +5,8 @@ use farm_spec::Kernel;
 use farm_spec::kernel::KernelError;
 use toml::Spanned;
 
-use super::Checked;
 use super::checks::{non_empty, non_empty_axis};
-use super::location::Issue;
+use super::location::{Checked, Issue};
 use super::raw::RawMatrix;
 
 /// The kernel axis, in file order; `running` when the file gives none.

@@ -7,10 +7,17 @@ use farm_workload::catalogue::{self, Value};
 use toml::Spanned;
 
 use super::checks::bounded;
-use super::location::{Issue, join};
+use super::location::{Checked, Issue, join};
 use super::raw::{RawLoad, Setting};
 use super::workloads::{typed, wire_param};
-use super::{Checked, LOAD_SECONDS, MAX_LOADS_PER_CELL};
+
+/// The most load instances one cell may have (`instances` summed over `[[loads]]`).
+pub const MAX_LOADS_PER_CELL: u32 = 64;
+
+/// A load's `seconds` when the file leaves it out: the agent stops a load
+/// after the measured workload, so its own duration only has to outlast the
+/// run. A day, the catalogue's largest duration.
+pub const LOAD_SECONDS: f64 = 86_400.0;
 
 const LOAD_INSTANCES: RangeInclusive<i64> = 1..=MAX_LOADS_PER_CELL as i64;
 /// The parameter that bounds a workload's duration, long for loads.

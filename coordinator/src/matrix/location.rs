@@ -5,7 +5,33 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::Error;
+/// A matrix file that cannot be run, and where.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+#[error("{file}:{line}:{column}: {}{message}", key_prefix(.key))]
+pub struct Error {
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    /// The dotted path of the offending key, e.g. `workloads[1].params.threads`;
+    /// empty when the error is not about one key (e.g. a TOML syntax error).
+    pub key: String,
+    pub message: String,
+}
+
+fn key_prefix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A check's answer: the value, or an issue not yet placed in the file.
+pub(super) type Checked<T> = std::result::Result<T, Issue>;
 
 /// A validation failure before it is placed in a file: the span it points at,
 /// the dotted key, and what is wrong.

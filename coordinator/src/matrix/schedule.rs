@@ -3,9 +3,18 @@
 use toml::Spanned;
 
 use super::checks::non_empty;
-use super::location::Issue;
+use super::location::{Checked, Issue};
 use super::raw::{RawMatrix, RawSchedule};
-use super::{Checked, Schedule};
+
+/// A validated `[schedule]`; an empty field is not set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    pub cron: String,
+    pub on_new_kernel: String,
+    /// Bisect each regression an execution finds between two `git:`
+    /// kernels of one repository (the cell's baseline's and its own).
+    pub bisect: bool,
+}
 
 /// The `[schedule]` table: a valid cron, a valid glob, at least one.
 pub(super) fn schedule(raw: Option<&Spanned<RawSchedule>>) -> Checked<Option<Schedule>> {

@@ -15,9 +15,8 @@ use farm_spec::{
 };
 use toml::Spanned;
 
-use super::Checked;
 use super::checks::{non_empty_axis, unique_name};
-use super::location::{Issue, join};
+use super::location::{Checked, Issue, join};
 use super::raw::{Int, RawState};
 
 const DEFAULT_STATE: &str = "default";

@@ -7,9 +7,8 @@ use toml::Spanned;
 
 use crate::policy::{DEFAULT_MIN_EFFECT_PCT, HISTORY_POINTS, MAX_RUNS_PER_CELL};
 
-use super::Checked;
 use super::checks::bounded;
-use super::location::Issue;
+use super::location::{Checked, Issue};
 use super::raw::{Number, RawVerdict};
 
 /// The `[verdict]` table, checked.

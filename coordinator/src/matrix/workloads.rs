@@ -7,8 +7,7 @@ use farm_proto::{Param, param::Value as ParamValue};
 use farm_workload::catalogue::{self, ParamError, ParamSpec, Value, WorkloadSpec};
 use toml::Spanned;
 
-use super::Checked;
-use super::location::{Issue, join};
+use super::location::{Checked, Issue, join};
 use super::raw::{Number, RawMatrix, RawWorkload, Setting};
 
 /// One workload with all its parameters resolved: a point of the workload axis.
