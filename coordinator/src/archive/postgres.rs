@@ -19,8 +19,8 @@ use std::time::Duration;
 use prost::Message;
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::backend::{Archive, Archived, ArchivedMatrix, Error, Result, series_digest};
 use super::records::{self, int};
-use super::{Archive, Archived, ArchivedMatrix, Error, Result, series_digest};
 use crate::ids::MatrixId;
 use crate::results::Point;
 use crate::store::RunState;

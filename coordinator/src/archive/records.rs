@@ -4,7 +4,7 @@
 
 use prost::Message;
 
-use super::{Error, Result};
+use super::backend::{Archived, Error, Result};
 use crate::results::Median;
 
 #[derive(Clone, PartialEq, Message)]
@@ -110,12 +110,12 @@ pub fn archived(
     status: &[u8],
     summary: &[u8],
     runs: Vec<farm_proto::RunRecord>,
-) -> Result<super::Archived> {
+) -> Result<Archived> {
     let status = decode::<farm_proto::MatrixStatus>(status, "matrix status")?;
     let mut results = decode::<farm_proto::GetResultsResponse>(summary, "summaries")?;
     results.status = Some(status.clone());
     results.runs = runs;
-    Ok(super::Archived {
+    Ok(Archived {
         status,
         results,
         cells: cells_of(cells)?,

@@ -8,8 +8,8 @@ use std::path::Path;
 use prost::Message;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::backend::{Archive, Archived, ArchivedMatrix, Result, series_digest};
 use super::records::{self, int};
-use super::{Archive, Archived, ArchivedMatrix, Result, series_digest};
 use crate::ids::MatrixId;
 use crate::results::Point;
 use crate::store::RunState;

@@ -51,7 +51,7 @@ use tracing::{info, warn};
 pub use batch::Limits;
 use batch::{Write, Writes};
 
-use super::{AgentRecord, Backend, Error, MatrixRecord, Op, Result, Snapshot};
+use super::backend::{AgentRecord, Backend, Error, MatrixRecord, Op, Result, Snapshot};
 use crate::identity::Name;
 use crate::ids::{AgentId, MatrixId};
 
@@ -596,7 +596,7 @@ impl Backend for Etcd {
         for (id, m) in matrices {
             let mut cells = wire.remove(&id).unwrap_or_default();
             cells.sort_by_key(|c| c.index);
-            super::typed(m, &cells, &mut snap);
+            super::backend::typed(m, &cells, &mut snap);
         }
         snap.matrices.sort_by_key(|m| m.seq);
         snap.unreadable.sort_by_key(|u| u.record.seq);

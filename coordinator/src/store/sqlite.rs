@@ -6,10 +6,16 @@ use std::path::Path;
 use prost::Message;
 use rusqlite::{Connection, params};
 
-use super::{
+use super::backend::{
     AgentRecord, Backend, Error, Execution, MatrixRecord, Op, Result, RunRecord, RunState,
     ScheduleRecord, Snapshot,
 };
+
+/// How long a write to the embedded SQLite file waits for another
+/// connection's transaction to end (the live store's batch, or the
+/// archive's, which shares the file): both are a batch's worth,
+/// milliseconds.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct Sqlite {
     conn: Connection,
@@ -100,7 +106,7 @@ impl Sqlite {
         conn.pragma_update(None, "synchronous", "FULL")?;
         // The archive writes to this file through a connection of its own:
         // a commit waits for its transaction rather than failing.
-        conn.busy_timeout(super::BUSY_TIMEOUT)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.execute_batch(SCHEMA)?;
         Ok(Sqlite { conn })
     }
@@ -321,7 +327,7 @@ impl Backend for Sqlite {
             for b in blobs {
                 wire.push(decode(&b?, || format!("cell of matrix {}", m.id))?);
             }
-            super::typed(m, &wire, &mut snap);
+            super::backend::typed(m, &wire, &mut snap);
         }
         let mut stmt = self.conn.prepare(
             "SELECT run_id, matrix_id, cell_idx, repetition, seq, state, attempt, agent_id, result FROM runs",
@@ -353,7 +359,7 @@ impl Backend for Sqlite {
                 seq,
                 state: RunState::from_i64(state)?,
                 attempt,
-                agent_id: super::run_agent(&agent_id)?,
+                agent_id: super::backend::run_agent(&agent_id)?,
                 result,
             });
         }

@@ -4,7 +4,7 @@
 
 use prost::Message;
 
-use super::super::{
+use super::super::backend::{
     AgentRecord, Error, Execution, MatrixRecord, Result, RunRecord, RunState, ScheduleRecord,
 };
 
@@ -172,7 +172,7 @@ pub fn run_of(bytes: &[u8]) -> Result<RunRecord> {
         repetition: r.repetition,
         seq: r.seq,
         attempt: r.attempt,
-        agent_id: super::super::run_agent(&r.agent_id)?,
+        agent_id: super::super::backend::run_agent(&r.agent_id)?,
         result: r.result,
     })
 }
