@@ -4,19 +4,16 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::{EXTERNALS, ExternalSpec, Source};
+use super::spec::{ExternalSpec, Source};
 
-/// The external specs whose programs are present, each with the program's
-/// path, in the order of [`EXTERNALS`].
-///
-/// `path_env` is a `PATH` value; its relative and empty entries are skipped
-/// (a program found through them would depend on the agent's working
-/// directory). Debian-packaged programs are looked for in `PATH`, then in
-/// `extra_dirs`; user-built ones only in `extra_dirs`. The first directory
-/// that has an executable regular file (or a link to one) of the program's
-/// name wins. A client/server tool counts only where its server sits in the
-/// same directory.
-pub fn discover(path_env: &str, extra_dirs: &[PathBuf]) -> Vec<(&'static str, PathBuf)> {
+/// The specs among `specs` whose programs are present, each with the
+/// program's path, in the order of `specs`; where each is looked for is
+/// [`discover`](super::discover)'s documentation.
+pub(super) fn present(
+    specs: &'static [ExternalSpec],
+    path_env: &str,
+    extra_dirs: &[PathBuf],
+) -> Vec<(&'static str, PathBuf)> {
     let path_dirs: Vec<&Path> = path_env
         .split(':')
         .map(Path::new)
@@ -24,7 +21,7 @@ pub fn discover(path_env: &str, extra_dirs: &[PathBuf]) -> Vec<(&'static str, Pa
         .collect();
     let extra: Vec<&Path> = extra_dirs.iter().map(PathBuf::as_path).collect();
     let mut found = Vec::new();
-    for spec in EXTERNALS {
+    for spec in specs {
         let dirs: Vec<&Path> = match spec.source {
             Source::Debian { .. } => path_dirs.iter().chain(&extra).copied().collect(),
             Source::UserBuilt => extra.clone(),
@@ -32,12 +29,6 @@ pub fn discover(path_env: &str, extra_dirs: &[PathBuf]) -> Vec<(&'static str, Pa
         found.extend(find(&dirs, spec).map(|path| (spec.name(), path)));
     }
     found
-}
-
-/// [`discover`] with this process's `PATH`: what the agent can run.
-pub fn discover_installed(extra_dirs: &[PathBuf]) -> Vec<(&'static str, PathBuf)> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    discover(&path.to_string_lossy(), extra_dirs)
 }
 
 fn find(dirs: &[&Path], spec: &ExternalSpec) -> Option<PathBuf> {

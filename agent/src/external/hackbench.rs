@@ -10,7 +10,8 @@
 //! Time: 0.020
 //! ```
 
-use super::{Command, Error, ExternalSpec, Params, Source, number, require_key};
+use super::lines::{number, require_key};
+use super::spec::{Command, Error, ExternalSpec, Params, Source};
 use farm_workload::catalogue;
 
 /// The catalogue's name: `hackbench` is the built-in workload modelled on this.

@@ -16,7 +16,7 @@
 
 use serde_json::Value as Json;
 
-use super::{Command, Error, ExternalSpec, Params, Server, Source};
+use super::spec::{Command, Error, ExternalSpec, Params, Server, Source};
 use farm_workload::catalogue;
 
 pub(super) const TCP: ExternalSpec = ExternalSpec {

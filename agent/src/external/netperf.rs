@@ -24,7 +24,8 @@
 //! that counts (the seed's regression was on the receiving side, woken by
 //! rescheduling IPIs).
 
-use super::{Command, Error, ExternalSpec, Params, Server, Source, bad_line, field};
+use super::lines::{bad_line, field};
+use super::spec::{Command, Error, ExternalSpec, Params, Server, Source};
 use farm_workload::catalogue::{self, Value};
 
 const TOOL: &str = "netperf-udp-stream";

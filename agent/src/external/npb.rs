@@ -21,7 +21,8 @@
 //! A run whose verification is not `SUCCESSFUL` computed a wrong answer, so
 //! its time is not a measurement: it fails.
 
-use super::{Command, Error, ExternalSpec, Params, Source, number, require_key};
+use super::lines::{number, require_key};
+use super::spec::{Command, Error, ExternalSpec, Params, Source};
 use farm_workload::catalogue;
 
 /// How errors name the tool, whatever the class.

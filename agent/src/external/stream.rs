@@ -20,7 +20,8 @@
 //! also accepted. Without `Solution Validates` the kernels computed wrong
 //! values and the run fails.
 
-use super::{Command, Error, ExternalSpec, Params, Source, field};
+use super::lines::field;
+use super::spec::{Command, Error, ExternalSpec, Params, Source};
 use farm_workload::catalogue;
 
 /// The catalogue's name: `stream` is the built-in workload.

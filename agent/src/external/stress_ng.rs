@@ -16,7 +16,8 @@
 //! the level being `metrc` in 0.15 and `info` in older releases, and
 //! `--log-brief` drops the prefix: all three forms are accepted.
 
-use super::{Command, Error, ExternalSpec, Params, Source, field};
+use super::lines::field;
+use super::spec::{Command, Error, ExternalSpec, Params, Source};
 use farm_workload::catalogue;
 
 const TOOL: &str = "stress-ng";

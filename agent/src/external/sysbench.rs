@@ -23,7 +23,8 @@
 //! the number of events over the total time, so that both report the same
 //! metrics. A `FATAL:` line (a bad option value) fails the run.
 
-use super::{Command, Error, ExternalSpec, Params, Source, bad_line, number, require_key};
+use super::lines::{bad_line, number, require_key};
+use super::spec::{Command, Error, ExternalSpec, Params, Source};
 use farm_workload::catalogue;
 
 pub(super) const CPU: ExternalSpec = ExternalSpec {
