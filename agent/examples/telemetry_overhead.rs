@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use farm_agent::executor::host::{self, Killer, Spec};
+use farm_agent::executor::Killer;
+use farm_agent::executor::host::{self, Spec};
 use farm_agent::telemetry::sampler::{DEFAULT_INTERVAL, Sampler};
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -10,8 +10,9 @@ use std::time::Duration;
 use farm_proto::Capabilities;
 
 use crate::executor::WorkloadCommand;
+use crate::executor::guest::arch::Accel;
 use crate::executor::guest::image::kernels;
-use crate::executor::guest::machine::{arch::Accel, kvm};
+use crate::executor::guest::machine::kvm;
 
 /// How often the catalogue is looked at by default: a directory listing and
 /// a few bytes of each image.

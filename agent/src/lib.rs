@@ -52,7 +52,8 @@ use std::time::Duration;
 
 use tonic::transport::{ClientTlsConfig, Endpoint};
 
-use executor::guest::machine::{self, arch::GuestArch, kvm};
+use executor::guest::arch::GuestArch;
+use executor::guest::machine::{self, kvm};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -22,7 +22,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 use tracing::{debug, info, warn};
 
-use crate::executor::host::Killer;
+use crate::executor::Killer;
 use crate::kernel::range;
 use crate::run;
 

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use farm_agent::executor::guest::arch::{Accel, GuestArch};
 use farm_agent::executor::guest::image::{self, initramfs, kernels, modules, sysroot};
-use farm_agent::executor::guest::machine::arch::{Accel, GuestArch};
 use farm_agent::executor::guest::machine::{self, kvm, qemu};
 use farm_agent::executor::guest::runner::{self as job, telemetry};
 
@@ -423,7 +423,7 @@ fn a_guest_runs_cpu_hog_and_returns_its_metrics() {
         .calibration()
         .unwrap_or_else(|| panic!("no calibrate line; console:\n{}", r.console_tail));
     let host = image::sampler::calibrate_host(&cache).unwrap_or_else(|e| panic!("{e}"));
-    let slowdown = telemetry::slowdown::metric(Some(guest), Some(&host))
+    let slowdown = farm_agent::executor::guest::slowdown::metric(Some(guest), Some(&host))
         .unwrap_or_else(|| panic!("no guest_slowdown: guest {guest:?}, host {host:?}"));
     eprintln!(
         "guest_slowdown ×{:.1} (guest {} ns, host {} ns a repetition)",

@@ -33,10 +33,13 @@
 //! hackbench) run on every arch from Debian's packages of the guest's arch.
 //! Competing loads inside guests are refused, as are client/server tools.
 
+pub mod arch;
+mod decimal;
 pub mod image;
 mod knobs;
 pub mod machine;
 pub mod runner;
+pub mod slowdown;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -48,13 +51,15 @@ use farm_spec::{Autogroup, CpuSet, Executor as ExecutorName, HotplugMode, Kernel
 use farm_workload::catalogue;
 use tracing::info_span;
 
+use super::contract::{
+    Context, End, Executor, Outcome, Run, known_metric, lock, tail_bytes, unix_ms,
+};
 use super::launch::{self, Output};
-use super::{Context, End, Executor, Outcome, Run, known_metric, lock, tail_bytes, unix_ms};
 use crate::cache;
 use crate::kernel;
 use crate::state::journal::{self, Entry};
+use arch::{Accel, GuestArch};
 use image::{initramfs, kernels, modules, sysroot};
-use machine::arch::{Accel, GuestArch};
 use machine::{kvm, qemu};
 use runner::protocol::{self, GuestRun, GuestState, Job};
 use runner::telemetry;
@@ -74,7 +79,7 @@ pub(crate) enum Error {
     #[error(transparent)]
     Build(#[from] kernel::build::Error),
     #[error(transparent)]
-    NoGuest(#[from] machine::arch::NoGuest),
+    NoGuest(#[from] arch::NoGuest),
     #[error(transparent)]
     Kernel(#[from] kernels::Error),
     #[error(transparent)]
@@ -180,7 +185,7 @@ pub struct Guest;
 impl Executor for Guest {
     fn execute(&self, r: &Run<'_>, ctx: &Context<'_>) -> RunResult {
         let a = r.assignment;
-        if let Err(e) = super::check(r, ctx.caps) {
+        if let Err(e) = super::contract::check(r, ctx.caps) {
             return RunResult {
                 run: a.run.clone(),
                 error: e.to_string(),
@@ -275,7 +280,7 @@ fn report(g: Prepared, timeout_s: u32, result: &mut RunResult) {
     ) {
         Ok((ms, mut t)) => {
             metrics.extend(ms);
-            metrics.extend(telemetry::slowdown::metric(
+            metrics.extend(slowdown::metric(
                 run.observed.calibration(),
                 g.host_calibration.as_ref(),
             ));
@@ -296,7 +301,7 @@ fn report(g: Prepared, timeout_s: u32, result: &mut RunResult) {
         telemetry: Some(telemetry),
         console: Some(run.console_tail),
     };
-    super::finish(result, outcome, g.output, timeout_s);
+    super::contract::finish(result, outcome, g.output, timeout_s);
 }
 
 /// The run's machine state as the guest applies it: hotplug, autogroup and
@@ -405,7 +410,7 @@ struct Prepared {
     prepared: Duration,
     output: Output,
     /// The host's timing of the calibration loop the guest timed too.
-    host_calibration: Option<telemetry::slowdown::Calibration>,
+    host_calibration: Option<slowdown::Calibration>,
 }
 
 /// The program and files of the workload for a guest of `arch`.

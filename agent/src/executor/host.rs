@@ -34,8 +34,8 @@ use farm_runtime::trace::TARGET;
 use farm_spec::metric::{SYS_S, USER_S, WALL_S};
 use tracing::{info_span, warn};
 
+use super::contract::{Context, End, Executor, Outcome, Run, known_metric, lock, unix_ms};
 use super::launch::{self, Launch, Output};
-use super::{Context, End, Executor, Outcome, Run, known_metric, lock, unix_ms};
 use crate::state::journal::Journal;
 use crate::state::{Applier, Placement};
 use crate::telemetry::loads::Tree;
@@ -44,7 +44,7 @@ use crate::telemetry::sampler::{self, Collected, Sampler};
 use crate::telemetry::{interrupts, procstat, report, topology};
 use background::Background;
 use pin::Pinner;
-pub use process::{Exit, Killer, Running, Spec, run, start};
+pub use process::{Exit, Running, Spec, run, start};
 
 /// How long a client/server tool's server may take to listen on its port.
 const SERVER_READY: Duration = Duration::from_secs(10);
@@ -57,7 +57,7 @@ const BACKGROUND_GRACE: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
     #[error(transparent)]
-    Refused(#[from] super::Refusal),
+    Refused(#[from] super::contract::Refusal),
     #[error("assignment carries no workload")]
     NoWorkload,
     #[error(transparent)]
@@ -110,7 +110,7 @@ impl Executor for Host {
         result.finished_unix_ms = unix_ms(SystemTime::now());
         match (measured, restored) {
             (Ok((outcome, output)), Ok(_)) => {
-                super::finish(&mut result, outcome, output, a.timeout_s)
+                super::contract::finish(&mut result, outcome, output, a.timeout_s)
             }
             (Err(e), Ok(_)) => result.error = e.to_string(),
             (measured, Err(e)) => {
@@ -175,7 +175,7 @@ fn outcome(
 }
 
 fn prepare_and_run(run: &Run<'_>, ctx: &Context<'_>) -> Result<(Outcome, Output), Error> {
-    super::check(run, ctx.caps)?;
+    super::contract::check(run, ctx.caps)?;
     let a = run.assignment;
     let workload = a.workload.as_ref().ok_or(Error::NoWorkload)?;
     let launch = launch::launch(workload, ctx.workload)?;

@@ -9,8 +9,72 @@ use farm_workload::output;
 
 use farm_workload::udp_stream;
 
-use super::WorkloadCommand;
 use crate::external;
+
+/// How to start workloads: built-in ones through the `farm-workload` binary,
+/// or a program that embeds it behind leading arguments (`farmctl
+/// workload`); external ones through the programs found on this machine.
+#[derive(Debug, Clone)]
+pub struct WorkloadCommand {
+    pub program: PathBuf,
+    pub leading_args: Vec<String>,
+    /// The external workloads this agent can run, each with its program's
+    /// path, as [`external::discover`](crate::external::discover()) found
+    /// them. The agent advertises exactly these names besides the built-in
+    /// ones, and refuses a run of any other external workload.
+    pub externals: Vec<(&'static str, PathBuf)>,
+    /// Where guest kernels, images and logs are cached: runs of a
+    /// `debian:<version>` kernel boot a guest ([`guest`]); `None`, or a
+    /// machine without QEMU and busybox-static, boots none.
+    pub guest_cache: Option<PathBuf>,
+    /// Directories of kernel images this agent boots as `file:<path>`
+    /// kernels (nothing outside them is ever read for a matrix).
+    pub kernel_dirs: Vec<PathBuf>,
+    /// The repositories `git:<repo>@<ref>` kernels are built from, and the
+    /// user that builds them; `None` builds none.
+    pub trees: Option<crate::kernel::Trees>,
+    /// The most bytes of kernels, tool packages and images the guest cache
+    /// keeps; the least recently used go after each guest run.
+    pub guest_cache_max_bytes: u64,
+}
+
+/// The guest cache's default budget: a few dozen kernels and their images.
+pub const DEFAULT_GUEST_CACHE_MAX_BYTES: u64 = 10 << 30;
+
+impl WorkloadCommand {
+    /// The `farm-workload` binary at `program`, with no external programs.
+    pub fn binary(program: impl Into<PathBuf>) -> WorkloadCommand {
+        WorkloadCommand {
+            program: program.into(),
+            leading_args: Vec::new(),
+            externals: Vec::new(),
+            guest_cache: None,
+            kernel_dirs: Vec::new(),
+            trees: None,
+            guest_cache_max_bytes: DEFAULT_GUEST_CACHE_MAX_BYTES,
+        }
+    }
+
+    /// The program found for the external workload `name`.
+    pub fn external(&self, name: &str) -> Option<&Path> {
+        self.externals
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, path)| path.as_path())
+    }
+}
+
+/// As much of a log as a result keeps (as the host executor's stderr tail).
+const LOG_TAIL: usize = 8 << 10;
+
+/// The last [`LOG_TAIL`] bytes of `text`, cut at a character boundary.
+pub(crate) fn tail_bytes(text: &str) -> String {
+    let mut start = text.len().saturating_sub(LOG_TAIL);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
 
 /// Why a workload cannot be launched as asked.
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +178,7 @@ impl Output {
     /// is told `--stdout`, iperf3 writes JSON) the tail of that.
     pub fn log_tail(&self, stdout: &str, stderr: &str) -> String {
         match self {
-            Output::External(_) if stderr.trim().is_empty() => super::tail_bytes(stdout),
+            Output::External(_) if stderr.trim().is_empty() => tail_bytes(stdout),
             _ => stderr.to_string(),
         }
     }

@@ -6,7 +6,6 @@
 //! once, kept). [`available`] says whether this machine can boot guests of
 //! an arch at all; [`of_assignment`] is the machine a run asks for.
 
-pub mod arch;
 pub mod kvm;
 pub mod qemu;
 
@@ -16,8 +15,8 @@ use std::time::Duration;
 
 use farm_proto::RunAssignment;
 
+use super::arch::{Accel, GuestArch};
 use super::image::initramfs::BUSYBOX;
-use arch::{Accel, GuestArch};
 
 /// Why this machine boots no guests of an arch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

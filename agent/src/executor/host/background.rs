@@ -13,8 +13,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::process::{self, Killer};
-use crate::executor::lock;
+use super::process;
+use crate::executor::contract::lock;
+use crate::executor::killer::Killer;
 use crate::state::journal::{self, Entry, Journal};
 
 /// Why background processes did not start, or a server never listened.

@@ -12,14 +12,15 @@ use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use tracing::{debug, warn};
 
+use crate::executor::killer::Killer;
 use crate::telemetry::perf::{Counters, Counts};
 
 /// What to start: a program from a fixed path with an argument vector. There
@@ -79,33 +80,6 @@ pub struct Outcome {
 /// Output kept per stream; a workload's report is a few lines.
 const STDOUT_LIMIT: usize = 1 << 20;
 const STDERR_TAIL: usize = 8 << 10;
-
-#[derive(Default)]
-struct KillState {
-    /// Process group to signal; `None` before start and once the leader exited.
-    pgid: Option<Pid>,
-    cancelled: bool,
-}
-
-/// Stops a running child from another thread.
-#[derive(Clone, Default)]
-pub struct Killer(Arc<Mutex<KillState>>);
-
-impl Killer {
-    /// Whether [`Killer::cancel`] was called: a run that is not a process
-    /// of ours (a guest's QEMU) polls this.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).cancelled
-    }
-
-    pub fn cancel(&self) {
-        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        st.cancelled = true;
-        if let Some(pg) = st.pgid {
-            let _ = killpg(pg, Signal::SIGKILL);
-        }
-    }
-}
 
 /// Runs `spec` to completion (or timeout, or cancel) on the calling thread.
 pub fn run(spec: &Spec, killer: &Killer) -> io::Result<Outcome> {
@@ -177,7 +151,7 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
             Ok(())
         });
     }
-    if killer.0.lock().unwrap_or_else(|e| e.into_inner()).cancelled {
+    if killer.is_cancelled() {
         return Err(io::Error::other("cancelled before start"));
     }
     // The helper threads exist before the perf counters are opened on this
@@ -206,11 +180,7 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
         let timeout = spec.timeout;
         std::thread::spawn(move || {
             if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(timeout) {
-                let st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(pg) = st.pgid {
-                    timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
-                    let _ = killpg(pg, Signal::SIGKILL);
-                }
+                killer.time_out(&timed_out);
             }
         })
     };
@@ -223,14 +193,7 @@ pub fn start(spec: &Spec, killer: &Killer) -> io::Result<Running> {
     let mut child = cmd.spawn()?;
     drop(groups);
     let pid = Pid::from_raw(child.id() as i32);
-    {
-        let mut st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
-        st.pgid = Some(pid);
-        // A cancel that came while we were spawning found no process to kill.
-        if st.cancelled {
-            let _ = killpg(pid, Signal::SIGKILL);
-        }
-    }
+    killer.started(pid);
     if let Some(s) = child.stdout.take() {
         let _ = out_tx.send(s);
     }
@@ -281,13 +244,8 @@ impl Running {
             }
         }
         let wall = start.elapsed();
-        let cancelled = {
-            let mut st = killer.0.lock().unwrap_or_else(|e| e.into_inner());
-            // Descendants left behind by the workload die with it.
-            let _ = killpg(pid, Signal::SIGKILL);
-            st.pgid = None;
-            st.cancelled
-        };
+        // Descendants left behind by the workload die with it.
+        let cancelled = killer.ended(pid);
         let _ = done_tx.send(());
         let (status, rusage) = wait4(pid)?;
         // Reaped: every task's counts have been folded into ours.

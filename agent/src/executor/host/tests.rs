@@ -18,6 +18,7 @@ use tempfile::TempDir;
 use super::background::listening_ports;
 use super::launch::{Launch, Output, Pin, launch, wanted};
 use super::*;
+use crate::executor::Killer;
 use crate::run::{Context, Run, WorkloadCommand, check, execute};
 use crate::state::Journal;
 

@@ -3,8 +3,8 @@ use std::time::Duration;
 use farm_proto::{InstancePlacement, NodeTick, NumaNode};
 
 use super::*;
+use crate::executor::contract::{End, Outcome, finish};
 use crate::executor::launch::Output;
-use crate::executor::{End, Outcome, finish};
 use crate::telemetry::placement::{NodeMap, Sample};
 use crate::telemetry::report;
 use crate::telemetry::sampler::{Collected, DEFAULT_INTERVAL};

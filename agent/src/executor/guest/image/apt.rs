@@ -25,7 +25,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::{ToolError, run_tool};
+use super::tool::{ToolError, run_tool};
 
 pub(crate) const APT_CACHE: &str = "/usr/bin/apt-cache";
 pub(crate) const DPKG: &str = "/usr/bin/dpkg";

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{ToolError, run_tool, sha256_file};
+use super::tool::{ToolError, run_tool, sha256_file};
 use crate::cache::unique_suffix;
 
 /// Where the Debian package `busybox-static` installs busybox.

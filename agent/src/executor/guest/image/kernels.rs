@@ -12,7 +12,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{ToolError, apt, run_tool, sha256_file};
+use super::apt;
+use super::tool::{ToolError, run_tool, sha256_file};
 use crate::cache::unique_suffix;
 use farm_spec::kernel::KernelError;
 use farm_spec::{Arch, DebianKernel, Kernel as SpecKernel};

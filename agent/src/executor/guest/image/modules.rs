@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{ToolError, run_tool};
+use super::tool::{ToolError, run_tool};
 
 const READELF: &str = "/usr/bin/readelf";
 

@@ -19,17 +19,17 @@
 //! Its `--calibrate` (`calibrate.c`, appended to `sampler.c`) times a
 //! fixed loop: the runner calls it in the guest before the workload, and
 //! [`host_calibration`] runs the host arch's build natively, once per
-//! agent, for `guest_slowdown` (`runner::telemetry::slowdown`).
+//! agent, for `guest_slowdown` (`slowdown`).
 
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{ToolError, run_tool, sha256_file};
+use super::tool::{ToolError, run_tool, sha256_file};
 use crate::cache::unique_suffix;
-use crate::executor::guest::machine::arch::GuestArch;
-use crate::executor::guest::runner::telemetry::slowdown::{Calibration, CalibrationError};
+use crate::executor::guest::arch::GuestArch;
+use crate::executor::guest::slowdown::{Calibration, CalibrationError};
 
 /// The sampler's source, built into the agent so that an agent carries the
 /// sampler its host parser expects: `sampler.c`, then what it declares,

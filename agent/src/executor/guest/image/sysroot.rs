@@ -30,7 +30,7 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use super::apt::{self, APT_CACHE, DPKG};
-use super::{run_tool, sha256_file};
+use super::tool::{run_tool, sha256_file};
 use crate::cache::unique_suffix;
 
 mod error;

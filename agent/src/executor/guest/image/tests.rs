@@ -1,3 +1,4 @@
+use super::tool::parse_sha256sum;
 use super::*;
 
 #[test]

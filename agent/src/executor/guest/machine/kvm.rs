@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::arch::{Accel, GuestArch};
 use super::qemu;
+use crate::executor::guest::arch::{Accel, GuestArch};
 use crate::executor::guest::image::{initramfs, kernels};
 
 /// A KVM guest reaches init in a second or two; a nested KVM that hangs

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::arch::{Accel, GuestArch};
+use crate::executor::guest::arch::{Accel, GuestArch};
 use crate::executor::guest::image::tail;
 
 /// The most a guest may write on the report channel: a sweep of 20,000

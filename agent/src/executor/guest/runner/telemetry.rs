@@ -60,10 +60,11 @@ use std::time::Duration;
 use farm_proto::{Metric, NumaNode, Telemetry};
 
 use crate::capabilities::parse_cpu_list;
+use crate::executor::guest::slowdown;
 use crate::telemetry::interrupts;
 use crate::telemetry::perf::Counts;
 use crate::telemetry::placement::{NodeMap, Sample};
-use crate::telemetry::procstat::{CpuTimes, ProcStat};
+use crate::telemetry::procstat::ProcStat;
 use crate::telemetry::report::{self, known};
 use crate::telemetry::runqueue;
 use crate::telemetry::sampler::Collected;
@@ -72,11 +73,13 @@ use farm_spec::metric;
 
 mod balancing;
 mod error;
-pub mod slowdown;
+mod sweep;
 mod values;
 mod vcpus;
 
+use error::cut;
 pub use error::{BuildError, Reason};
+use sweep::{Around, MAX_MIGRATIONS, Phase, Sweep, Task};
 use values::{clock_ms, number, parse_cpu, parse_task, reason, uptime_ms};
 
 /// The metrics [`report::build`] derives from `/proc/interrupts`: left out
@@ -87,88 +90,6 @@ const IPI_METRICS: &[&str] = &[
     metric::TLB_SHOOTDOWNS.name,
     metric::MIXED_IPIS.name,
 ];
-
-/// The longest excerpt of a guest line an error quotes.
-const EXCERPT: usize = 160;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Before,
-    After,
-}
-
-impl Phase {
-    fn parse(s: &str) -> Result<Phase, Reason> {
-        match s {
-            "before" => Ok(Phase::Before),
-            "after" => Ok(Phase::After),
-            _ => Err(Reason::Phase(cut(s))),
-        }
-    }
-}
-
-/// A reading taken before and after the workload.
-#[derive(Debug, Clone, Default)]
-struct Around<T> {
-    before: Option<T>,
-    after: Option<T>,
-}
-
-impl<T> Around<T> {
-    fn set(&mut self, phase: Phase, value: T) -> Result<(), Reason> {
-        let slot = match phase {
-            Phase::Before => &mut self.before,
-            Phase::After => &mut self.after,
-        };
-        if slot.is_some() {
-            return Err(Reason::SecondReading);
-        }
-        *slot = Some(value);
-        Ok(())
-    }
-
-    /// Both readings, none, or an error naming `what` when only one came.
-    fn pair(&self, what: &'static str) -> Result<Option<(&T, &T)>, BuildError> {
-        match (&self.before, &self.after) {
-            (Some(b), Some(a)) => Ok(Some((b, a))),
-            (None, None) => Ok(None),
-            (Some(_), None) => Err(BuildError::BeforeOnly(what)),
-            (None, Some(_)) => Err(BuildError::AfterOnly(what)),
-        }
-    }
-}
-
-/// One task of one sweep, as much of it as telemetry needs.
-#[derive(Debug, Clone)]
-struct Task {
-    tid: u32,
-    /// Field 6.
-    session: u32,
-    state: char,
-    cpu: u32,
-    /// The instance its name makes it, see [`crate::telemetry::sampler::instance_of`].
-    instance: Option<u32>,
-}
-
-/// The most migrations a task can have had: a counter beyond it is garbage.
-const MAX_MIGRATIONS: u64 = 1 << 48;
-
-/// One `sample` line and the `task` and `cpu` lines after it.
-#[derive(Debug, Clone)]
-struct Sweep {
-    uptime_ms: u64,
-    /// The `sample` line, for errors about the sweep as a whole.
-    line: String,
-    tasks: Vec<Task>,
-    /// The tids of `tasks`, to refuse a repeated one in constant time.
-    tids: std::collections::HashSet<u32>,
-    /// `se.nr_migrations` by tid.
-    migrations: BTreeMap<u32, u64>,
-    /// `schedstat` by tid.
-    schedstat: BTreeMap<u32, runqueue::SchedInfo>,
-    total: Option<CpuTimes>,
-    per_cpu: BTreeMap<u32, CpuTimes>,
-}
 
 /// A runner line the telemetry could not take: its kind, an excerpt of it,
 /// and why.
@@ -692,14 +613,6 @@ fn without_counts(
         metrics.push(known(metric::CONTEXT_SWITCHES, n as f64));
     }
     Ok(metrics)
-}
-
-/// `s` cut to [`EXCERPT`] characters.
-fn cut(s: &str) -> String {
-    match s.char_indices().nth(EXCERPT) {
-        None => s.to_owned(),
-        Some((at, _)) => format!("{}...", &s[..at]),
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::executor::guest::machine::arch::GuestArch;
+use crate::executor::guest::arch::GuestArch;
 
 #[test]
 fn names_are_validated_strictly() {

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::super::ToolError;
+use super::super::tool::ToolError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use farm_proto::Metric;
 
-use super::{BuildError, Phase, Reason};
+use super::error::{BuildError, Reason};
+use super::sweep::Phase;
 use crate::telemetry::report::known_named;
 use crate::telemetry::schedstat;
 

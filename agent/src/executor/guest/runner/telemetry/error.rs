@@ -91,7 +91,7 @@ pub enum Reason {
     #[error("field 6 (session) is not a number")]
     SessionField,
     #[error(transparent)]
-    Calibration(#[from] super::slowdown::CalibrationError),
+    Calibration(#[from] crate::executor::guest::slowdown::CalibrationError),
     #[error("a second `calibrate` line")]
     SecondCalibration,
 }
@@ -128,4 +128,15 @@ pub enum BuildError {
     },
     #[error("ctxt went backwards from {before} to {after}")]
     CtxtBackwards { before: u64, after: u64 },
+}
+
+/// The longest excerpt of a guest line an error quotes.
+const EXCERPT: usize = 160;
+
+/// `s` cut to [`EXCERPT`] characters.
+pub(super) fn cut(s: &str) -> String {
+    match s.char_indices().nth(EXCERPT) {
+        None => s.to_owned(),
+        Some((at, _)) => format!("{}...", &s[..at]),
+    }
 }

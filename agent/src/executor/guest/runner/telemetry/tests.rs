@@ -737,3 +737,137 @@ fn schedstat_readings_become_balancing_per_level() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------- vcpus
+
+fn vcpu_metrics(lines: &[&str]) -> Vec<(String, f64)> {
+    let mut obs = Observed::new();
+    for line in lines {
+        let (kind, rest) = line.split_once(' ').unwrap();
+        assert!(obs.line(kind, rest).unwrap(), "{line}");
+    }
+    vcpus::metrics(&obs.sweeps)
+        .into_iter()
+        .map(|m| (m.name, m.value))
+        .collect()
+}
+
+#[test]
+fn vcpus_online_and_the_share_stolen() {
+    // A 2-vCPU KVM guest whose host ran something else for 40 of the
+    // 320 ticks between the first sweep and the last.
+    assert_eq!(
+        vcpu_metrics(&[
+            "sample 5.10",
+            "cpu cpu  1000 0 100 500 0 0 0 100 0 0",
+            "cpu cpu0 500 0 50 250 0 0 0 50 0 0",
+            "cpu cpu1 500 0 50 250 0 0 0 50 0 0",
+            "sample 5.60",
+            "cpu cpu  1100 0 110 530 0 0 0 120 0 0",
+            "sample 6.10",
+            "cpu cpu  1200 0 120 560 0 0 0 140 0 0",
+            "cpu cpu0 600 0 60 280 0 0 0 70 0 0",
+            "cpu cpu1 600 0 60 280 0 0 0 70 0 0",
+        ]),
+        [
+            ("guest_cpus".to_string(), 2.0),
+            ("steal_pct".to_string(), 12.5)
+        ]
+    );
+    // TCG accounts no steal; one sweep has no interval to speak of.
+    assert_eq!(
+        vcpu_metrics(&[
+            "sample 5.10",
+            "cpu cpu  1026 0 456 11801 6 0 17 0 0 0",
+            "cpu cpu0 310 0 120 2890 3 0 5 0 0 0",
+        ]),
+        [("guest_cpus".to_string(), 1.0)]
+    );
+    assert_eq!(vcpu_metrics(&["sample 5.10"]), []);
+}
+
+// ---------------------------------------------------------------- calibrate
+
+#[test]
+fn a_line_out_of_bounds_is_refused_naming_it() {
+    let long = "9".repeat(300);
+    for (rest, error) in [
+        (
+            "",
+            "malformed calibrate line `calibrate `: \"\" is not a count of iterations from \
+             1 to 1000000000",
+        ),
+        (
+            "400000",
+            "malformed calibrate line `calibrate 400000`: expected `calibrate \
+             <iterations> <ns>...` with 1 to 16 times",
+        ),
+        (
+            "0 1000000",
+            "malformed calibrate line `calibrate 0 1000000`: \"0\" is not a count of \
+             iterations from 1 to 1000000000",
+        ),
+        (
+            "400000 1000000 999",
+            "malformed calibrate line `calibrate 400000 1000000 999`: \"999\" is not a \
+             time in ns from 1 µs to 60 s",
+        ),
+        (
+            "400000 60000000001",
+            "malformed calibrate line `calibrate 400000 60000000001`: \"60000000001\" is \
+             not a time in ns from 1 µs to 60 s",
+        ),
+        (
+            "400000 -1000000",
+            "malformed calibrate line `calibrate 400000 -1000000`: \"-1000000\" is not a \
+             time in ns from 1 µs to 60 s",
+        ),
+        (
+            "400000  1000000",
+            "malformed calibrate line `calibrate 400000  1000000`: \"\" is not a time in \
+             ns from 1 µs to 60 s",
+        ),
+        (
+            &format!("400000{}", " 1000000".repeat(17)),
+            "malformed calibrate line `calibrate 400000 1000000 1000000 1000000 1000000 \
+             1000000 1000000 1000000 1000000 1000000 1000000 1000000 1000000 1000000 \
+             1000000 1000000 1000000 1000000`: expected `calibrate <iterations> <ns>...` \
+             with 1 to 16 times",
+        ),
+    ] {
+        let mut obs = Observed::new();
+        let e = obs.line("calibrate", rest).unwrap_err();
+        assert_eq!(e.to_string(), error, "{rest:?}");
+        assert_eq!(obs.calibration(), None);
+    }
+    // Garbage is quoted short: 24 characters of the value, and the
+    // line cut as every runner line is.
+    let mut obs = Observed::new();
+    let e = obs
+        .line("calibrate", &format!("400000 {long}"))
+        .unwrap_err();
+    assert_eq!(
+        e.reason.to_string(),
+        format!(
+            "\"{}...\" is not a time in ns from 1 µs to 60 s",
+            "9".repeat(24)
+        )
+    );
+    assert!(e.line.len() < 170, "{}", e.line);
+    // One calibration a run.
+    let mut obs = Observed::new();
+    assert_eq!(obs.line("calibrate", "400000 1000000"), Ok(true));
+    assert_eq!(
+        obs.line("calibrate", "400000 1000000")
+            .unwrap_err()
+            .to_string(),
+        "malformed calibrate line `calibrate 400000 1000000`: a second `calibrate` line"
+    );
+    assert_eq!(
+        obs.calibration(),
+        Some(&slowdown::Calibration {
+            iterations: 400000,
+            median_ns: 1000000
+        })
+    );
+}

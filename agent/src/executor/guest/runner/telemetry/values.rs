@@ -1,7 +1,10 @@
 //! The values inside the runner's lines: numbers, times, and the `cpu` and
 //! `task` lines' fields, each checked as it is parsed.
 
-use super::{Reason, Task, cut};
+pub(super) use crate::executor::guest::decimal::number;
+
+use super::error::{Reason, cut};
+use super::sweep::Task;
 use crate::telemetry::procstat::CpuTimes;
 use crate::telemetry::sampler;
 use crate::telemetry::taskstat;
@@ -12,13 +15,6 @@ pub(super) fn reason(e: crate::telemetry::Error) -> Reason {
         crate::telemetry::Error::Parse { reason, .. } => Reason::Proc(reason),
         e => Reason::ProcOther(e.to_string()),
     }
-}
-
-/// Decimal digits only (no sign, unlike `str::parse`), at most 19 of them.
-pub(super) fn number(s: &str) -> Option<u64> {
-    (!s.is_empty() && s.len() <= 19 && s.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| s.parse().ok())
-        .flatten()
 }
 
 /// `/proc/uptime`'s `12.34` (any number of fraction digits, or none) in ms.

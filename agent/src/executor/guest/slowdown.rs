@@ -15,6 +15,7 @@
 use farm_proto::Metric;
 use farm_spec::metric::GUEST_SLOWDOWN;
 
+use super::decimal;
 use crate::telemetry::report::known;
 
 /// The most repetitions a line may carry (the sampler writes 5).
@@ -57,7 +58,7 @@ impl Calibration {
     pub fn parse(rest: &str) -> Result<Calibration, CalibrationError> {
         let mut fields = rest.split(' ');
         let iterations = fields.next().unwrap_or("");
-        let iterations = super::values::number(iterations)
+        let iterations = decimal::number(iterations)
             .filter(|n| (1..=MAX_ITERATIONS).contains(n))
             .ok_or_else(|| CalibrationError::Iterations(quote(iterations)))?;
         let mut ns = Vec::new();
@@ -65,7 +66,7 @@ impl Calibration {
             if ns.len() == MAX_REPS {
                 return Err(CalibrationError::Shape);
             }
-            let t = super::values::number(f)
+            let t = decimal::number(f)
                 .filter(|t| (MIN_NS..=MAX_NS).contains(t))
                 .ok_or_else(|| CalibrationError::Time(quote(f)))?;
             ns.push(t);
@@ -117,7 +118,6 @@ fn quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Observed;
     use super::*;
 
     #[test]
@@ -145,89 +145,5 @@ mod tests {
             ..host
         };
         assert_eq!(metric(Some(&other), Some(&host)), None);
-    }
-
-    #[test]
-    fn a_line_out_of_bounds_is_refused_naming_it() {
-        let long = "9".repeat(300);
-        for (rest, error) in [
-            (
-                "",
-                "malformed calibrate line `calibrate `: \"\" is not a count of iterations from \
-                 1 to 1000000000",
-            ),
-            (
-                "400000",
-                "malformed calibrate line `calibrate 400000`: expected `calibrate \
-                 <iterations> <ns>...` with 1 to 16 times",
-            ),
-            (
-                "0 1000000",
-                "malformed calibrate line `calibrate 0 1000000`: \"0\" is not a count of \
-                 iterations from 1 to 1000000000",
-            ),
-            (
-                "400000 1000000 999",
-                "malformed calibrate line `calibrate 400000 1000000 999`: \"999\" is not a \
-                 time in ns from 1 µs to 60 s",
-            ),
-            (
-                "400000 60000000001",
-                "malformed calibrate line `calibrate 400000 60000000001`: \"60000000001\" is \
-                 not a time in ns from 1 µs to 60 s",
-            ),
-            (
-                "400000 -1000000",
-                "malformed calibrate line `calibrate 400000 -1000000`: \"-1000000\" is not a \
-                 time in ns from 1 µs to 60 s",
-            ),
-            (
-                "400000  1000000",
-                "malformed calibrate line `calibrate 400000  1000000`: \"\" is not a time in \
-                 ns from 1 µs to 60 s",
-            ),
-            (
-                &format!("400000{}", " 1000000".repeat(17)),
-                "malformed calibrate line `calibrate 400000 1000000 1000000 1000000 1000000 \
-                 1000000 1000000 1000000 1000000 1000000 1000000 1000000 1000000 1000000 \
-                 1000000 1000000 1000000 1000000`: expected `calibrate <iterations> <ns>...` \
-                 with 1 to 16 times",
-            ),
-        ] {
-            let mut obs = Observed::new();
-            let e = obs.line("calibrate", rest).unwrap_err();
-            assert_eq!(e.to_string(), error, "{rest:?}");
-            assert_eq!(obs.calibration(), None);
-        }
-        // Garbage is quoted short: 24 characters of the value, and the
-        // line cut as every runner line is.
-        let mut obs = Observed::new();
-        let e = obs
-            .line("calibrate", &format!("400000 {long}"))
-            .unwrap_err();
-        assert_eq!(
-            e.reason.to_string(),
-            format!(
-                "\"{}...\" is not a time in ns from 1 µs to 60 s",
-                "9".repeat(24)
-            )
-        );
-        assert!(e.line.len() < 170, "{}", e.line);
-        // One calibration a run.
-        let mut obs = Observed::new();
-        assert_eq!(obs.line("calibrate", "400000 1000000"), Ok(true));
-        assert_eq!(
-            obs.line("calibrate", "400000 1000000")
-                .unwrap_err()
-                .to_string(),
-            "malformed calibrate line `calibrate 400000 1000000`: a second `calibrate` line"
-        );
-        assert_eq!(
-            obs.calibration(),
-            Some(&Calibration {
-                iterations: 400000,
-                median_ns: 1000000
-            })
-        );
     }
 }
