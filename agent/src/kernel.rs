@@ -1,9 +1,9 @@
 //! Guest kernels built from trees: `git:<repo>@<ref>` kernels of a matrix,
 //! from the operator's repositories to a bootable image in the guest cache.
 //!
-//! - [`trees`]: the repositories the operator allows (`--kernel-repo`), the
-//!   unprivileged user builds run as (`--build-user`), refs resolved to
-//!   commits ([`Commit`]);
+//! - [`trees`]: the repositories the operator allows (`--kernel-repo`), refs
+//!   resolved to commits ([`Commit`]);
+//! - [`user`]: the unprivileged user builds run as (`--build-user`);
 //! - [`build`]: a commit built into an image with a `[build]`'s base
 //!   configuration, fragment and patches, kept in the cache by a key that
 //!   hashes all it depends on; [`build::progress`], the step a build is at
@@ -27,5 +27,7 @@ pub mod files;
 pub mod range;
 pub mod reach;
 pub mod trees;
+pub mod user;
 
-pub use trees::{BuildUser, Commit, Repo, Trees};
+pub use trees::{Commit, Repo, Trees};
+pub use user::{BuildUser, UserError};

@@ -8,38 +8,21 @@
 //! undoes them.
 
 pub mod cgroup;
+mod error;
+mod files;
 pub mod hotplug;
 pub mod journal;
 pub mod sched;
-
-use std::fs;
-use std::path::{Path, PathBuf};
 
 use farm_proto::Capabilities;
 use farm_spec::{HotplugMode, MachineState, StateKind};
 use tracing::info;
 
+pub use cgroup::Placement;
+pub use error::{Error, Result};
 pub use journal::{Entry, Journal};
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Journal(#[from] journal::Error),
-    #[error("state `{state}`: {why}")]
-    Refused { state: String, why: String },
-    #[error("state `{state}`: {source}")]
-    Hotplug {
-        state: String,
-        source: hotplug::Error,
-    },
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+use files::{read_trimmed, write};
 
 /// The state kinds this agent can apply on a machine with these capabilities.
 pub fn kinds(caps: &Capabilities) -> Vec<StateKind> {
@@ -63,15 +46,6 @@ pub fn kinds(caps: &Capabilities) -> Vec<StateKind> {
         out.push(StateKind::NumaBalancing);
     }
     out
-}
-
-/// Where the processes of a run go: one list of `cgroup.procs` files per
-/// program (the measured workload first, then each competing load). Empty
-/// lists mean "stay where the agent is".
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Placement {
-    pub workload: Vec<PathBuf>,
-    pub loads: Vec<Vec<PathBuf>>,
 }
 
 pub struct Applier<'a> {
@@ -140,20 +114,4 @@ impl Applier<'_> {
             .ok_or_else(|| refuse("no usable cpu cgroup controller".into()))?;
         cgroup::create(self.journal, &root, layout, spec, tag, loads)
     }
-}
-
-pub(crate) fn read_trimmed(path: &Path) -> Result<String> {
-    fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .map_err(|source| Error::Io {
-            path: path.into(),
-            source,
-        })
-}
-
-pub(crate) fn write(path: &Path, value: &str) -> Result<()> {
-    fs::write(path, value).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })
 }

@@ -11,7 +11,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::BuildUser;
+use super::user::BuildUser;
 
 /// Where root's guest cache is when nothing names another: a farm-owned
 /// directory that any build user can reach (`/var/cache` is 0755).

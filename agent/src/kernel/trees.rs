@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use farm_spec::GitKernel;
 
+use super::user::BuildUser;
 use super::{command, files, reach};
 
 /// How long one git command (a ref's resolution, a log) may take.
@@ -49,10 +50,6 @@ pub enum Error {
         user: String,
         why: String,
     },
-    #[error("--build-user {0}: no such user (create one, e.g. `useradd --system farm-build`)")]
-    NoUser(String),
-    #[error("--build-user {0}: is root; builds run unprivileged")]
-    RootUser(String),
     #[error(
         "kernel `{kernel}`: this agent has no repository `{repo}` (its --kernel-repo: {known})"
     )]
@@ -121,34 +118,6 @@ impl FromStr for Repo {
 
 /// A resolved ref: one type for the farm's commits (`farm_spec`).
 pub use farm_spec::CommitId as Commit;
-
-/// The unprivileged user builds run as.
-#[derive(Debug, Clone)]
-pub struct BuildUser {
-    pub name: String,
-    pub uid: u32,
-    pub gid: u32,
-    pub home: PathBuf,
-}
-
-impl BuildUser {
-    /// The user `name` of this machine, which must not be root.
-    pub fn lookup(name: &str) -> Result<BuildUser, Error> {
-        let user = nix::unistd::User::from_name(name)
-            .ok()
-            .flatten()
-            .ok_or_else(|| Error::NoUser(farm_spec::excerpt(name)))?;
-        if user.uid.is_root() {
-            return Err(Error::RootUser(name.to_owned()));
-        }
-        Ok(BuildUser {
-            name: name.to_owned(),
-            uid: user.uid.as_raw(),
-            gid: user.gid.as_raw(),
-            home: user.dir,
-        })
-    }
-}
 
 /// The repositories and the user that builds from them.
 #[derive(Debug, Clone)]

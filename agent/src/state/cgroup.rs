@@ -14,8 +14,18 @@ use std::path::{Path, PathBuf};
 use farm_proto::{Capabilities, CgroupLayout};
 use farm_spec::{CgroupShape, CgroupSpec};
 
+use super::error::Result;
+use super::files::write;
 use super::journal::{self, Entry, Journal};
-use super::{Placement, Result, write};
+
+/// Where the processes of a run go: one list of `cgroup.procs` files per
+/// program (the measured workload first, then each competing load). Empty
+/// lists mean "stay where the agent is".
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub workload: Vec<PathBuf>,
+    pub loads: Vec<Vec<PathBuf>>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -88,7 +98,7 @@ pub fn create(
                 files.push(dir.join("cgroup.procs"));
                 if let Some(cpus) = &spec.cpuset {
                     if !cpuset {
-                        return Err(super::Error::Refused {
+                        return Err(super::error::Error::Refused {
                             state: tag.clone(),
                             why: "no cpuset controller mounted".into(),
                         });
@@ -159,16 +169,18 @@ fn make_group(journal: &mut Journal, dir: &Path, v1_cpuset: bool) -> Result<()> 
         journal.record(&Entry::Cgroup {
             path: d.to_path_buf(),
         })?;
-        fs::create_dir(d).map_err(|source| super::Error::Io {
+        fs::create_dir(d).map_err(|source| super::error::Error::Io {
             path: d.into(),
             source,
         })?;
         journal::step("cgroup created");
         if v1_cpuset && let Some(parent) = d.parent() {
             for f in ["cpuset.cpus", "cpuset.mems"] {
-                let v = fs::read_to_string(parent.join(f)).map_err(|source| super::Error::Io {
-                    path: parent.join(f),
-                    source,
+                let v = fs::read_to_string(parent.join(f)).map_err(|source| {
+                    super::error::Error::Io {
+                        path: parent.join(f),
+                        source,
+                    }
                 })?;
                 write(&d.join(f), v.trim())?;
             }

@@ -12,8 +12,9 @@ use std::path::Path;
 use farm_spec::MachineState;
 use farm_spec::sched::parse_features_file;
 
+use super::error::{Error, Result};
+use super::files::{read_trimmed, write};
 use super::journal::{self, Entry, Journal};
-use super::{Error, Result, read_trimmed, write};
 
 /// The most feature names an error lists (a kernel has ~30).
 const LISTED: usize = 40;

@@ -38,30 +38,10 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::{Error, Result};
+use super::error::{Error, InterruptsLine as LineError, Result};
 
 /// The canonical name errors use; [`read`] replaces it with the path it read.
 const FILE: &str = "/proc/interrupts";
-
-/// Why the header or a line of `/proc/interrupts` did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LineError {
-    #[error("header column {0:?} is not CPU<n>")]
-    HeaderColumn(String),
-    #[error("CPU{0} appears twice in the header")]
-    HeaderTwice(u32),
-    #[error("no CPU columns in the header")]
-    NoCpuColumns,
-    #[error("no colon after the interrupt name")]
-    NoColon,
-    #[error("bad interrupt name {0:?}")]
-    BadName(String),
-    /// Fewer (or more) counts than the header has CPUs.
-    #[error("expected {expected} per-CPU counts, found {found}")]
-    CountsShort { expected: usize, found: usize },
-    #[error("count {0:?} does not fit in 64 bits")]
-    CountTooLarge(String),
-}
 
 /// One sample of `/proc/interrupts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -379,6 +359,6 @@ pub fn ipi_totals(deltas: &[IrqDelta]) -> IpiTotals {
 
 /// Reads and parses `<root>/proc/interrupts`.
 pub fn read(root: &Path) -> Result<Interrupts> {
-    let path = super::path_below(root, FILE);
-    parse(&super::read_text(&path)?).map_err(|e| e.at(&path))
+    let path = super::files::path_below(root, FILE);
+    parse(&super::files::read_text(&path)?).map_err(|e| e.at(&path))
 }

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{Error, Result};
+use super::error::{Error, Result};
 
 /// The canonical name errors use; [`read`] replaces it with the path it read.
 const FILE: &str = "/proc/loadavg";
@@ -58,8 +58,8 @@ pub fn parse(text: &str) -> Result<LoadAvg> {
 
 /// Reads and parses `<root>/proc/loadavg`.
 pub fn read(root: &Path) -> Result<LoadAvg> {
-    let path = super::path_below(root, FILE);
-    parse(&super::read_text(&path)?).map_err(|e| e.at(&path))
+    let path = super::files::path_below(root, FILE);
+    parse(&super::files::read_text(&path)?).map_err(|e| e.at(&path))
 }
 
 #[cfg(test)]

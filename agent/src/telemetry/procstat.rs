@@ -49,23 +49,10 @@ mod tests;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{Error, Result};
+use super::error::{Error, ProcStatLine as LineError, Result};
 
 /// The canonical name errors use; [`read`] replaces it with the path it read.
 const FILE: &str = "/proc/stat";
-
-/// Why a `cpu` line of `/proc/stat` did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LineError {
-    #[error("{0:?} is not a tick count")]
-    Ticks(String),
-    #[error("expected at least 4 time columns, found {0}")]
-    TooFewColumns(usize),
-    #[error("{0:?} is not cpu<N>")]
-    NotCpuN(String),
-    #[error("second line for cpu{0}")]
-    SecondLine(u32),
-}
 
 /// The time columns of one `cpu` line, in USER_HZ ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -210,6 +197,6 @@ pub fn user_hz() -> u64 {
 
 /// Reads and parses `<root>/proc/stat`.
 pub fn read(root: &Path) -> Result<ProcStat> {
-    let path = super::path_below(root, FILE);
-    parse(&super::read_text(&path)?).map_err(|e| e.at(&path))
+    let path = super::files::path_below(root, FILE);
+    parse(&super::files::read_text(&path)?).map_err(|e| e.at(&path))
 }

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use super::{Error, Result};
+use super::error::{Error, Result};
 
 const FILE: &str = "/proc/<pid>/task/<tid>/schedstat";
 

@@ -34,8 +34,8 @@ use std::collections::BTreeMap;
 
 use farm_spec::metric::balancing::{self, Counter, IdleType, Outcome};
 
+use super::error::{Error, Result};
 use super::topology::{Source, Topology};
-use super::{Error, Result};
 
 const FILE: &str = "/proc/schedstat";
 /// Levels per CPU at most (the kernel has a handful).

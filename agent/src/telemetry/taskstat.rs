@@ -23,7 +23,7 @@ mod tests;
 use std::io;
 use std::path::Path;
 
-use super::{Error, ParseReason, Result};
+use super::error::{Error, ParseReason, Result};
 
 /// The canonical name errors use; the readers replace it with the path they read.
 const FILE: &str = "/proc/<pid>/task/<tid>/stat";
@@ -101,15 +101,15 @@ pub fn parse(text: &str) -> Result<TaskSample> {
 
 /// Reads and parses `<root>/proc/<pid>/task/<tid>/stat`.
 pub fn read(root: &Path, pid: u32, tid: u32) -> Result<TaskSample> {
-    let path = super::path_below(root, &format!("/proc/{pid}/task/{tid}/stat"));
-    parse(&super::read_text(&path)?).map_err(|e| e.at(&path))
+    let path = super::files::path_below(root, &format!("/proc/{pid}/task/{tid}/stat"));
+    parse(&super::files::read_text(&path)?).map_err(|e| e.at(&path))
 }
 
 /// Samples every thread of process `pid`, in tid order. A thread that exits between
 /// listing the directory and reading its file is skipped; a process that has exited is
 /// an [`Error::Read`] whose source has kind `NotFound`.
 pub fn read_process(root: &Path, pid: u32) -> Result<Vec<TaskSample>> {
-    let dir = super::path_below(root, &format!("/proc/{pid}/task"));
+    let dir = super::files::path_below(root, &format!("/proc/{pid}/task"));
     let entries = std::fs::read_dir(&dir).map_err(|source| Error::Read {
         path: dir.clone(),
         source,

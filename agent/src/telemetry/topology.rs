@@ -31,7 +31,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{Error, Result};
+use super::error::{Error, Result};
 use crate::capabilities::parse_cpu_list;
 
 /// Files of a tree by path relative to its top (`cpu0/domain1/flags`), with contents.
@@ -585,7 +585,7 @@ pub fn read(root: &Path) -> Result<Topology> {
         (Source::Debugfs, DEBUGFS_DOMAINS),
         (Source::Sysctl, SYSCTL_DOMAINS),
     ] {
-        let dir = super::path_below(root, dir);
+        let dir = super::files::path_below(root, dir);
         let files = read_domain_files(&dir)?;
         let domains = parse_domains(&files).map_err(|e| below(e, &dir))?;
         if domains.per_cpu.values().any(|levels| !levels.is_empty()) {
@@ -683,10 +683,10 @@ fn read_domain_files(dir: &Path) -> Result<Files> {
 }
 
 fn read_sysfs_files(root: &Path) -> Result<Files> {
-    let base = super::path_below(root, SYSFS);
+    let base = super::files::path_below(root, SYSFS);
     let mut files = Files::new();
     let online_path = base.join("cpu/online");
-    let online = super::read_text(&online_path)?;
+    let online = super::files::read_text(&online_path)?;
     let cpus = parse_cpu_list(&online)
         .map_err(|e| Error::parse(&online_path.display().to_string(), 1, e, online.trim()))?;
     files.insert("cpu/online".to_owned(), online);
