@@ -75,10 +75,15 @@ use rand::rngs::StdRng;
 
 use crate::Direction;
 
+pub use finding::Finding;
+use scale::{Scale, median_sorted, sorted};
+
 mod adaptive;
 mod bootstrap;
+mod finding;
 mod mann_whitney;
 mod modes;
+mod scale;
 mod shift;
 mod spread;
 
@@ -140,30 +145,6 @@ impl Default for Options {
             resamples: 2000,
         }
     }
-}
-
-/// A finding of its own besides the verdict.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Finding {
-    /// The spread changed (seed 003: 20 s runs became 30–432 s).
-    Spread {
-        /// Candidate spread / baseline spread: the ratio of the median
-        /// absolute deviations from each side's median, of the logarithms
-        /// when all values are positive (so a ratio of relative spreads).
-        /// Infinite when the baseline does not vary at all.
-        ratio: f64,
-        /// Two-sided Mann-Whitney test of the absolute deviations.
-        p_value: f64,
-    },
-    /// One side has two modes (seed 001: instances alone on a node or sharing one).
-    Bimodal {
-        candidate: bool,
-        /// The centres of the two modes, low first, and the share of runs in the low one.
-        /// Centres are the medians of the runs in each mode.
-        low: f64,
-        high: f64,
-        low_share: f64,
-    },
 }
 
 /// The result of comparing a candidate with its baseline.
@@ -320,66 +301,5 @@ fn check_side(side: &'static str, values: &[f64]) -> Result<(), Error> {
     match values.iter().position(|v| !v.is_finite()) {
         Some(index) => Err(Error::NotFinite { side, index }),
         None => Ok(()),
-    }
-}
-
-/// The scale the tests and estimates work on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scale {
-    /// Every value positive: logarithms, effects are ratios.
-    Log,
-    /// Some value zero or negative: the values themselves, effects relative
-    /// to the baseline median's magnitude.
-    Linear,
-}
-
-impl Scale {
-    fn of(baseline: &[f64], candidate: &[f64]) -> Scale {
-        if baseline.iter().chain(candidate).all(|&v| v > 0.0) {
-            Scale::Log
-        } else {
-            Scale::Linear
-        }
-    }
-
-    fn apply(self, v: f64) -> f64 {
-        match self {
-            Scale::Log => v.ln(),
-            Scale::Linear => v,
-        }
-    }
-
-    /// `values` on this scale, sorted.
-    fn sorted(self, values: &[f64]) -> Vec<f64> {
-        let mut v: Vec<f64> = values.iter().map(|&v| self.apply(v)).collect();
-        v.sort_by(f64::total_cmp);
-        v
-    }
-
-    /// A difference on this scale as a relative change (0.05 is 5% more).
-    fn relative(self, d: f64, baseline_median: f64) -> f64 {
-        match self {
-            Scale::Log => d.exp_m1(),
-            // A zero difference is no change even against a zero median;
-            // any other against a zero median is infinitely large.
-            Scale::Linear if d == 0.0 => 0.0,
-            Scale::Linear => d / baseline_median.abs(),
-        }
-    }
-}
-
-fn sorted(values: &[f64]) -> Vec<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
-/// The median of a sorted, non-empty slice.
-fn median_sorted(v: &[f64]) -> f64 {
-    let mid = v.len() / 2;
-    if v.len().is_multiple_of(2) {
-        (v[mid - 1] + v[mid]) / 2.0
-    } else {
-        v[mid]
     }
 }

@@ -23,8 +23,8 @@
 //! node, is a mode in this sense, and reported: it is seed 001's situation.
 //! One or two wild runs in ten or thirty are not.
 
-use super::Finding;
-use super::Scale;
+use super::finding::Finding;
+use super::scale::{Scale, median_sorted};
 
 /// The smallest share of the runs in each mode.
 pub(crate) const MIN_SHARE: f64 = 0.2;
@@ -128,8 +128,8 @@ pub(crate) fn find(values: &[f64], scale: Scale, candidate: bool) -> Option<Find
     let (low, high) = values.split_at(split.low);
     Some(Finding::Bimodal {
         candidate,
-        low: super::median_sorted(low),
-        high: super::median_sorted(high),
+        low: median_sorted(low),
+        high: median_sorted(high),
         low_share: split.low as f64 / values.len() as f64,
     })
 }

@@ -14,8 +14,9 @@
 //! beyond [`MIN_RATIO`] either way, since with many runs a 10% change of
 //! spread is significant and of no interest.
 
-use super::Finding;
+use super::finding::Finding;
 use super::mann_whitney;
+use super::scale::median_sorted;
 
 /// The smallest change of spread reported, as a ratio either way.
 pub(crate) const MIN_RATIO: f64 = 1.5;
@@ -44,5 +45,5 @@ fn deviations(v: &[f64]) -> Vec<f64> {
 }
 
 fn median(sorted: &[f64]) -> f64 {
-    super::median_sorted(sorted)
+    median_sorted(sorted)
 }
