@@ -7,7 +7,6 @@ use std::time::Duration;
 use farm_proto::{
     agent_service_server::AgentServiceServer, farm_service_server::FarmServiceServer,
 };
-use farm_runtime::tls::TlsFiles;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Server, ServerTlsConfig};
@@ -20,7 +19,7 @@ use crate::metrics::Metrics;
 #[cfg(feature = "ha")]
 use crate::route::Route;
 use crate::route::Router;
-use crate::scheduler::{self, Config, Event, Handle};
+use crate::scheduler::{self, Handle};
 use crate::service::{Agents, Farm};
 use crate::store::Sqlite;
 
@@ -30,86 +29,16 @@ pub const ADDR_FILE: &str = "coordinator.addr";
 pub const METRICS_ADDR_FILE: &str = "metrics.addr";
 pub const DB_FILE: &str = "farm.db";
 
+mod drivers;
+mod error;
 #[cfg(feature = "ha")]
 mod ha;
+mod options;
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(
-        "--store etcd://… needs a coordinator built with the `ha` feature \
-         (cargo build --features farm-coordinator/ha)"
-    )]
-    NoHa,
-    #[error(
-        "--store etcd://… needs --archive postgres://…: ended matrices leave etcd for an \
-         archive every coordinator reaches"
-    )]
-    NoArchive,
-    #[cfg(feature = "ha")]
-    #[error("etcd: {0}")]
-    Etcd(String),
-    #[error("data directory {path}: {source}")]
-    DataDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Auth(#[from] crate::auth::Error),
-    #[error(transparent)]
-    Store(#[from] crate::store::Error),
-    #[error(transparent)]
-    Scheduler(#[from] scheduler::Error),
-    #[error("listening on {addr}: {source}")]
-    Listen {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Tls(#[from] farm_runtime::tls::Error),
-    #[error("gRPC server: {0}")]
-    Transport(#[from] tonic::transport::Error),
-    #[error("the scheduler thread stopped unexpectedly")]
-    SchedulerGone,
-}
+pub use error::Error;
+pub use options::{Ha, Options};
 
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub listen: SocketAddr,
-    pub data_dir: PathBuf,
-    pub scheduler: Config,
-    /// Mutual TLS for the gRPC endpoint (rustls): callers are then known
-    /// by their client certificates. Plaintext with tokens when `None`,
-    /// which [`Options::build`] allows only on loopback unless
-    /// `insecure_plaintext`.
-    pub tls: Option<TlsFiles>,
-    pub insecure_plaintext: bool,
-    /// Live state on etcd, with leader election, instead of the embedded
-    /// SQLite file.
-    pub ha: Option<Ha>,
-    /// Where ended matrices go; `None`: the embedded SQLite file, which a
-    /// highly available farm cannot use (`Error::NoArchive`).
-    pub archive: Option<crate::archive::Location>,
-}
-
-/// A coordinator of a highly available farm: live state and leadership on
-/// an etcd cluster (`store::etcd`, `leader`).
-#[derive(Debug, Clone)]
-pub struct Ha {
-    pub endpoints: crate::store::Endpoints,
-    pub prefix: crate::store::Prefix,
-    /// A client certificate for etcd, when the cluster wants one; its
-    /// endpoints are then https.
-    pub tls: Option<TlsFiles>,
-    /// The URL agents and farmctl reach this coordinator at, which
-    /// standbys tell them; by default the address bound.
-    pub advertise: Option<String>,
-    /// How long a leader's lease outlives its last keep-alive: the time a
-    /// standby waits before it takes over from a leader that died.
-    pub leader_ttl: Duration,
-    /// The cluster's `--max-txn-ops` and `--max-request-bytes`.
-    pub max_txn_ops: usize,
-    pub max_request_bytes: usize,
-}
+use drivers::{Drivers, drive};
 
 /// The scheduler: always leading on the embedded store, or elected.
 enum Mode {
@@ -374,40 +303,4 @@ enum Life {
     },
     #[cfg(feature = "ha")]
     Ha(tokio::task::JoinHandle<()>),
-}
-
-/// The tasks that send a scheduler its ticks and its cron instants.
-pub(crate) struct Drivers {
-    ticker: tokio::task::JoinHandle<()>,
-    timer: tokio::task::JoinHandle<()>,
-}
-
-impl Drivers {
-    pub(crate) fn abort(self) {
-        self.ticker.abort();
-        self.timer.abort();
-    }
-}
-
-/// Starts the ticker (every 100 ms: leases, publishing) and the cron
-/// driver of the scheduler behind `handle`.
-pub(crate) fn drive(handle: &Handle) -> Drivers {
-    let ticker = {
-        let handle = handle.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_millis(100));
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                every.tick().await;
-                if handle.send(Event::Tick).await.is_err() {
-                    break;
-                }
-            }
-        })
-    };
-    let timer = tokio::spawn(crate::cron::drive(
-        handle.clone(),
-        crate::cron::Clock::system(),
-    ));
-    Drivers { ticker, timer }
 }

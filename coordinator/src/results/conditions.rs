@@ -8,11 +8,11 @@ use farm_analysis::resolution::{self, Conditions, Range};
 use farm_proto::VerdictPolicy;
 use farm_spec::metric::{GUEST_CPUS, GUEST_SLOWDOWN, HOST_CPUS, HOST_LOAD, STEAL_PCT};
 
-use super::Values;
+use super::values::Values;
 use crate::store::{RunRecord, RunState};
 
 /// The conditions over the finished runs of both sides; `values` are both
-/// sides' metrics as [`super::values`] gives them.
+/// sides' metrics as [`values`](super::values::values) gives them.
 pub(super) fn of(runs: [&[&RunRecord]; 2], values: [&[Values]; 2]) -> Conditions {
     let all = |name: &'static str| {
         values

@@ -23,7 +23,9 @@ use prometheus::{IntGaugeVec, Opts, Registry};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::{Error, Ha, drive};
+use super::drivers::drive;
+use super::error::Error;
+use super::options::Ha;
 use crate::leader::{Elector, Standing};
 use crate::metrics::Metrics;
 use crate::route::Route;
