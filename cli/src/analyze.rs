@@ -10,7 +10,7 @@ use std::path::Path;
 use farm_analysis::{Direction, changepoint, compare};
 use serde_json::json;
 
-use crate::BadInput;
+use crate::input::BadInput;
 
 /// The numbers of `file`, one per line; at least 2.
 pub fn read_numbers(file: &Path) -> Result<Vec<f64>, BadInput> {

@@ -10,8 +10,8 @@ use anyhow::{Context as _, Result};
 use farm_coordinator::bisection::{CANCELLED, CULPRIT};
 use farm_proto::{Bisection, BisectionStep, GetBisectionRequest, StartBisectionRequest};
 
-use crate::BadInput;
 use crate::client::Client;
+use crate::input::BadInput;
 
 /// How often a followed bisection is asked for: a round is a matrix of
 /// at least tens of runs, so its steps come minutes apart.

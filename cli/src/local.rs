@@ -11,7 +11,9 @@ use anyhow::{Context, Result};
 use farm_proto::{GetResultsRequest, SubmitMatrixRequest};
 use tokio::sync::oneshot;
 
-use crate::{BadInput, client, outcome, print_results, read_matrix, watch};
+use crate::input::{BadInput, read_matrix};
+use crate::results::{outcome, print_results};
+use crate::{client, watch};
 
 /// `farmctl run --bisect`: each regressed cell whose kernel and baseline's
 /// kernel are `git:` kernels of one repository is bisected over its git

@@ -11,21 +11,24 @@
 mod analyze;
 mod bisect;
 mod client;
+mod dates;
+mod input;
 mod local;
 mod render;
 mod report;
+mod results;
 mod watch;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use farm_proto::{
-    CancelMatrixRequest, GetResultsRequest, GetResultsResponse, ListAgentsRequest, MatrixState,
-    SubmitMatrixRequest,
-};
+use farm_proto::{CancelMatrixRequest, GetResultsRequest, ListAgentsRequest, SubmitMatrixRequest};
 use tracing::Instrument;
+
+use input::{BadInput, read_matrix};
+use results::{outcome, print_results};
 
 #[derive(Parser)]
 #[command(
@@ -285,11 +288,6 @@ impl Command {
     }
 }
 
-/// An error that means the input was bad (exit 2), not that the farm failed.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadInput(pub String);
-
 fn main() -> ExitCode {
     // Out of the environment first: `farmctl run` starts an agent whose
     // workloads inherit it, and they may not hold the submitter's token.
@@ -384,47 +382,6 @@ fn main() -> ExitCode {
             eprintln!("error: {msg}");
             ExitCode::from(if bad { 2 } else { 1 })
         }
-    }
-}
-
-/// The file's text, refused without reading it all when it is larger than
-/// a coordinator accepts (`service::MAX_MATRIX_BYTES`).
-fn read_matrix(file: &Path) -> Result<String> {
-    use std::io::Read;
-    let limit = farm_coordinator::service::MAX_MATRIX_BYTES;
-    let bad = |e: std::io::Error| BadInput(format!("{}: {e}", file.display()));
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .map_err(bad)?
-        // One byte more than the limit tells a file at the limit from a larger one.
-        .take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(bad)?;
-    if bytes.len() > limit {
-        return Err(BadInput(format!(
-            "{}: matrix file is over {limit} bytes; the limit (MAX_MATRIX_BYTES) is {limit}",
-            file.display()
-        ))
-        .into());
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        BadInput(format!(
-            "{}: not UTF-8 (byte {} is not part of a UTF-8 character)",
-            file.display(),
-            e.utf8_error().valid_up_to()
-        ))
-        .into()
-    })
-}
-
-/// 0 when every run finished, 1 when some failed or the matrix was cancelled.
-fn outcome(r: &GetResultsResponse) -> ExitCode {
-    let st = r.status.clone().unwrap_or_default();
-    let c = st.counts.unwrap_or_default();
-    if st.state == MatrixState::Done as i32 && c.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
     }
 }
 
@@ -671,16 +628,4 @@ async fn dispatch(cli: Cli, env_token: Option<String>) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-pub fn print_results(r: &GetResultsResponse, json: bool) -> Result<()> {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&render::results_json(r)).context("encoding JSON")?
-        );
-    } else {
-        print!("{}", render::results_table(r));
-    }
-    Ok(())
 }

@@ -1,29 +1,15 @@
 //! How results look: a table for people, JSON for programs. Pure functions.
 
-use farm_proto::{Direction, GetResultsResponse, MatrixState, MatrixStatus, RunCounts, Verdict};
+use farm_proto::{Direction, GetResultsResponse, MatrixStatus, RunCounts, Verdict};
 use serde_json::{Value, json};
 
 mod activity;
+mod names;
 mod schedules;
 pub use activity::{agents_table, build_seconds_left, duration};
 pub use schedules::{schedules_json, schedules_table, utc};
 
-fn state_name(s: i32) -> &'static str {
-    match MatrixState::try_from(s) {
-        Ok(MatrixState::Running) => "running",
-        Ok(MatrixState::Done) => "done",
-        Ok(MatrixState::Cancelled) => "cancelled",
-        _ => "unknown",
-    }
-}
-
-fn direction_name(d: i32) -> &'static str {
-    match Direction::try_from(d) {
-        Ok(Direction::LowerIsBetter) => "lower_is_better",
-        Ok(Direction::HigherIsBetter) => "higher_is_better",
-        _ => "unspecified",
-    }
-}
+use names::{direction_name, state_name};
 
 /// A verdict's name, as `farmctl analyze compare --json` prints it; null
 /// where there was nothing to compare.
@@ -454,6 +440,7 @@ pub fn results_table(r: &GetResultsResponse) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use farm_proto::MatrixState;
     use farm_proto::{CellStatus, CellSummary, MetricSummary};
 
     fn response() -> GetResultsResponse {

@@ -22,6 +22,7 @@
 //! Data the coordinator leaves empty (older results have no verdicts, no
 //! run values, no history) leaves its part of the page out.
 
+mod badge;
 pub mod bisection;
 mod cell;
 pub(crate) mod format;
@@ -35,98 +36,19 @@ use std::fmt::Write;
 
 use farm_proto::{
     Cell, CellSummary, GetResultsResponse, MatrixState, MatrixStatus, MetricSummary, RunRecord,
-    Telemetry, Verdict,
+    Telemetry,
 };
 use farm_spec::metric::WALL_S;
 use farm_workload::catalogue;
 
-use cell::{card, history, interval, is_own_figure, notes, ratio_text, telemetry_table};
+use badge::Badge;
+use cell::{Shown, card, history, interval, is_own_figure, notes, ratio_text, telemetry_table};
 use format::{escape, num};
 
 /// Strip plots per cell; further primary metrics go to the table.
 const MAX_STRIPS: usize = 6;
 /// Per-instance heat maps per cell (telemetry carries up to 64).
 const MAX_INSTANCE_MAPS: usize = 16;
-
-/// A verdict as the page shows it: a coloured badge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Badge {
-    Regression,
-    Improvement,
-    NoChange,
-    Inconclusive,
-    /// A baseline cell: compared with, not judged.
-    Baseline,
-    /// A compared cell or metric the coordinator gave no verdict.
-    Unjudged,
-}
-
-impl Badge {
-    fn of(verdict: i32, baseline: bool) -> Badge {
-        match Verdict::try_from(verdict) {
-            Ok(Verdict::Regression) => Badge::Regression,
-            Ok(Verdict::Improvement) => Badge::Improvement,
-            Ok(Verdict::NoChange) => Badge::NoChange,
-            Ok(Verdict::Inconclusive) => Badge::Inconclusive,
-            _ if baseline => Badge::Baseline,
-            _ => Badge::Unjudged,
-        }
-    }
-
-    /// The CSS class, `v-` and the name the JSON interface uses.
-    fn class(self) -> &'static str {
-        match self {
-            Badge::Regression => "v-regression",
-            Badge::Improvement => "v-improvement",
-            Badge::NoChange => "v-no_change",
-            Badge::Inconclusive => "v-inconclusive",
-            Badge::Baseline => "v-baseline",
-            Badge::Unjudged => "v-none",
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Badge::Regression => "regression",
-            Badge::Improvement => "improvement",
-            Badge::NoChange => "no change",
-            Badge::Inconclusive => "inconclusive",
-            Badge::Baseline => "baseline",
-            Badge::Unjudged => "no verdict",
-        }
-    }
-
-    fn colour(self) -> &'static str {
-        match self {
-            Badge::Regression => "#d6336c",
-            Badge::Improvement => "#2b8a3e",
-            Badge::NoChange => "#6c7a89",
-            Badge::Inconclusive => "#e67700",
-            Badge::Baseline => "#3b5bdb",
-            Badge::Unjudged => "#5c6f91",
-        }
-    }
-
-    /// Worst first: what decides the headline of a cell.
-    fn severity(self) -> u8 {
-        match self {
-            Badge::Regression => 5,
-            Badge::Inconclusive => 4,
-            Badge::Improvement => 3,
-            Badge::NoChange => 2,
-            Badge::Unjudged => 1,
-            Badge::Baseline => 0,
-        }
-    }
-
-    fn html(self) -> String {
-        format!(
-            r#"<span class="badge {}">{}</span>"#,
-            self.class(),
-            self.label()
-        )
-    }
-}
 
 /// The whole report for `results`: one HTML document with inline SVG, no
 /// scripts, no fonts or anything else from the network.
@@ -176,14 +98,6 @@ struct Page<'a> {
     /// The darkest colour of every cell's heat map of all threads: one
     /// scale for the whole page, so that cells compare at a glance.
     heat_max: u32,
-}
-
-/// One primary metric of a cell with the values its strip plot shows.
-struct Shown<'a> {
-    m: &'a MetricSummary,
-    values: Vec<f64>,
-    baseline: Option<Vec<f64>>,
-    badge: Badge,
 }
 
 impl<'a> Page<'a> {
@@ -268,7 +182,11 @@ impl<'a> Page<'a> {
             escape(&s.matrix_id),
         );
         if s.submitted_unix_ms > 0 {
-            let _ = write!(o, " · submitted {}", format::datetime(s.submitted_unix_ms));
+            let _ = write!(
+                o,
+                " · submitted {}",
+                crate::dates::datetime(s.submitted_unix_ms)
+            );
         }
         let _ = write!(
             o,

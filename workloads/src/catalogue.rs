@@ -16,220 +16,15 @@
 //!
 //! [`find`], [`lookup`] and [`resolve`] search both tables.
 
-use std::fmt;
-
 mod external;
+mod spec;
 #[cfg(test)]
 mod tests;
 
 pub use external::EXTERNAL;
+pub use spec::{Direction, Kind, MetricSpec, Origin, ParamError, ParamSpec, Value, WorkloadSpec};
 
-/// A parameter value after validation.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
-    Int(i64),
-    Float(f64),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Int(v) => write!(f, "{v}"),
-            Value::Float(v) => write!(f, "{v}"),
-        }
-    }
-}
-
-/// The type and bounds of one parameter. Bounds are inclusive.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
-    Int { min: i64, max: i64 },
-    Float { min: f64, max: f64 },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ParamSpec {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub default: Value,
-    pub doc: &'static str,
-}
-
-/// Whether a smaller or a larger value of a metric is the better one: the
-/// farm's one `Direction`.
-pub use farm_spec::Direction;
-
-/// A figure of merit a workload reports about itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MetricSpec {
-    pub name: &'static str,
-    pub unit: &'static str,
-    pub direction: Direction,
-}
-
-/// Where a workload's code comes from, which decides what can run it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// Implemented in this crate: `farm-workload <name>` runs it anywhere.
-    BuiltIn,
-    /// A program of its own: an agent runs it where it finds `program` (a
-    /// file name, looked for in `PATH` or in the agent's tools directories)
-    /// and only such agents list it in their capabilities. `farm-workload`
-    /// refuses it.
-    External { program: &'static str },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WorkloadSpec {
-    pub name: &'static str,
-    pub doc: &'static str,
-    pub params: &'static [ParamSpec],
-    pub metrics: &'static [MetricSpec],
-    pub origin: Origin,
-}
-
-/// Why a parameter was refused.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ParamError {
-    UnknownWorkload {
-        workload: String,
-    },
-    UnknownParam {
-        workload: &'static str,
-        param: String,
-    },
-    WrongType {
-        param: &'static str,
-        expected: &'static str,
-    },
-    OutOfRange {
-        param: &'static str,
-        value: String,
-        min: String,
-        max: String,
-    },
-}
-
-impl fmt::Display for ParamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParamError::UnknownWorkload { workload } => {
-                let names = |table: &[WorkloadSpec]| {
-                    table.iter().map(|w| w.name).collect::<Vec<_>>().join(", ")
-                };
-                write!(
-                    f,
-                    "unknown workload `{workload}` (known: {}) (external: {})",
-                    names(CATALOGUE),
-                    names(EXTERNAL)
-                )
-            }
-            ParamError::UnknownParam { workload, param } => {
-                let known: Vec<_> = find(workload)
-                    .map(|w| w.params.iter().map(|p| p.name).collect())
-                    .unwrap_or_default();
-                write!(
-                    f,
-                    "unknown parameter `{param}` of workload `{workload}` (known: {})",
-                    known.join(", ")
-                )
-            }
-            ParamError::WrongType { param, expected } => {
-                write!(f, "parameter `{param}` must be {expected}")
-            }
-            ParamError::OutOfRange {
-                param,
-                value,
-                min,
-                max,
-            } => {
-                write!(
-                    f,
-                    "parameter `{param}` = {value} is out of range {min}..={max}"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for ParamError {}
-
-impl WorkloadSpec {
-    /// The program an agent must have to run this workload; `None` for a
-    /// built-in one.
-    pub fn external_program(&self) -> Option<&'static str> {
-        match self.origin {
-            Origin::BuiltIn => None,
-            Origin::External { program } => Some(program),
-        }
-    }
-
-    pub fn param(&self, name: &str) -> Result<&'static ParamSpec, ParamError> {
-        // `params` is 'static, so the found spec is too.
-        let params: &'static [ParamSpec] = self.params;
-        params
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| ParamError::UnknownParam {
-                workload: self.name,
-                param: name.to_string(),
-            })
-    }
-}
-
-impl ParamSpec {
-    /// Checks an integer given for this parameter. Integers are accepted for
-    /// float parameters too (`seconds = 2`).
-    pub fn check_int(&self, v: i64) -> Result<Value, ParamError> {
-        match self.kind {
-            Kind::Int { min, max } => {
-                if (min..=max).contains(&v) {
-                    Ok(Value::Int(v))
-                } else {
-                    Err(self.out_of_range(v.to_string()))
-                }
-            }
-            Kind::Float { .. } => self.check_float(v as f64),
-        }
-    }
-
-    pub fn check_float(&self, v: f64) -> Result<Value, ParamError> {
-        match self.kind {
-            Kind::Int { .. } => Err(ParamError::WrongType {
-                param: self.name,
-                expected: "an integer",
-            }),
-            Kind::Float { min, max } => {
-                // NaN fails the range test, so it is refused here too.
-                if v >= min && v <= max {
-                    Ok(Value::Float(v))
-                } else {
-                    Err(self.out_of_range(v.to_string()))
-                }
-            }
-        }
-    }
-
-    pub fn expected(&self) -> &'static str {
-        match self.kind {
-            Kind::Int { .. } => "an integer",
-            Kind::Float { .. } => "a number",
-        }
-    }
-
-    fn out_of_range(&self, value: String) -> ParamError {
-        let (min, max) = match self.kind {
-            Kind::Int { min, max } => (min.to_string(), max.to_string()),
-            Kind::Float { min, max } => (min.to_string(), max.to_string()),
-        };
-        ParamError::OutOfRange {
-            param: self.name,
-            value,
-            min,
-            max,
-        }
-    }
-}
+use spec::THREADS_MAX;
 
 /// Every workload, built-in ones first.
 pub fn all() -> impl Iterator<Item = &'static WorkloadSpec> {
@@ -270,8 +65,12 @@ const fn eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 pub fn lookup(name: &str) -> Result<&'static WorkloadSpec, ParamError> {
+    let names =
+        |table: &[WorkloadSpec]| table.iter().map(|w| w.name).collect::<Vec<_>>().join(", ");
     find(name).ok_or_else(|| ParamError::UnknownWorkload {
         workload: name.to_string(),
+        built_in: names(CATALOGUE),
+        external: names(EXTERNAL),
     })
 }
 
@@ -295,13 +94,12 @@ pub fn resolve(
         return Err(ParamError::UnknownParam {
             workload: spec.name,
             param: name.clone(),
+            known: spec.params,
         });
     }
     out.sort_by(|a, b| a.0.cmp(b.0));
     Ok(out)
 }
-
-const THREADS_MAX: i64 = 4096;
 
 /// The built-in workloads, which `farm-workload` runs.
 pub const CATALOGUE: &[WorkloadSpec] = &[

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 use farm_proto::{GetResultsRequest, ListRangeRequest, SubmitMatrixRequest};
 use farm_runtime::coordinators::Urls;
 
-use crate::BadInput;
 use crate::client::{Access, Client};
+use crate::input::BadInput;
 
 /// Runs of each end when `--repetitions` is not given: enough for the
 /// rank test to tell a large change at p < 0.01.

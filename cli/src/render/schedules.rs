@@ -4,14 +4,14 @@
 use farm_proto::{ExecutionSummary, ScheduleInfo};
 use serde_json::{Value, json};
 
-use super::state_name;
+use super::names::state_name;
 
 /// A unix time in ms as `2026-12-02 03:00 UTC`; `-` for 0 (never).
 pub fn utc(ms: u64) -> String {
     if ms == 0 {
         return "-".into();
     }
-    crate::report::format::datetime(ms)
+    crate::dates::datetime(ms)
 }
 
 /// When a schedule runs, in words: `cron 0 3 * * *`, `new kernel file:/k/*`.

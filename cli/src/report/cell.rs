@@ -6,8 +6,17 @@ use std::fmt::Write;
 
 use farm_proto::{CellSummary, Direction, MetricSummary, Verdict};
 
+use super::badge::Badge;
 use super::format::{self, escape, num};
-use super::{Badge, Shown, plots};
+use super::plots;
+
+/// One primary metric of a cell with the values its strip plot shows.
+pub(super) struct Shown<'a> {
+    pub(super) m: &'a MetricSummary,
+    pub(super) values: Vec<f64>,
+    pub(super) baseline: Option<Vec<f64>>,
+    pub(super) badge: Badge,
+}
 
 /// Whether a metric is a workload's own figure rather than one every run
 /// has, as the coordinator that judged the matrix says (`primary`);

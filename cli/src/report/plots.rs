@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 use farm_proto::{History, NodeTick};
 
-use super::Badge;
+use super::badge::Badge;
 use super::format::{self, num};
 use super::svg::{self, Linear, px, text, title};
 
@@ -533,7 +533,7 @@ pub fn trend(h: &History, current_matrix: &str) -> String {
         let tip = title(&format!(
             "{} · {} · kernel {}: {} {}",
             p.matrix_id,
-            format::date(p.t_ms),
+            crate::dates::date(p.t_ms),
             if p.kernel.is_empty() { "?" } else { &p.kernel },
             num(p.value),
             h.unit
@@ -606,7 +606,7 @@ pub fn trend(h: &History, current_matrix: &str) -> String {
             x.map(i as f64),
             axis + 30.0,
             &format!(r#"text-anchor="{anchor}" {AXIS}"#),
-            &format::date(points[i].t_ms),
+            &crate::dates::date(points[i].t_ms),
         );
     }
     let mut last_x = f64::NEG_INFINITY;

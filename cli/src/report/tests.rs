@@ -592,9 +592,12 @@ fn numbers_read_like_the_seeds() {
     ] {
         assert_eq!(format::p_value(p), want);
     }
-    assert_eq!(format::datetime(0), "1970-01-01 00:00 UTC");
-    assert_eq!(format::datetime(1_709_210_096_000), "2024-02-29 12:34 UTC");
-    assert_eq!(format::date(951_782_400_000), "2000-02-29");
+    assert_eq!(crate::dates::datetime(0), "1970-01-01 00:00 UTC");
+    assert_eq!(
+        crate::dates::datetime(1_709_210_096_000),
+        "2024-02-29 12:34 UTC"
+    );
+    assert_eq!(crate::dates::date(951_782_400_000), "2000-02-29");
 }
 
 #[test]

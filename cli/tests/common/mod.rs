@@ -230,7 +230,7 @@ impl Farm {
 
     /// [`Farm::with_guests`] over `dir` (see [`Farm::start_in`]).
     pub fn with_guests_in(dir: tempfile::TempDir, env: &[(&str, String)]) -> Farm {
-        for arch in farm_agent::executor::guest::machine::arch::GuestArch::ALL {
+        for arch in farm_agent::executor::guest::arch::GuestArch::ALL {
             if let Err(why) = farm_agent::executor::guest::machine::available(arch) {
                 panic!("{arch} guests: run scripts/test.sh, which sets them up: {why}");
             }

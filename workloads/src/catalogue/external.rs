@@ -8,7 +8,9 @@
 //! so that they never collide with a built-in workload's. Durations are
 //! whole seconds, as the tools take them.
 
-use super::{Direction, Kind, MetricSpec, Origin, ParamSpec, THREADS_MAX, Value, WorkloadSpec};
+use super::spec::{
+    Direction, Kind, MetricSpec, Origin, ParamSpec, THREADS_MAX, Value, WorkloadSpec,
+};
 
 /// Every external workload, in the order agents look for them.
 pub const EXTERNAL: &[WorkloadSpec] = &[
