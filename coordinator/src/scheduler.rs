@@ -58,42 +58,17 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use farm_proto::{
-    AgentInfo, Capabilities, CoordinatorMessage, Hello, MatrixStatus, SubmitMatrixResponse,
-    agent_message,
-};
+use farm_proto::{Capabilities, CoordinatorMessage, MatrixStatus};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{Span, debug};
 
 use crate::eligibility::Requirement;
 use crate::identity::Name;
 use crate::ids::{AgentId, Attempt, CellIndex, MatrixId, RunId};
-use crate::matrix::Matrix;
 use crate::metrics::Metrics;
-use crate::store::{self, Backend, MatrixRecord, Op, RunRecord};
-
-/// The sending half of an agent's stream, of [`AGENT_OUTBOX_CAPACITY`]
-/// (`outbox`).
-///
-/// The stream ends with an [`Error`] when the coordinator drops the agent.
-pub type AgentTx = mpsc::Sender<Result<CoordinatorMessage, Error>>;
-
-type Reply<T> = oneshot::Sender<Result<T, Error>>;
-
-/// Who waits for a bisection to start: a `StartBisection` call, or a
-/// schedule's execution that found a regression (`[schedule] bisect`),
-/// whose outcome goes to the log. Here, not in `bisection`, because a
-/// git range's listing (`ranges`) holds it while the agent lists, and
-/// bisections build on ranges, not the other way round.
-pub(super) enum Starter {
-    Rpc(Reply<farm_proto::Bisection>),
-    Schedule {
-        matrix_id: MatrixId,
-        cell: CellIndex,
-    },
-}
+use crate::store::{Backend, MatrixRecord, Op, RunRecord};
 
 /// The most events applied before a commit; bounds the latency of a batch.
 const MAX_BATCH: usize = 4096;
@@ -101,10 +76,6 @@ const MAX_BATCH: usize = 4096;
 /// room (see "Backpressure" above): a flood of RPCs is throttled where it
 /// enters, and the events of a full channel are at most two batches' work.
 pub const EVENT_CAPACITY: usize = 1024;
-/// The messages waiting in one agent's stream, at most: a few per run
-/// (assignment, ack, cancel), so an agent that has this many unread is
-/// stuck or hostile, and is dropped (`outbox`).
-pub const AGENT_OUTBOX_CAPACITY: usize = 64;
 /// How often a running matrix's status is republished at most.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
@@ -136,71 +107,6 @@ impl Default for Config {
             agent_expiry_ms: DEFAULT_AGENT_EXPIRY_MS,
         }
     }
-}
-
-pub enum Event {
-    /// This coordinator no longer leads: the thread ends after the batch,
-    /// its agents' streams with it (they find the new leader).
-    StepDown,
-    Register {
-        capabilities: Box<Capabilities>,
-        /// The id the caller asks to resume, if it is one.
-        resume_agent_id: Option<AgentId>,
-        /// The caller's certificate name (mutual TLS), `None` with a token.
-        identity: Option<Name>,
-        reply: Reply<AgentId>,
-    },
-    SessionOpen {
-        /// `hello`'s, parsed where it entered (`service`).
-        agent_id: AgentId,
-        hello: Hello,
-        identity: Option<Name>,
-        session: u64,
-        tx: AgentTx,
-        reply: Reply<()>,
-    },
-    FromAgent {
-        agent_id: AgentId,
-        msg: Box<agent_message::Msg>,
-        /// The message's share of the bytes agents may have waiting for the
-        /// scheduler (`service::MAX_AGENT_BYTES_IN_FLIGHT`), given back once
-        /// it is handled; `None` where nothing is bounded (tests).
-        permit: Option<tokio::sync::OwnedSemaphorePermit>,
-    },
-    SessionClosed {
-        agent_id: AgentId,
-        session: u64,
-    },
-    Submit {
-        matrix: Box<Matrix>,
-        file_name: String,
-        source: String,
-        /// The submitter's span (W3C), parent of the matrix's; may be empty.
-        traceparent: String,
-        reply: Reply<SubmitMatrixResponse>,
-    },
-    Status {
-        matrix_id: MatrixId,
-        reply: Reply<MatrixStatus>,
-    },
-    Watch {
-        matrix_id: MatrixId,
-        reply: Reply<watch::Receiver<MatrixStatus>>,
-    },
-    ListAgents {
-        reply: Reply<Vec<AgentInfo>>,
-    },
-    Cancel {
-        matrix_id: MatrixId,
-        reply: Reply<u32>,
-    },
-    /// Summaries: asked by callers, made by the results worker.
-    Results(ResultsEvent),
-    /// From the results worker: how a matrix's move to the archive went.
-    Archive(ArchiveEvent),
-    Schedule(ScheduleEvent),
-    Bisection(BisectionEvent),
-    Tick,
 }
 
 /// A cheap, cloneable way to talk to the scheduler.
@@ -260,77 +166,6 @@ impl Handle {
     }
 }
 
-/// What the scheduler refuses a caller, or why it stopped. Replies and
-/// agents' streams carry the refusals; the thread ends with `Store`. Only
-/// `crate::service` turns them into gRPC statuses.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("no matrix {0}")]
-    UnknownMatrix(String),
-    /// A stored matrix whose cells this coordinator cannot read.
-    #[error("matrix {matrix_id} failed: the store holds it, but {why}; it is left there as it is")]
-    Unreadable { matrix_id: String, why: String },
-    #[error("no schedule {0}")]
-    UnknownSchedule(String),
-    #[error("no bisection {0}")]
-    UnknownBisection(String),
-    /// A bisection request that cannot be bisected (the reason says why).
-    #[error("bisection refused: {0}")]
-    Bisection(String),
-    /// A `ListRange` that cannot be listed (the reason says why).
-    #[error("git range refused: {0}")]
-    Range(String),
-    /// An agent asked on a caller's behalf did not answer in time.
-    #[error("{0}")]
-    Unanswered(String),
-    #[error("unknown agent id {0}; call Register first")]
-    UnknownAgent(String),
-    /// Another caller asked for the id of an agent whose stream is open.
-    #[error("agent {0} has a live session; another one may not take it over")]
-    AgentInUse(String),
-    /// The agent id is bound to another certificate (or to none, or the
-    /// caller has none): one identity never speaks for another's agent.
-    #[error("agent {agent} is bound to {bound}; {caller} may not speak for it")]
-    NotYourAgent {
-        agent: String,
-        bound: String,
-        caller: String,
-    },
-    /// The agent's stream is closed: it was silent longer than its lease.
-    #[error("lease expired: no heartbeat")]
-    LeaseExpired,
-    /// The agent did not read its stream: it had this many messages unread.
-    #[error(
-        "agent stream closed: {0} messages unread; the limit (AGENT_OUTBOX_CAPACITY) is {AGENT_OUTBOX_CAPACITY}"
-    )]
-    TooSlow(usize),
-    /// A queue between threads is full; the caller may try again.
-    #[error("{what} is full; the limit ({limit}) is {capacity}, try again")]
-    Busy {
-        what: &'static str,
-        limit: &'static str,
-        capacity: usize,
-    },
-    /// A record of the submission would be larger than the store keeps
-    /// in one (etcd's request limit).
-    #[error("{what} is {bytes} bytes; the store keeps at most {limit} in one record")]
-    TooLargeForStore {
-        what: String,
-        bytes: usize,
-        limit: usize,
-    },
-    /// The scheduler thread is gone (stopping, or stopped by an error).
-    #[error("coordinator is shutting down")]
-    ShuttingDown,
-    /// The scheduler stopped for this reason ([`Handle::stopping_because`]):
-    /// "leadership lost: …" when a leader's term ended.
-    #[error("{0}")]
-    Stopped(String),
-    /// The store failed a commit: fatal, the thread stops.
-    #[error(transparent)]
-    Store(#[from] store::Error),
-}
-
 struct Agent {
     capabilities: Capabilities,
     /// The certificate name this agent id is bound to, until the agent is
@@ -375,8 +210,8 @@ struct MatrixMem {
     /// Each cell's `series_key`, computed once: every ended run looks up
     /// the matrices that share its series.
     series_keys: Vec<Vec<u8>>,
-    /// What the results feature keeps of it (`results::Versions`).
-    results: results::Versions,
+    /// What the results feature keeps of it (`state::results::Versions`).
+    results: state::results::Versions,
     /// The matrix's trace span, from submission until it ends; a matrix
     /// recovered after a restart has none, and its runs' spans are roots.
     span: Span,
@@ -398,7 +233,7 @@ struct RunMem {
     holders: Vec<(AgentId, u32)>,
     /// What its holder last said it does (its kernel's build), in memory
     /// only (`activity`).
-    activity: Option<activity::Activity>,
+    activity: Option<state::activity::Activity>,
 }
 
 struct Scheduler {
@@ -428,16 +263,16 @@ struct Scheduler {
     /// An agent connected, left or re-registered: the fleet gauge is redone
     /// at the next tick (not per event: thousands may connect at once).
     fleet_changed: bool,
-    series: histories::Series,
-    schedules: schedule::Schedules,
-    bisections: bisection::Bisections,
+    series: state::histories::Series,
+    schedules: state::schedule::Schedules,
+    bisections: state::bisection::Bisections,
     /// Git ranges asked of agents, by request id.
-    listings: ranges::Listings,
-    summaries: results::Worker,
-    rejections: provenance::Rejections,
+    listings: state::ranges::Listings,
+    summaries: worker::Worker,
+    rejections: state::provenance::Rejections,
     /// A `StepDown` arrived: the loop ends after this batch.
     stepping_down: bool,
-    archiving: archive::State,
+    archiving: state::archive::State,
 }
 
 /// Starts the scheduler thread on a store and returns the handle to it.
@@ -464,7 +299,7 @@ pub fn spawn_with(
 ) -> Result<(Handle, std::thread::JoinHandle<Result<(), Error>>), Error> {
     // The worker's end is weak: the scheduler stops once every handle is gone.
     let (tx, mut rx) = mpsc::channel(EVENT_CAPACITY);
-    let summaries = results::Worker::spawn(metrics.results_gauges(), tx.downgrade(), archive);
+    let summaries = worker::Worker::spawn(metrics.results_gauges(), tx.downgrade(), archive);
     let mut s = Scheduler {
         store: Box::new(store),
         config,
@@ -482,14 +317,14 @@ pub fn spawn_with(
         after_commit: Vec::new(),
         metrics,
         fleet_changed: false,
-        series: histories::Series::default(),
-        schedules: schedule::Schedules::new(),
-        bisections: bisection::Bisections::default(),
-        listings: ranges::Listings::default(),
+        series: state::histories::Series::default(),
+        schedules: state::schedule::Schedules::new(),
+        bisections: state::bisection::Bisections::default(),
+        listings: state::ranges::Listings::default(),
         summaries,
-        rejections: provenance::Rejections::default(),
+        rejections: state::provenance::Rejections::default(),
         stepping_down: false,
-        archiving: archive::State::default(),
+        archiving: state::archive::State::default(),
     };
     s.recover()?;
     let crons = s.schedules.crons();
@@ -524,20 +359,6 @@ pub fn spawn_with(
         },
         thread,
     ))
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-fn random_id(prefix: &str) -> String {
-    let mut b = [0u8; 6];
-    rand::fill(&mut b);
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{prefix}-{hex}")
 }
 
 impl Scheduler {
@@ -688,7 +509,9 @@ mod activity;
 mod agents;
 mod archive;
 mod bisection;
+mod clock;
 mod dispatch;
+mod event;
 mod histories;
 mod ingest;
 mod leases;
@@ -698,14 +521,22 @@ mod outbox;
 mod provenance;
 mod ranges;
 mod recovery;
+mod reply;
 mod reruns;
 mod results;
 mod schedule;
-pub use archive::{ARCHIVE_IN_FLIGHT, ArchiveEvent};
-pub use bisection::{BisectionEvent, MAX_RUNNING_BISECTIONS};
-pub(crate) use ranges::range_refusal;
-pub use ranges::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS};
-pub use results::{Results, ResultsEvent};
-pub use schedule::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR, ScheduleEvent};
+mod state;
+mod worker;
+pub(crate) use clock::now_ms;
+pub use event::Event;
+use reply::Reply;
+pub use reply::{AGENT_OUTBOX_CAPACITY, AgentTx, Error};
+pub use state::archive::{ARCHIVE_IN_FLIGHT, ArchiveEvent};
+pub use state::bisection::{BisectionEvent, MAX_RUNNING_BISECTIONS};
+use state::ranges::Starter;
+pub(crate) use state::ranges::range_refusal;
+pub use state::ranges::{LISTING_TIMEOUT, MAX_PENDING_LISTINGS};
+pub use state::results::{Results, ResultsEvent};
+pub use state::schedule::{CronEntry, MAX_TRIGGERED_EXECUTIONS_PER_HOUR, ScheduleEvent};
 #[cfg(test)]
 mod tests;

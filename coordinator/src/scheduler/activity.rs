@@ -21,13 +21,7 @@ use super::provenance::{self, Rejection};
 use super::{MatrixMem, RunMem, Scheduler};
 use crate::ids::{AgentId, RunId};
 
-/// The latest report of an attempt's build.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Activity {
-    agent_id: AgentId,
-    attempt: u32,
-    build: BuildProgress,
-}
+pub(super) use super::state::activity::*;
 
 impl Scheduler {
     /// A `RunProgress` from `agent_id`: kept when it holds the attempt and

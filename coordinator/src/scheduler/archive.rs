@@ -44,22 +44,7 @@ use crate::ids::{CellIndex, MatrixId};
 use crate::results;
 use crate::store::{MatrixRecord, RunRecord};
 
-/// Matrices being archived at once, at most: each job holds a copy of a
-/// matrix (up to a few MiB), and the worker's queue
-/// (`RESULTS_QUEUE_CAPACITY`) keeps the rest of its room for `GetResults`.
-pub const ARCHIVE_IN_FLIGHT: usize = 8;
-/// A schedule's executions submitted within this long stay live.
-const KEEP_EXECUTIONS_MS: u64 = 3_600_000;
-
-/// What the scheduler knows of archiving.
-#[derive(Default)]
-pub(super) struct State {
-    in_flight: std::collections::BTreeSet<MatrixId>,
-    /// Archiving pauses until then after a failure.
-    retry_at: Option<Instant>,
-    /// The archive failed the last job: said once, until one succeeds.
-    failing: bool,
-}
+pub(super) use super::state::archive::*;
 
 /// An ended matrix on its way to the archive.
 struct ArchiveJob {
@@ -122,16 +107,6 @@ fn archived(job: ArchiveJob, summary: farm_proto::GetResultsResponse) -> Archive
         summary,
         points,
     }
-}
-
-/// What the results worker tells of a matrix's move to the archive.
-pub enum ArchiveEvent {
-    /// `matrix_id` is in the archive (`Ok(false)`: it was already), or the
-    /// archive failed it.
-    Archived {
-        matrix_id: MatrixId,
-        outcome: crate::archive::Result<bool>,
-    },
 }
 
 impl Scheduler {

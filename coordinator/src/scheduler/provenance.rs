@@ -16,7 +16,6 @@
 //! has been leased) is not a sample: it ends the run as failed, saying which
 //! value was wrong.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use farm_proto::RunResult;
@@ -28,63 +27,7 @@ use super::{RunMem, Scheduler};
 use crate::ids::AgentId;
 use crate::store::RunState;
 
-/// The most distinct (agent, reason) pairs remembered for logging once;
-/// past it the set starts again, so a storm of new agent ids cannot grow it.
-const MAX_LOGGED_REJECTIONS: usize = 10_000;
-/// The largest value any metric may have. Larger ones are not measurements
-/// (a 10-minute run on 10,000 CPUs makes 6e6 CPU-seconds, a billion events
-/// per second for a day 1e14), and they would overflow the statistics.
-pub const MAX_METRIC_VALUE: f64 = 1e15;
-/// What a wall time may exceed the time since the coordinator leased the
-/// attempt by: clocks of agents and coordinator tick apart, and a result
-/// waits in the agent's outbox while it reconnects.
-const WALL_TIME_SLACK: Duration = Duration::from_secs(120);
-/// The most metrics one result may carry: a workload reports a dozen or
-/// two, and every one becomes a series in summaries and on `/metrics`.
-pub const MAX_METRICS_PER_RESULT: usize = 256;
-
-/// Why a message of an agent was dropped: the `reason` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Rejection {
-    /// A result for a run this coordinator does not have.
-    UnknownRun,
-    /// A result for an attempt that was never leased to the sender.
-    ResultNotLeased,
-    /// A progress report for an attempt the sender does not hold.
-    ProgressNotLeased,
-    /// A progress report of the holder with figures no build has
-    /// (`farm_spec::progress`).
-    BadProgress,
-    /// A `Hello` claiming to run an attempt never leased to the sender.
-    ClaimNotLeased,
-    /// A `Register` or `Hello` for an agent id whose session is live.
-    Takeover,
-    /// A `Register` or `Hello` for an agent id bound to another identity.
-    IdentityMismatch,
-    /// Commits for a listing never asked of the sender.
-    UnaskedCommits,
-}
-
-impl Rejection {
-    pub(super) fn reason(self) -> &'static str {
-        match self {
-            Rejection::UnknownRun => "unknown_run",
-            Rejection::ResultNotLeased => "result_not_leased",
-            Rejection::ProgressNotLeased => "progress_not_leased",
-            Rejection::BadProgress => "bad_progress",
-            Rejection::ClaimNotLeased => "claim_not_leased",
-            Rejection::Takeover => "session_takeover",
-            Rejection::IdentityMismatch => "identity_mismatch",
-            Rejection::UnaskedCommits => "unasked_commits",
-        }
-    }
-}
-
-/// Once-per-(agent, reason) logging.
-#[derive(Default)]
-pub(super) struct Rejections {
-    logged: HashSet<(AgentId, Rejection)>,
-}
+pub(super) use super::state::provenance::*;
 
 impl Scheduler {
     /// Drops a message of `agent_id`: counted always, logged once per

@@ -5,7 +5,8 @@ use super::*;
 use crate::matrix;
 use crate::store::Sqlite;
 use farm_proto::{
-    GetResultsResponse, Heartbeat, RunCounts, RunRef, RunResult, coordinator_message,
+    AgentInfo, GetResultsResponse, Heartbeat, Hello, RunCounts, RunRef, RunResult, agent_message,
+    coordinator_message,
 };
 
 type Rx = mpsc::Receiver<Result<CoordinatorMessage, Error>>;

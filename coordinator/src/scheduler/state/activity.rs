@@ -1,0 +1,14 @@
+//! What `scheduler::activity` keeps between events, and its events: state the
+//! scheduler holds, driven by that part.
+
+use farm_spec::progress::BuildProgress;
+
+use crate::ids::AgentId;
+
+/// The latest report of an attempt's build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::scheduler) struct Activity {
+    pub(in crate::scheduler) agent_id: AgentId,
+    pub(in crate::scheduler) attempt: u32,
+    pub(in crate::scheduler) build: BuildProgress,
+}
