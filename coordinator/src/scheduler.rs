@@ -8,8 +8,13 @@
 //! acknowledgements and assignments. Nothing anyone was told is ever ahead of
 //! the disk, and one fsync serves a whole batch.
 //!
-//! This file holds the state, the loop, the commit and `handle`, which only
-//! dispatches each event to the method of its concern:
+//! This file holds the [`Scheduler`] struct, the loop, the commit and
+//! `handle`, which only dispatches each event to the method of its
+//! concern. Below it: `reply` (replies, errors, agents' streams), `clock`,
+//! `state` (what each feature keeps, one module each, with its events),
+//! `event` (every [`Event`]) and `worker` (the results worker's thread).
+//! Above it, each part adds an `impl Scheduler` that drives its state and
+//! the core's (no part imports another's state to change it):
 //! - `agents`: registration, sessions, catalogue changes, the idle set;
 //! - `leases`: silent agents lose their runs, which are queued again;
 //! - `dispatch`: idle agents get the oldest run they can serve;
@@ -28,9 +33,11 @@
 //! - `observe`: what the metrics are told;
 //! - `outbox`: messages to agents, and agents too slow to read them.
 //!
-//! A scheduler part is named as the pure-logic room it drives
-//! (`crate::results` and `results`, `crate::archive` and `archive`,
-//! `crate::bisection` and `bisection`, `crate::schedule` and `schedule`).
+//! A scheduler part is named as the pure-logic room it drives and as the
+//! state it keeps (`crate::results`, `results` and `state::results`;
+//! `crate::archive`, `archive` and `state::archive`; `crate::bisection`,
+//! `bisection` and `state::bisection`; `crate::schedule`, `schedule` and
+//! `state::schedule`).
 //!
 //! Backpressure, and why it cannot deadlock. Every channel is bounded:
 //! events ([`EVENT_CAPACITY`]), each agent's stream

@@ -17,11 +17,12 @@ use farm_proto::{CellStatus, RunActivity, RunProgress, RunResult};
 use farm_spec::progress::BuildProgress;
 use tracing::debug;
 
-use super::provenance::{self, Rejection};
+use super::provenance;
+use super::state::provenance::Rejection;
 use super::{MatrixMem, RunMem, Scheduler};
 use crate::ids::{AgentId, RunId};
 
-pub(super) use super::state::activity::*;
+use super::state::activity::*;
 
 impl Scheduler {
     /// A `RunProgress` from `agent_id`: kept when it holds the attempt and

@@ -12,7 +12,8 @@ use farm_proto::{
 };
 use tracing::{info, warn};
 
-use super::provenance::{self, Rejection};
+use super::provenance;
+use super::state::provenance::Rejection;
 use super::{Agent, AgentTx, Error, Scheduler, now_ms};
 use crate::identity::Name;
 use crate::ids::{AgentId, Attempt, RunId};

@@ -36,7 +36,7 @@ use farm_proto::{MatrixState, MatrixStatus};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use super::results::{Archivist, Job, Snapshot, summary_of};
+use super::worker::{Archivist, Job, Snapshot, summary_of};
 use super::{Event, MatrixMem, Scheduler, now_ms};
 use crate::archive::ARCHIVE_RETRY;
 use crate::archive::ArchivedMatrix;
@@ -44,7 +44,7 @@ use crate::ids::{CellIndex, MatrixId};
 use crate::results;
 use crate::store::{MatrixRecord, RunRecord};
 
-pub(super) use super::state::archive::*;
+use super::state::archive::*;
 
 /// An ended matrix on its way to the archive.
 struct ArchiveJob {

@@ -11,12 +11,11 @@ use farm_spec::Kernel;
 use prost::Message as _;
 use tracing::{info, warn};
 
-use super::ranges;
 use super::{Error, MatrixMem, Scheduler, Starter, now_ms};
 use crate::bisection::{self, New};
 use crate::ids::{BisectionId, CellIndex, MatrixId};
 
-pub(super) use super::state::bisection::*;
+use super::state::bisection::*;
 
 impl Scheduler {
     pub(super) fn on_bisection(&mut self, ev: BisectionEvent) {
@@ -62,7 +61,7 @@ impl Scheduler {
                 return;
             }
         };
-        let then = ranges::Then::Bisect {
+        let then = super::state::ranges::Then::Bisect {
             request: req,
             starter: reply,
         };

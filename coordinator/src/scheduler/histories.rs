@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use super::{MatrixMem, Scheduler};
 use crate::results;
 
-pub(super) use super::state::histories::*;
+use super::state::histories::*;
 
 impl Scheduler {
     /// Each cell's series in memory: the same cell (workload, state,

@@ -11,7 +11,8 @@ use farm_runtime::trace::TARGET;
 use tracing::{Span, debug, info_span, warn};
 
 use super::agents::{ack_msg, cancel_msg};
-use super::provenance::{self, Rejection};
+use super::provenance;
+use super::state::provenance::Rejection;
 use super::{Scheduler, activity};
 use crate::ids::{AgentId, RunId};
 use crate::store::{Op, RunState};

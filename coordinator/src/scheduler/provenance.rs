@@ -27,7 +27,7 @@ use super::{RunMem, Scheduler};
 use crate::ids::AgentId;
 use crate::store::RunState;
 
-pub(super) use super::state::provenance::*;
+use super::state::provenance::*;
 
 impl Scheduler {
     /// Drops a message of `agent_id`: counted always, logged once per

@@ -12,11 +12,11 @@ use farm_proto::{
 use farm_spec::Kernel;
 use tracing::{info, warn};
 
-use super::provenance::Rejection;
+use super::state::provenance::Rejection;
 use super::{Error, Reply, Scheduler};
 use crate::ids::AgentId;
 
-pub(super) use super::state::ranges::*;
+use super::state::ranges::*;
 
 impl Scheduler {
     /// `ListRange`: the range between two git kernels, as an agent lists it.

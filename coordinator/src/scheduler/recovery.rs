@@ -193,7 +193,7 @@ impl Scheduler {
                 durations_s: Vec::new(),
                 build_durations_s: Vec::new(),
                 series_keys,
-                results: super::results::Versions::new(version),
+                results: super::state::results::Versions::new(version),
                 span: Span::none(),
             },
         );

@@ -49,8 +49,8 @@ use crate::ids::{CellIndex, MatrixId};
 use crate::metrics::Ended;
 use crate::results::Point;
 
-pub(super) use super::worker::*;
-pub(super) use super::state::results::*;
+use super::state::results::*;
+use super::worker::*;
 
 impl Scheduler {
     pub(super) fn on_results(&mut self, ev: ResultsEvent) {
@@ -194,7 +194,7 @@ impl Scheduler {
         m.results.gauged = true;
         let mut bisect = false;
         if let Some(e) = &m.rec.execution {
-            let verdicts = super::schedule::verdicts_of(&m.rec.cells, &summary.cells);
+            let verdicts = super::state::schedule::verdicts_of(&m.rec.cells, &summary.cells);
             bisect = self
                 .schedules
                 .execution_summarised(&e.schedule_id, matrix_id, verdicts);

@@ -12,7 +12,7 @@ use super::{MatrixMem, Scheduler, now_ms};
 use crate::ids::ScheduleId;
 use crate::matrix::Matrix;
 
-pub(super) use super::state::schedule::*;
+use super::state::schedule::*;
 
 impl Scheduler {
     pub(super) fn on_schedule(&mut self, ev: ScheduleEvent) {

@@ -732,7 +732,7 @@ async fn a_later_matrix_of_its_series_changes_an_earlier_ones_results() {
 /// never replaces it.
 #[test]
 fn a_stale_summary_never_replaces_a_newer_one() {
-    let cache = results::Cache::default();
+    let cache = state::results::Cache::default();
     let newer = std::sync::Arc::new(GetResultsResponse {
         runs: vec![farm_proto::RunRecord::default()],
         ..Default::default()
