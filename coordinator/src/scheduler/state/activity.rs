@@ -1,5 +1,5 @@
-//! What `scheduler::activity` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! What a running attempt last reported doing (its kernel's build), kept
+//! per run and driven by `scheduler::activity`.
 
 use farm_spec::progress::BuildProgress;
 

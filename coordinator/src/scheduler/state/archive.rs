@@ -1,5 +1,6 @@
-//! What `scheduler::archive` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! What archiving keeps (the matrices on their way to the archive, the
+//! pause after a failure) and the worker's answer ([`ArchiveEvent`]);
+//! driven by `scheduler::archive`.
 
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
-//! What `scheduler::bisection` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! The bisections, each with its record and its bisector ([`Bisections`]),
+//! their limits and their events; driven by `scheduler::bisection`.
 
 use std::collections::BTreeMap;
 

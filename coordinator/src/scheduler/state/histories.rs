@@ -1,5 +1,5 @@
-//! What `scheduler::histories` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! Every cell of every live matrix by series ([`Series`]), and a cell's
+//! live history point; driven by `scheduler::histories`.
 
 use std::collections::HashMap;
 

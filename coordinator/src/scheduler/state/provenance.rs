@@ -1,5 +1,6 @@
-//! What `scheduler::provenance` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! Why an agent's message was dropped ([`Rejection`]), logged once per
+//! agent and reason ([`Rejections`]), and the limits a result must hold;
+//! driven by `scheduler::provenance`.
 
 use std::collections::HashSet;
 use std::time::Duration;

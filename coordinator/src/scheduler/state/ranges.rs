@@ -1,5 +1,6 @@
-//! What `scheduler::ranges` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! The git ranges asked of agents ([`Listings`]), who waits for each
+//! ([`Starter`]), and the checks of a range's ends and of an agent's
+//! answer; driven by `scheduler::ranges`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -1,5 +1,6 @@
-//! What `scheduler::results` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! Each matrix's summary versions ([`Versions`]), the cache `GetResults`
+//! reads ([`Cache`]) and the results events; driven by `scheduler::results`,
+//! computed by `scheduler::worker`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

@@ -1,5 +1,5 @@
-//! What `scheduler::schedule` keeps between events, and its events: state the
-//! scheduler holds, driven by that part.
+//! The schedules with their executions and crons ([`Schedules`]), and
+//! their events; driven by `scheduler::schedule`.
 
 use std::collections::{BTreeMap, HashMap};
 
