@@ -18,11 +18,10 @@ use farm_spec::progress::BuildProgress;
 use tracing::debug;
 
 use super::provenance;
+use super::state::activity::Activity;
 use super::state::provenance::Rejection;
 use super::{MatrixMem, RunMem, Scheduler};
 use crate::ids::{AgentId, RunId};
-
-use super::state::activity::*;
 
 impl Scheduler {
     /// A `RunProgress` from `agent_id`: kept when it holds the attempt and

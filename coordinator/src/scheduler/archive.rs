@@ -36,6 +36,7 @@ use farm_proto::{MatrixState, MatrixStatus};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
+use super::state::archive::{ARCHIVE_IN_FLIGHT, ArchiveEvent, KEEP_EXECUTIONS_MS};
 use super::worker::{Archivist, Job, Snapshot, summary_of};
 use super::{Event, MatrixMem, Scheduler, now_ms};
 use crate::archive::ARCHIVE_RETRY;
@@ -43,8 +44,6 @@ use crate::archive::ArchivedMatrix;
 use crate::ids::{CellIndex, MatrixId};
 use crate::results;
 use crate::store::{MatrixRecord, RunRecord};
-
-use super::state::archive::*;
 
 /// An ended matrix on its way to the archive.
 struct ArchiveJob {

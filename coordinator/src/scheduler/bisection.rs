@@ -11,11 +11,12 @@ use farm_spec::Kernel;
 use prost::Message as _;
 use tracing::{info, warn};
 
+use super::state::bisection::{
+    BisectionEvent, MAX_BISECTIONS_PER_EXECUTION, MAX_RUNNING_BISECTIONS, Plan,
+};
 use super::{Error, MatrixMem, Scheduler, Starter, now_ms};
 use crate::bisection::{self, New};
 use crate::ids::{BisectionId, CellIndex, MatrixId};
-
-use super::state::bisection::*;
 
 impl Scheduler {
     pub(super) fn on_bisection(&mut self, ev: BisectionEvent) {

@@ -9,10 +9,9 @@
 
 use std::collections::HashSet;
 
+use super::state::histories::LivePoint;
 use super::{MatrixMem, Scheduler};
 use crate::results;
-
-use super::state::histories::*;
 
 impl Scheduler {
     /// Each cell's series in memory: the same cell (workload, state,

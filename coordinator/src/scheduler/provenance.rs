@@ -23,11 +23,12 @@ use farm_spec::metric;
 use prost::Message;
 use tracing::warn;
 
+use super::state::provenance::{
+    MAX_LOGGED_REJECTIONS, MAX_METRIC_VALUE, MAX_METRICS_PER_RESULT, Rejection, WALL_TIME_SLACK,
+};
 use super::{RunMem, Scheduler};
 use crate::ids::AgentId;
 use crate::store::RunState;
-
-use super::state::provenance::*;
 
 impl Scheduler {
     /// Drops a message of `agent_id`: counted always, logged once per

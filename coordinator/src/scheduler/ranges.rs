@@ -13,10 +13,11 @@ use farm_spec::Kernel;
 use tracing::{info, warn};
 
 use super::state::provenance::Rejection;
+use super::state::ranges::{
+    LISTING_TIMEOUT, Listing, MAX_PENDING_LISTINGS, Then, as_range, check_listed, git_ends,
+};
 use super::{Error, Reply, Scheduler};
 use crate::ids::AgentId;
-
-use super::state::ranges::*;
 
 impl Scheduler {
     /// `ListRange`: the range between two git kernels, as an agent lists it.

@@ -44,13 +44,12 @@ use std::time::Instant;
 use farm_proto::GetResultsResponse;
 use tokio::sync::mpsc;
 
+use super::state::results::{RESULTS_QUEUE_CAPACITY, Results, ResultsEvent};
+use super::worker::{Job, Snapshot, ended, summarise};
 use super::{Error, MatrixMem, Reply, Scheduler};
 use crate::ids::{CellIndex, MatrixId};
 use crate::metrics::Ended;
 use crate::results::Point;
-
-use super::state::results::*;
-use super::worker::*;
 
 impl Scheduler {
     pub(super) fn on_results(&mut self, ev: ResultsEvent) {

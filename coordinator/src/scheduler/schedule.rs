@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use farm_proto::{Capabilities, ExecutionSummary, MatrixState, ScheduleInfo, SubmitMatrixResponse};
 use tracing::{info, warn};
 
+use super::state::schedule::{
+    HOUR_MS, MAX_TRIGGERED_EXECUTIONS_PER_HOUR, ScheduleEvent, Verdicts, verdicts_of,
+};
 use super::{MatrixMem, Scheduler, now_ms};
 use crate::ids::ScheduleId;
 use crate::matrix::Matrix;
-
-use super::state::schedule::*;
 
 impl Scheduler {
     pub(super) fn on_schedule(&mut self, ev: ScheduleEvent) {

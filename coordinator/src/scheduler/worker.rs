@@ -9,7 +9,7 @@ use farm_proto::{GetResultsResponse, MatrixStatus};
 use tokio::sync::mpsc;
 use tracing::{error, warn};
 
-use super::state::results::*;
+use super::state::results::{Cache, RESULTS_QUEUE_CAPACITY, Results, ResultsEvent};
 use crate::archive;
 use crate::cell::Cell;
 use crate::ids::MatrixId;
